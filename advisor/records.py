@@ -1,0 +1,57 @@
+"""Raw per-request records: what the load generator saw, nothing derived.
+
+All times are nanoseconds relative to the run's t0 (`time.perf_counter_ns()`
+when the schedule started), so records from one run share one clock.
+Metrics (TTFT, TPOT, ITL, ...) are computed from these in `advisor.metrics`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    idx: int  # position in the schedule
+    request_id: str
+    t_sched_ns: int  # when the schedule said to send it
+    t_send_ns: int | None = None  # when it was actually sent (None: never sent)
+    chunk_t_ns: list[int] = field(default_factory=list)  # arrival time of each chunk
+    chunk_tokens: list[int] = field(default_factory=list)  # output tokens carried by each chunk
+    n_in: int = 0  # prompt tokens as the engine/server counted them (else as sent)
+    n_in_client: int = 0  # prompt tokens as the client sent them
+    n_out: int = 0  # output tokens as the engine/server counted them
+    n_out_client: int | None = None  # the client's own count, when it has one
+    max_tokens: int = 0  # output tokens asked for
+    warmup: bool = False  # sent during warm-up: excluded from measurement
+    error_kind: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error_kind is None and self.t_send_ns is not None
+
+    @property
+    def t_first_ns(self) -> int | None:
+        for t, n in zip(self.chunk_t_ns, self.chunk_tokens):
+            if n > 0:
+                return t
+        return None
+
+    @property
+    def t_last_ns(self) -> int | None:
+        for t, n in zip(reversed(self.chunk_t_ns), reversed(self.chunk_tokens)):
+            if n > 0:
+                return t
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RequestRecord:
+        d = dict(d)
+        d["chunk_t_ns"] = [int(x) for x in d.get("chunk_t_ns") or []]
+        d["chunk_tokens"] = [int(x) for x in d.get("chunk_tokens") or []]
+        return cls(**d)

@@ -1,0 +1,66 @@
+"""The data a scenario turns into: SLOs and a deterministic request schedule.
+
+A `Schedule` is a pure function of (scenario, seed, overrides); it holds token
+*lengths* and prefix-block ids, not token ids. `scenarios.prompts` turns each
+entry into concrete prompt token ids for a given vocabulary, deterministically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Mode = Literal["open", "closed", "offline"]
+
+PREFIX_BLOCK_TOKENS = 512  # Mooncake: one hash id names one 512-token prompt block
+
+
+@dataclass(frozen=True, slots=True)
+class SLOs:
+    """Per-request limits; a request is 'good' when it meets every limit that is set.
+
+    The run meets its SLOs when the `percentile`-th percentile of each metric is
+    within its limit (e.g. p95 TTFT <= ttft_ms).
+    """
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2e_ms: float | None = None
+    percentile: float = 95.0
+
+    def __post_init__(self) -> None:
+        for name in ("ttft_ms", "tpot_ms", "e2e_ms"):
+            v = getattr(self, name)
+            if v is not None and v <= 0:
+                raise ValueError(f"SLO {name} must be > 0, got {v}")
+        if not 0 < self.percentile <= 100:
+            raise ValueError(f"SLO percentile must be in (0, 100], got {self.percentile}")
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledRequest:
+    idx: int
+    t_sched_s: float  # offset from run start (open loop, offline: 0.0); closed loop: 0.0, see think_s
+    n_in: int  # prompt tokens
+    n_out: int  # output tokens asked for (exact: ignore_eos)
+    prefix_blocks: tuple[int, ...] = ()  # shared 512-token prefix blocks (Mooncake hash_ids)
+    think_s: float = 0.0  # closed loop: the worker waits this long before sending
+    warmup: bool = False  # excluded from measurement
+
+
+@dataclass(frozen=True)
+class Schedule:
+    scenario: str
+    mode: Mode
+    requests: tuple[ScheduledRequest, ...]
+    seed: int
+    slos: SLOs
+    warmup_s: float = 0.0  # open loop: requests scheduled before this are warm-up
+    duration_s: float = 0.0  # open loop: measurement window length after warm-up
+    concurrency: int | None = None  # closed loop: number of concurrent users
+    overrides: dict[str, Any] = field(default_factory=dict)  # what the user changed, as given
+
+    @property
+    def window_s(self) -> tuple[float, float]:
+        """Measurement window in seconds from run start (open loop)."""
+        return (self.warmup_s, self.warmup_s + self.duration_s)
