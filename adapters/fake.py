@@ -62,7 +62,8 @@ class FakeAdapter:
             first = True
             while left > 0:
                 n = 1 if first else min(self.tokens_per_chunk, left)
-                if not first and self.tpot_s:
+                if not first:
+                    # zero delay still yields to the loop: each chunk is its own loop turn, as when streamed
                     await asyncio.sleep(self.tpot_s * n)
                 left -= n
                 first = False

@@ -1,0 +1,85 @@
+"""The `advisor` command line: one group, each command in the module named for it.
+
+Commands import their heavy dependencies (torch, engines) only when they run,
+so `advisor --help` is instant. Every user error ends in a one-line message
+that names the fix and a non-zero exit, never a traceback (set ADVISOR_DEBUG=1
+to see one).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+
+import click
+
+from advisor import __version__
+
+# (module, attribute) of every sub-command, attached to the main group.
+_COMMANDS = [
+    ("advisor.cli_bench", "bench_command"),
+    ("advisor.cli_bench", "scenarios_command"),
+    ("advisor.cli_bench", "engines_command"),
+    ("advisor.cli_bench", "show_command"),
+    ("advisor.cli_models", "models_group"),
+    ("advisor.cli_models", "generate_command"),
+    ("advisor.cli_convert", "verify_command"),
+    ("advisor.cli_recommend", "sweep_command"),
+    ("advisor.cli_recommend", "recommend_command"),
+    ("advisor.cli_recommend", "hardware_command"),
+    ("reports.cli", "report_command"),
+]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="advisor")
+def cli() -> None:
+    """Benchmark inference engines on your traffic and choose engine, hardware and cost with measurements.
+
+    \b
+    Start here:
+      advisor bench --scenario copilot        # own_engine on CPU, built-in tiny model
+      advisor scenarios                       # the traffic scenarios
+      advisor engines                         # which engines can run here, and how to add the others
+      advisor models create my-model --preset small-100m
+    """
+
+
+def _attach() -> None:
+    for module, attr in _COMMANDS:
+        if importlib.util.find_spec(module) is None:  # TODO(integration): remove once every module exists
+            continue
+        cmd = getattr(importlib.import_module(module), attr)
+        cli.add_command(cmd)
+    if importlib.util.find_spec("advisor.cli_convert") is None:
+        return
+    convert = getattr(importlib.import_module("advisor.cli_convert"), "convert_command", None)
+    models = cli.commands.get("models")
+    if convert is not None and isinstance(models, click.Group):
+        models.add_command(convert, "convert")
+
+
+_attach()
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except Exception as e:
+        if os.environ.get("ADVISOR_DEBUG"):
+            raise
+        click.echo(f"error: {type(e).__name__}: {e}\n(set ADVISOR_DEBUG=1 to see the traceback)", err=True)
+        sys.exit(1)

@@ -1,0 +1,131 @@
+"""Console rendering of runs, scenarios and engines with rich; a progress bar on terminals only."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+out = Console()
+err = Console(stderr=True)
+
+_STATUS_STYLE = {"VALID": "bold green", "INVALID": "bold red", "SATURATED": "bold yellow"}
+
+
+@contextlib.contextmanager
+def progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    if not enabled:
+        yield None
+        return
+    with Progress(TextColumn("requests"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as p:
+        task = p.add_task("run", total=None)
+
+        def update(done: int, total: int) -> None:
+            p.update(task, completed=done, total=total)
+
+        yield update
+
+
+def _fmt(v: Any, digits: int = 1) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return str(v)
+
+
+def _dist_row(table: Table, label: str, d: dict[str, Any] | None) -> None:
+    if not d or not d.get("n"):
+        table.add_row(label, "0", "n/a", "n/a", "n/a", "n/a", "n/a")
+        return
+    table.add_row(label, str(d["n"]), _fmt(d.get("mean")), _fmt(d.get("p50")), _fmt(d.get("p90")),
+                  _fmt(d.get("p95")), _fmt(d.get("p99")) if d.get("p99") is not None else "n too small")
+
+
+def print_run(result: Any) -> None:
+    s, e, v, sched = result.summary, result.engine, result.verdict, result.schedule
+    status = v.get("status", "?")
+    out.print(f"[bold]{escape(result.scenario.get('name', '?'))}[/] on [bold]{escape(e.get('adapter', '?'))}[/] "
+              f"({escape(str(e.get('engine')))} {escape(str(e.get('version')))}, {escape(str(e.get('device')))}, "
+              f"{escape(str(e.get('precision')))}, batching: {escape(str(e.get('batching')))})")
+    out.print(f"model: {escape(str(e.get('model')))}")
+    out.print(f"verdict: [{_STATUS_STYLE.get(status, 'bold')}]{status}[/]")
+    for r in v.get("reasons", []):
+        out.print(f"  - {escape(r)}")
+    t = Table(title="latency (ms; interactivity in tokens/s per user)", title_justify="left")
+    for col in ("metric", "n", "mean", "p50", "p90", "p95", "p99"):
+        t.add_column(col, justify="right" if col != "metric" else "left")
+    for key, label in (("ttft_ms", "TTFT"), ("ttft_sched_ms", "TTFT from schedule"), ("tpot_ms", "TPOT"),
+                       ("itl_ms", "ITL"), ("e2e_ms", "E2E"), ("interactivity_tps", "interactivity"),
+                       ("client_queue_ms", "client lag")):
+        _dist_row(t, label, s.get(key))
+    out.print(t)
+    t2 = Table(show_header=False, title="throughput and SLOs", title_justify="left")
+    t2.add_column("k")
+    t2.add_column("v", justify="right")
+    offered = sched.get("offered_rps")
+    t2.add_row("requests (measured / ok / errors)", f"{s.get('n_requests')} / {s.get('n_ok')} / {s.get('n_errors')}")
+    t2.add_row("offered load", f"{_fmt(offered, 2)} req/s" if offered else sched.get("mode", ""))
+    t2.add_row("throughput", f"{_fmt(s.get('requests_per_s'), 2)} req/s, {_fmt(s.get('output_tokens_per_s'))} output tok/s, "
+                             f"{_fmt(s.get('total_tokens_per_s'))} total tok/s")
+    t2.add_row("goodput", f"{_fmt(s.get('goodput_rps'), 2)} req/s (SLO attainment {_fmt(100 * (s.get('slo_attainment') or 0))}%)")
+    slos = result.slos
+    limits = ", ".join(f"p{slos.get('percentile', 95):g} {k[:-3].upper()} <= {slos[k]:g} ms"
+                       for k in ("ttft_ms", "tpot_ms", "e2e_ms") if slos.get(k))
+    met = s.get("slo_met") or {}
+    t2.add_row("SLOs", (limits or "none") + ("" if not limits else
+                                            "  [" + ", ".join(f"{k}: {'met' if ok else 'MISSED'}" for k, ok in met.items() if ok is not None) + "]"))
+    tele = result.telemetry
+    t2.add_row("memory (engine process)", f"peak {_fmt(tele.get('rss_peak_mb'), 0)} MB, steady {_fmt(tele.get('rss_steady_mb'), 0)} MB")
+    gpu = tele.get("gpu")
+    t2.add_row("GPU", "n/a (" + escape(str(tele.get("gpu_absent_reason"))) + ")" if not gpu else
+               f"{_fmt(gpu.get('memory_used_peak_mb'), 0)} MB peak, {_fmt(gpu.get('power_w_mean'))} W, "
+               f"{_fmt(gpu.get('j_per_output_token'), 3)} J/output token")
+    out.print(t2)
+    hint = _scale_hint(result)
+    if hint:
+        out.print(f"[dim]{escape(hint)}[/]")
+    if result.path is not None:
+        out.print(f"saved: {escape(str(result.path))}")
+
+
+def _scale_hint(result: Any) -> str | None:
+    ov = result.schedule.get("overrides") or {}
+    if ov.get("full_scale"):
+        return None
+    fit = result.scenario.get("fit")
+    if not fit:
+        return None
+    return ("This run used the scenario's small-machine fit (" + ", ".join(f"{k}={v}" for k, v in fit.items()) +
+            "). On bigger hardware add --full-scale for the real traffic shape, or raise --rate / --length-scale; "
+            "`advisor sweep` finds the highest rate that still meets the SLOs.")
+
+
+def print_scenarios(items: list[Any]) -> None:
+    t = Table(title="scenarios", title_justify="left", show_lines=True)
+    for c in ("name", "arrival", "SLOs", "what it stands for"):
+        t.add_column(c)
+    for s in items:
+        d = s.model_dump(mode="json")
+        arrival = d.get("arrival", {})
+        slos = d.get("slos") or {}
+        t.add_row(escape(d["name"]), escape(", ".join(f"{k}={v}" for k, v in arrival.items() if v is not None)),
+                  escape(", ".join(f"{k}={v}" for k, v in slos.items() if v is not None)),
+                  escape(" ".join(str(d.get("description", "")).split())))
+    out.print(t)
+
+
+def print_engines(rows: list[dict[str, Any]]) -> None:
+    t = Table(title="engines", title_justify="left")
+    for c in ("name", "status", "what it is"):
+        t.add_column(c)
+    for r in rows:
+        status = "[green]available[/]" if r["available"] else f"[red]missing[/]: {escape(str(r['why']))}"
+        t.add_row(r["name"], status, escape(r["summary"]))
+    out.print(t)

@@ -1,0 +1,148 @@
+"""The asyncio load generator: drives a schedule into an adapter and records raw facts.
+
+Open loop: each request goes out at its scheduled time whether or not earlier
+ones finished, and its lag (t_send - t_sched) is recorded, so client-side
+queueing can never hide. Closed loop: N users, each sending its next request
+after the previous one finished plus a think time. Offline: everything at t=0.
+It computes no metrics: one `RequestRecord` per request, nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from adapters.base import Adapter, AdapterError, RequestSpec
+from advisor.records import RequestRecord
+from scenarios.types import Schedule
+
+# Sleep until this close to a send time, then yield to the loop until it is due:
+# asyncio.sleep alone overshoots by up to a millisecond or more.
+_SPIN_S = 0.0012
+
+Progress = Callable[[int, int], None]  # (finished, total)
+
+
+@dataclass
+class LoadResult:
+    records: list[RequestRecord]
+    t0_ns: int  # perf_counter_ns at the run's start; record times are relative to it
+    wall_s: float
+    interrupted: str | None = None  # why the run stopped early, if it did
+
+
+async def drive(adapter: Adapter, schedule: Schedule, specs: Sequence[RequestSpec], *,
+                timeout_s: float = 600.0, max_run_s: float | None = None,
+                progress: Progress | None = None) -> LoadResult:
+    """Run the whole schedule; never raises for a failed request (it becomes an errored record)."""
+    assert len(specs) == len(schedule.requests)
+    records = [RequestRecord(idx=r.idx, request_id=s.request_id, t_sched_ns=int(r.t_sched_s * 1e9),
+                             n_in_client=s.n_in, max_tokens=s.max_tokens, warmup=r.warmup)
+               for r, s in zip(schedule.requests, specs)]
+    done = 0
+    total = len(records)
+    t0 = time.perf_counter_ns()
+
+    async def one(rec: RequestRecord, spec: RequestSpec) -> None:
+        nonlocal done
+        try:
+            async with asyncio.timeout(timeout_s):
+                await _stream_into(adapter, rec, spec, t0)
+        except TimeoutError:
+            rec.error_kind, rec.error = "timeout", f"no complete answer within {timeout_s:g} s"
+        except asyncio.CancelledError:
+            rec.error_kind, rec.error = "cancelled", "the run was stopped before this request finished"
+            raise
+        finally:
+            done += 1
+            if progress is not None:
+                progress(done, total)
+
+    tasks: list[asyncio.Task[None]] = []
+    if schedule.mode == "closed":
+        runner = _closed_loop(schedule, records, specs, one, t0)
+    else:
+        runner = _open_loop(records, specs, one, t0, tasks)
+    async def run_all() -> None:
+        await runner
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    interrupted = None
+    try:
+        async with asyncio.timeout(max_run_s):
+            await run_all()
+    except TimeoutError:
+        interrupted = f"stopped after the run limit of {max_run_s:g} s"
+    except asyncio.CancelledError:
+        interrupted = "interrupted"
+    finally:
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+    for rec in records:  # requests never sent because the run stopped early
+        if rec.t_send_ns is None and rec.error_kind is None:
+            rec.error_kind, rec.error = "cancelled", "never sent: the run stopped first"
+    return LoadResult(records, t0, (time.perf_counter_ns() - t0) / 1e9, interrupted)
+
+
+async def _stream_into(adapter: Adapter, rec: RequestRecord, spec: RequestSpec, t0: int) -> None:
+    rec.t_send_ns = time.perf_counter_ns() - t0
+    n_prompt: int | None = None
+    n_total: int | None = None
+    n_client: int | None = None
+    try:
+        async for ch in adapter.stream(spec):
+            rec.chunk_t_ns.append(ch.t_ns - t0)
+            rec.chunk_tokens.append(ch.n_tokens)
+            if ch.n_prompt is not None:
+                n_prompt = ch.n_prompt
+            if ch.n_out_total is not None:
+                n_total = ch.n_out_total
+            if ch.n_out_client is not None:
+                n_client = ch.n_out_client
+    except AdapterError as e:
+        rec.error_kind, rec.error = e.kind, str(e)
+    except Exception as e:  # an adapter bug must not end the run: record it and go on
+        rec.error_kind, rec.error = "engine", f"{type(e).__name__}: {e}"
+    finally:  # also on timeout/cancel: keep what was counted so far
+        rec.n_in = n_prompt if n_prompt is not None else rec.n_in_client
+        rec.n_out = n_total if n_total is not None else sum(rec.chunk_tokens)
+        rec.n_out_client = n_client
+
+
+async def _sleep_until(t_target_ns: int) -> None:
+    delay = (t_target_ns - time.perf_counter_ns()) / 1e9
+    if delay > _SPIN_S:
+        await asyncio.sleep(delay - _SPIN_S)
+    while time.perf_counter_ns() < t_target_ns:
+        await asyncio.sleep(0)
+
+
+async def _open_loop(records: list[RequestRecord], specs: Sequence[RequestSpec], one, t0: int,
+                     tasks: list[asyncio.Task[None]]) -> None:
+    order = sorted(range(len(records)), key=lambda i: records[i].t_sched_ns)
+    for i in order:
+        await _sleep_until(t0 + records[i].t_sched_ns)
+        tasks.append(asyncio.create_task(one(records[i], specs[i])))
+
+
+async def _closed_loop(schedule: Schedule, records: list[RequestRecord], specs: Sequence[RequestSpec],
+                       one, t0: int) -> None:
+    users = max(1, schedule.concurrency or 1)
+    queue = list(range(len(records)))
+    queue.reverse()  # pop() from the end = schedule order
+
+    async def user() -> None:
+        while queue:
+            i = queue.pop()
+            think = schedule.requests[i].think_s
+            if think > 0:
+                await asyncio.sleep(think)
+            records[i].t_sched_ns = time.perf_counter_ns() - t0  # a closed-loop user sends when ready
+            await one(records[i], specs[i])
+
+    await asyncio.gather(*(user() for _ in range(users)))

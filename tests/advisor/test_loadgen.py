@@ -1,0 +1,104 @@
+"""The load generator against the deterministic fake adapter: timing, modes, failures."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from adapters.base import RequestSpec
+from adapters.fake import FakeAdapter
+from advisor.loadgen import drive
+from scenarios.types import SLOs, Schedule, ScheduledRequest
+
+
+def _schedule(mode: str, times: list[float], n_out: int = 8, concurrency: int | None = None,
+              think_s: float = 0.0) -> Schedule:
+    reqs = tuple(ScheduledRequest(idx=i, t_sched_s=t, n_in=4, n_out=n_out, think_s=think_s)
+                 for i, t in enumerate(times))
+    return Schedule(scenario="t", mode=mode, requests=reqs, seed=0, slos=SLOs(), concurrency=concurrency)
+
+
+def _specs(s: Schedule) -> list[RequestSpec]:
+    return [RequestSpec(f"r{r.idx}", (5, 6, 7, 8), max_tokens=r.n_out, min_tokens=r.n_out) for r in s.requests]
+
+
+def _run(adapter, schedule, **kw):
+    adapter.start()
+    return asyncio.run(drive(adapter, schedule, _specs(schedule), **kw))
+
+
+def test_measured_ttft_and_tpot_match_the_engine_delays():
+    sched = _schedule("open", [0.0, 0.05, 0.10], n_out=6)
+    res = _run(FakeAdapter(ttft_ms=40, tpot_ms=10), sched)
+    for rec in res.records:
+        assert rec.ok and rec.n_out == 6 and rec.chunk_tokens == [1] * 6
+        ttft_ms = (rec.t_first_ns - rec.t_send_ns) / 1e6
+        tpot_ms = (rec.t_last_ns - rec.t_first_ns) / 1e6 / 5
+        assert 40 <= ttft_ms < 60
+        assert 10 <= tpot_ms < 15
+
+
+def test_open_loop_sends_on_schedule_even_when_earlier_requests_are_still_running():
+    # Each request takes ~200 ms; they are scheduled 20 ms apart, so they must overlap.
+    sched = _schedule("open", [i * 0.02 for i in range(10)], n_out=4)
+    res = _run(FakeAdapter(ttft_ms=100, tpot_ms=30), sched)
+    for rec in res.records:
+        lag_ms = (rec.t_send_ns - rec.t_sched_ns) / 1e6
+        assert 0 <= lag_ms < 10
+    assert res.records[-1].t_send_ns < res.records[0].t_last_ns  # the last went out before the first finished
+
+
+def test_chunks_carrying_several_tokens_are_counted_per_token():
+    sched = _schedule("open", [0.0], n_out=10)
+    res = _run(FakeAdapter(tokens_per_chunk=4), sched)
+    assert res.records[0].chunk_tokens == [1, 4, 4, 1]
+    assert res.records[0].n_out == 10
+
+
+def test_failed_requests_are_recorded_and_the_run_goes_on():
+    sched = _schedule("open", [0.0, 0.01, 0.02, 0.03], n_out=3)
+    res = _run(FakeAdapter(fail_every=2), sched)
+    kinds = [r.error_kind for r in res.records]
+    assert kinds == [None, "engine", None, "engine"]
+    assert all(r.n_out == 3 for r in res.records if r.ok)
+
+
+def test_timeout_becomes_a_timeout_record_and_keeps_tokens_so_far():
+    sched = _schedule("open", [0.0], n_out=50)
+    res = _run(FakeAdapter(ttft_ms=1, tpot_ms=20), sched, timeout_s=0.2)
+    rec = res.records[0]
+    assert rec.error_kind == "timeout"
+    assert 0 < rec.n_out < 50
+
+
+def test_run_limit_cancels_outstanding_requests_but_keeps_finished_ones():
+    sched = _schedule("open", [0.0, 0.0, 5.0], n_out=2)
+    res = _run(FakeAdapter(tpot_ms=1), sched, max_run_s=0.5)
+    assert res.interrupted
+    assert [r.ok for r in res.records] == [True, True, False]
+    assert res.records[2].error_kind == "cancelled"
+
+
+def test_closed_loop_keeps_at_most_concurrency_requests_in_flight():
+    sched = _schedule("closed", [0.0] * 8, n_out=5, concurrency=2, think_s=0.01)
+    fake = FakeAdapter(ttft_ms=5, tpot_ms=5)
+    res = _run(fake, sched)
+    spans = sorted((r.t_send_ns, r.t_last_ns) for r in res.records)
+    for t, _ in spans:
+        in_flight = sum(1 for s, e in spans if s <= t < e)
+        assert in_flight <= 2
+    assert all(r.ok for r in res.records)
+
+
+def test_offline_sends_everything_at_once():
+    sched = _schedule("offline", [0.0] * 20, n_out=3)
+    res = _run(FakeAdapter(tpot_ms=1), sched)
+    sends = [r.t_send_ns for r in res.records]
+    assert (max(sends) - min(sends)) / 1e6 < 50
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_request_spec_rejects_impossible_lengths(bad):
+    with pytest.raises(ValueError, match="max_tokens"):
+        RequestSpec("x", (1,), max_tokens=bad)
