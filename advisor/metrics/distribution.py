@@ -1,0 +1,71 @@
+"""Summary statistics of one latency (or rate) sample: n, mean, stdev, min, max, percentiles.
+
+Percentiles use numpy's default (linear interpolation between order statistics).
+A percentile is reported only when the sample is large enough for it to mean
+something, n >= 1 / (1 - q): p90 needs 10 values, p95 20, p99 100, p99.9 1000;
+below that it is None ("n too small"). Everything is a plain float or None, so
+`to_dict()` is JSON-safe.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# (key, percentile, smallest n for which it is reported)
+PERCENTILES: tuple[tuple[str, float, int], ...] = (
+    ("p50", 50.0, 1),
+    ("p90", 90.0, 10),
+    ("p95", 95.0, 20),
+    ("p99", 99.0, 100),
+    ("p99_9", 99.9, 1000),
+)
+KEYS: tuple[str, ...] = ("n", "mean", "stdev", "min", "max", *(k for k, _, _ in PERCENTILES))
+
+
+def json_float(x: float | None) -> float | None:
+    """A plain float, or None for missing/NaN/inf (JSON has no NaN)."""
+    if x is None:
+        return None
+    f = float(x)
+    return f if math.isfinite(f) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Distribution:
+    n: int
+    mean: float | None = None
+    stdev: float | None = None  # population stdev (ddof=0), as vLLM's bench serve reports it
+    min: float | None = None
+    max: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    p99_9: float | None = None
+
+    @classmethod
+    def from_values(cls, values: Iterable[float]) -> Distribution:
+        """Statistics of `values` (all finite); an empty sample gives n=0 and all None."""
+        arr = np.asarray(list(values), dtype=np.float64)
+        assert arr.ndim == 1 and bool(np.isfinite(arr).all()), "distribution values must be finite numbers"
+        n = int(arr.size)
+        if n == 0:
+            return cls(n=0)
+        pct = {key: (float(np.percentile(arr, q)) if n >= min_n else None) for key, q, min_n in PERCENTILES}
+        return cls(n=n, mean=float(arr.mean()), stdev=float(arr.std()), min=float(arr.min()),
+                   max=float(arr.max()), **pct)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (self.n if k == "n" else json_float(getattr(self, k))) for k in KEYS}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Distribution:
+        missing = [k for k in KEYS if k not in d]
+        if missing:
+            raise ValueError(f"distribution is missing keys {missing}; expected {list(KEYS)}")
+        return cls(n=int(d["n"]), **{k: json_float(d[k]) for k in KEYS if k != "n"})

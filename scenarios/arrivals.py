@@ -1,0 +1,144 @@
+"""Arrival processes: when each request of a schedule is sent.
+
+One small class per process. Open-loop processes have `next_time_s()`, the
+next arrival's offset in seconds from the run start (None when a replayed
+trace is exhausted), and `mean_rate_rps`. The closed loop has
+`next_think_s()` instead; offline sends everything at t=0. All randomness
+comes from the numpy Generator handed in, so a schedule is reproducible.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scenarios.traces import Trace
+
+
+def gamma_gap_s(rng: np.random.Generator, rate_rps: float, cv: float) -> float:
+    """One gap of a gamma renewal process with this mean rate and coefficient of variation."""
+    if cv == 0:
+        return 1.0 / rate_rps
+    shape = 1.0 / (cv * cv)
+    return float(rng.gamma(shape, 1.0 / (rate_rps * shape)))
+
+
+class Constant:
+    """Evenly spaced requests, the first one at t=0."""
+
+    def __init__(self, rate_rps: float) -> None:
+        self.mean_rate_rps = rate_rps
+        self._n = 0
+
+    def next_time_s(self) -> float:
+        t = self._n / self.mean_rate_rps
+        self._n += 1
+        return t
+
+
+class Poisson:
+    """Independent arrivals: exponential gaps (CV 1)."""
+
+    def __init__(self, rate_rps: float, rng: np.random.Generator) -> None:
+        self.mean_rate_rps = rate_rps
+        self._rng = rng
+        self._t = 0.0
+
+    def next_time_s(self) -> float:
+        self._t += float(self._rng.exponential(1.0 / self.mean_rate_rps))
+        return self._t
+
+
+class Gamma:
+    """Gamma-distributed gaps: CV > 1 is burstier than Poisson, CV < 1 more regular, CV 0 constant."""
+
+    def __init__(self, rate_rps: float, cv: float, rng: np.random.Generator) -> None:
+        self.mean_rate_rps = rate_rps
+        self.cv = cv
+        self._rng = rng
+        self._t = 0.0
+
+    def next_time_s(self) -> float:
+        self._t += gamma_gap_s(self._rng, self.mean_rate_rps, self.cv)
+        return self._t
+
+
+class OnOff:
+    """Bursts of traffic separated by idle periods.
+
+    A gamma process (rate `on_rate_rps`, CV `on_cv`) runs on "on" time only;
+    on and off period lengths are gamma with means `on_s`/`off_s` and CV
+    `phase_cv`. The run starts at the beginning of a burst. Mean rate =
+    on_rate_rps * on_s / (on_s + off_s).
+    """
+
+    def __init__(self, on_rate_rps: float, on_cv: float, on_s: float, off_s: float, phase_cv: float,
+                 rng: np.random.Generator) -> None:
+        self.on_rate_rps, self.on_cv, self.on_s, self.off_s, self.phase_cv = on_rate_rps, on_cv, on_s, off_s, phase_cv
+        self._rng = rng
+        self._t = 0.0
+        self._on_end = self._phase(on_s)
+
+    @property
+    def mean_rate_rps(self) -> float:
+        return self.on_rate_rps * self.on_s / (self.on_s + self.off_s)
+
+    def _phase(self, mean_s: float) -> float:
+        return gamma_gap_s(self._rng, 1.0 / mean_s, self.phase_cv) if mean_s > 0 else 0.0
+
+    def next_time_s(self) -> float:
+        t = self._t + gamma_gap_s(self._rng, self.on_rate_rps, self.on_cv)
+        while t > self._on_end:  # the burst ended first: carry the rest of the gap into the next burst
+            start = self._on_end + self._phase(self.off_s)
+            t = start + (t - self._on_end)
+            self._on_end = start + self._phase(self.on_s)
+        self._t = t
+        return t
+
+
+class TraceReplay:
+    """The trace's own arrival times, from `start_s` into the trace, sped up by `speed`.
+
+    `row` is the trace row of the arrival last returned (its lengths and prefix blocks go with it).
+    """
+
+    def __init__(self, trace: Trace, speed: float = 1.0, start_s: float = 0.0) -> None:
+        assert speed > 0 and start_s >= 0, (speed, start_s)
+        self.trace, self.speed, self.start_s = trace, speed, start_s
+        self.row = int(np.searchsorted(np.asarray(trace.t_s), start_s, side="left")) - 1
+
+    @property
+    def mean_rate_rps(self) -> float:
+        return self.trace.rate_rps * self.speed
+
+    def next_time_s(self) -> float | None:
+        self.row += 1
+        if self.row >= len(self.trace):
+            return None
+        return (self.trace.t_s[self.row] - self.start_s) / self.speed
+
+
+class Offline:
+    """Throughput mode: every request is there at t=0 and the engine takes them as fast as it can."""
+
+    mean_rate_rps = None
+
+    def next_time_s(self) -> float:
+        return 0.0
+
+
+class ClosedLoop:
+    """`concurrency` users, each sending its next request a think time after its previous answer."""
+
+    def __init__(self, concurrency: int, think_s: float, think_cv: float, rng: np.random.Generator) -> None:
+        self.concurrency, self.think_s, self.think_cv = concurrency, think_s, think_cv
+        self._rng = rng
+        self._n = 0
+
+    def next_think_s(self) -> float:
+        """Think time before the next request; users' first requests are staggered over one think time."""
+        self._n += 1
+        if self.think_s == 0:
+            return 0.0
+        if self._n <= self.concurrency:
+            return float(self._rng.uniform(0.0, self.think_s))
+        return gamma_gap_s(self._rng, 1.0 / self.think_s, self.think_cv)

@@ -1,0 +1,60 @@
+"""What the user changed from the command line, validated, and recorded in the result.
+
+`--rate`, `--duration`, `--warmup`, `--concurrency`, `--max-requests`,
+`--seed`, `--length-scale`, `--max-input-tokens`, `--max-output-tokens`,
+`--full-scale`. Each field is None when not given; `as_dict()` keeps only
+what was given.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any
+
+_FLAGS = {"rate_rps": "--rate", "duration_s": "--duration", "warmup_s": "--warmup", "concurrency": "--concurrency",
+          "max_requests": "--max-requests", "seed": "--seed", "length_scale": "--length-scale",
+          "max_input_tokens": "--max-input-tokens", "max_output_tokens": "--max-output-tokens"}
+
+
+def flag(name: str) -> str:
+    """The CLI flag of an override field (for error messages)."""
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+@dataclass(frozen=True)
+class Overrides:
+    rate_rps: float | None = None  # mean request rate; scales the arrival process
+    duration_s: float | None = None  # measurement window
+    warmup_s: float | None = None
+    concurrency: int | None = None  # closed loop: number of users
+    max_requests: int | None = None  # cap on requests in the schedule (warm-up included)
+    seed: int | None = None  # wins over build_schedule's seed argument
+    length_scale: float | None = None  # multiplies input and output lengths
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    full_scale: bool = False  # ignore the scenario's `fit` block (real traffic, real lengths)
+
+    def __post_init__(self) -> None:
+        positive = ("rate_rps", "duration_s", "length_scale")
+        at_least_one = ("concurrency", "max_requests", "max_input_tokens", "max_output_tokens")
+        for name in positive:
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
+                raise ValueError(f"{flag(name)} must be a finite number > 0, got {v!r}")
+        for name in at_least_one:
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ValueError(f"{flag(name)} must be an integer >= 1, got {v!r}")
+        if self.warmup_s is not None and not (math.isfinite(self.warmup_s) and self.warmup_s >= 0):
+            raise ValueError(f"--warmup must be a number >= 0 seconds, got {self.warmup_s!r}")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)
+                                      or self.seed < 0):
+            raise ValueError(f"--seed must be an integer >= 0, got {self.seed!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Only what the user set, for the result."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        if not self.full_scale:
+            out.pop("full_scale")
+        return out

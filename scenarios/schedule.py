@@ -1,0 +1,236 @@
+"""Scenario + seed + overrides -> Schedule, as a pure function.
+
+`resolve()` settles the effective settings (the scenario, then its `fit`
+block unless `full_scale`, then the user's overrides, which always win);
+`build_schedule()` draws arrival times and token lengths from numpy
+Generators seeded from (seed, stream), so the same inputs give the same
+Schedule and request i's lengths do not change when only the rate does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from scenarios import spec as S
+from scenarios.arrivals import ClosedLoop, Constant, Gamma, OnOff, Poisson, TraceReplay
+from scenarios.errors import ScenarioError
+from scenarios.lengths import Empirical, Fixed, LengthDist, Lognormal, Uniform, apply_scale_cap
+from scenarios.overrides import Overrides, flag
+from scenarios.traces import Trace, find_trace, read_trace
+from scenarios.types import PREFIX_BLOCK_TOKENS, Schedule, ScheduledRequest
+
+__all__ = ["Overrides", "Settings", "resolve", "build_schedule", "load_trace", "MAX_SCHEDULE_REQUESTS"]
+
+MAX_SCHEDULE_REQUESTS = 1_000_000  # a guard against a typo like --rate 1e6
+_ARRIVAL, _INPUT, _OUTPUT, _THINK = 0, 1, 2, 3  # independent random streams per seed
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The effective parameters of one schedule (what was actually run)."""
+
+    arrival: S.ArrivalSpec
+    duration_s: float
+    warmup_s: float
+    seed: int
+    max_requests: int | None
+    length_scale: float
+    max_input_tokens: int | None
+    max_output_tokens: int | None
+    offered_rps: float | None  # mean offered rate (open loop), None for closed loop and offline
+    fitted: bool  # the scenario's `fit` block was applied
+
+    @property
+    def mode(self) -> str:
+        return {"closed": "closed", "offline": "offline"}.get(self.arrival.process, "open")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, for the result ("what was actually run")."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["arrival"] = self.arrival.model_dump(mode="json")
+        d["mode"] = self.mode
+        return d
+
+
+def load_trace(scenario: S.Scenario, ref: S.TraceRef) -> Trace:
+    """Read a trace named by the scenario (found via $ADVISOR_TRACES or beside the YAML)."""
+    return read_trace(find_trace(ref.file, scenario.base_dir), ref.format)
+
+
+def _pick(name: str, scenario_value, fit: S.Fit | None, ov: Overrides):
+    """User override, else fit value (unless full scale), else the scenario's own."""
+    if getattr(ov, name, None) is not None:
+        return getattr(ov, name)
+    if fit is not None and getattr(fit, name, None) is not None:
+        return getattr(fit, name)
+    return scenario_value
+
+
+def _source(name: str, ov: Overrides) -> str:
+    return flag(name) if getattr(ov, name, None) is not None else f"the scenario's fit.{name}"
+
+
+def resolve(scenario: S.Scenario, overrides: Overrides | None = None, seed: int = 0) -> Settings:
+    """Effective settings: scenario, then `fit` (unless full_scale), then overrides."""
+    ov = overrides or Overrides()
+    fit = None if ov.full_scale else scenario.fit
+    arrival = fit.arrival if fit is not None and fit.arrival is not None else scenario.arrival
+    duration_s = _pick("duration_s", scenario.duration_s, fit, ov)
+    warmup_s = _pick("warmup_s", scenario.warmup_s, fit, ov)
+    rate = _pick("rate_rps", None, fit, ov)
+    concurrency = _pick("concurrency", None, fit, ov)
+    process = arrival.process
+    if rate is not None:
+        if isinstance(arrival, S.ClosedArrival | S.OfflineArrival):
+            raise ScenarioError(f"{_source('rate_rps', ov)} does not apply to the {process} scenario "
+                                f"'{scenario.name}'; use --concurrency (closed) or --max-requests (offline)")
+        arrival = _with_rate(scenario, arrival, rate)
+    if concurrency is not None:
+        if not isinstance(arrival, S.ClosedArrival):
+            raise ScenarioError(f"{_source('concurrency', ov)} applies only to closed-loop scenarios; "
+                                f"'{scenario.name}' is {process}: use --rate instead")
+        arrival = arrival.model_copy(update={"concurrency": concurrency})
+    if isinstance(arrival, S.OfflineArrival):
+        if ov.duration_s is not None or ov.warmup_s is not None:
+            raise ScenarioError(f"--duration/--warmup do not apply to the offline scenario '{scenario.name}' "
+                                "(everything is sent at t=0); use --max-requests")
+        duration_s, warmup_s = 0.0, 0.0
+    if isinstance(arrival, S.ClosedArrival):  # requests_per_user is given for the scenario's own window
+        base_window = scenario.warmup_s + scenario.duration_s
+        if base_window > 0:
+            per_user = max(1, round(arrival.requests_per_user * (warmup_s + duration_s) / base_window))
+            arrival = arrival.model_copy(update={"requests_per_user": per_user})
+    if isinstance(arrival, S.ClosedArrival | S.OfflineArrival):
+        offered = None
+    elif isinstance(arrival, S.TraceArrival):
+        offered = load_trace(scenario, scenario.workload.trace).rate_rps * arrival.speed
+    else:
+        offered = _mean_rate(arrival)
+    return Settings(arrival=arrival, duration_s=float(duration_s), warmup_s=float(warmup_s),
+                    seed=ov.seed if ov.seed is not None else seed,
+                    max_requests=_pick("max_requests", None, fit, ov),
+                    length_scale=float(_pick("length_scale", 1.0, fit, ov)),
+                    max_input_tokens=_pick("max_input_tokens", None, fit, ov),
+                    max_output_tokens=_pick("max_output_tokens", None, fit, ov),
+                    offered_rps=offered, fitted=fit is not None)
+
+
+def _mean_rate(a: S.ArrivalSpec) -> float:
+    if isinstance(a, S.OnOffArrival):
+        return a.on_rate_rps * a.on_s / (a.on_s + a.off_s)
+    assert isinstance(a, S.ConstantArrival | S.PoissonArrival | S.GammaArrival), a
+    return a.rate_rps
+
+
+def _with_rate(scenario: S.Scenario, a: S.ArrivalSpec, rate: float) -> S.ArrivalSpec:
+    """The same process at a new mean rate (shape and burst timing kept; a trace is sped up or slowed)."""
+    if isinstance(a, S.OnOffArrival):
+        return a.model_copy(update={"on_rate_rps": a.on_rate_rps * rate / _mean_rate(a)})
+    if isinstance(a, S.TraceArrival):
+        trace_rate = load_trace(scenario, scenario.workload.trace).rate_rps
+        if trace_rate <= 0:
+            raise ScenarioError(f"the trace of '{scenario.name}' has no duration, so --rate cannot scale it")
+        return a.model_copy(update={"speed": rate / trace_rate})
+    return a.model_copy(update={"rate_rps": rate})
+
+
+def _arrival_times(scenario: S.Scenario, st: Settings, rng: np.random.Generator) -> tuple[list[float], list[int]]:
+    """Arrival offsets (open loop / offline) and, for trace replay, the trace row of each."""
+    a = st.arrival
+    limit = min(st.max_requests or MAX_SCHEDULE_REQUESTS + 1, MAX_SCHEDULE_REQUESTS + 1)
+    if isinstance(a, S.OfflineArrival):
+        return [0.0] * min(a.requests, limit), []
+    if isinstance(a, S.TraceArrival):
+        proc = TraceReplay(load_trace(scenario, scenario.workload.trace), a.speed, a.start_s)
+    elif isinstance(a, S.ConstantArrival):
+        proc = Constant(a.rate_rps)
+    elif isinstance(a, S.PoissonArrival):
+        proc = Poisson(a.rate_rps, rng)
+    elif isinstance(a, S.GammaArrival):
+        proc = Gamma(a.rate_rps, a.cv, rng)
+    else:
+        assert isinstance(a, S.OnOffArrival), a
+        proc = OnOff(a.on_rate_rps, a.on_cv, a.on_s, a.off_s, a.phase_cv, rng)
+    end_s = st.warmup_s + st.duration_s
+    times: list[float] = []
+    rows: list[int] = []
+    while len(times) < limit:
+        t = proc.next_time_s()
+        if t is None or t >= end_s:
+            break
+        times.append(t)
+        if isinstance(proc, TraceReplay):
+            rows.append(proc.row)
+    return times, rows
+
+
+def _length_dist(scenario: S.Scenario, d: S.LengthSpec, role: str) -> LengthDist:
+    if isinstance(d, S.FixedLen):
+        return Fixed(d.value)
+    if isinstance(d, S.UniformLen):
+        return Uniform(d.min, d.max)
+    if isinstance(d, S.LognormalLen):
+        return Lognormal(d.mean, d.median, d.min, d.max)
+    trace = load_trace(scenario, d.trace)
+    return Empirical(trace.n_in if role == "input" else trace.n_out)
+
+
+def _check_size(scenario: S.Scenario, n: int) -> None:
+    if n > MAX_SCHEDULE_REQUESTS:
+        raise ScenarioError(f"scenario '{scenario.name}' would schedule more than {MAX_SCHEDULE_REQUESTS:,} "
+                            "requests; lower --rate, --duration or --concurrency, or set --max-requests")
+
+
+def build_schedule(scenario: S.Scenario, seed: int = 0, overrides: Overrides | None = None) -> Schedule:
+    """The deterministic request schedule for (scenario, seed, overrides)."""
+    st = resolve(scenario, overrides, seed)
+    rng = {k: np.random.default_rng([st.seed, k]) for k in (_ARRIVAL, _INPUT, _OUTPUT, _THINK)}
+    thinks: list[float] = []
+    concurrency = None
+    if isinstance(st.arrival, S.ClosedArrival):
+        a = st.arrival
+        concurrency = a.concurrency
+        n = min(a.concurrency * a.requests_per_user, st.max_requests or MAX_SCHEDULE_REQUESTS + 1)
+        _check_size(scenario, n)
+        users = ClosedLoop(a.concurrency, a.think_s, a.think_cv, rng[_THINK])
+        thinks = [users.next_think_s() for _ in range(n)]
+        times, rows = [0.0] * n, []
+        warm_rounds = math.ceil(a.requests_per_user * st.warmup_s / (st.warmup_s + st.duration_s)) \
+            if st.warmup_s > 0 else 0
+        warm = [i < warm_rounds * a.concurrency for i in range(n)]
+    else:
+        if st.offered_rps is not None and st.max_requests is None:  # refuse before drawing millions of gaps
+            _check_size(scenario, int(st.offered_rps * (st.warmup_s + st.duration_s)))
+        times, rows = _arrival_times(scenario, st, rng[_ARRIVAL])
+        n = len(times)
+        warm = [t < st.warmup_s for t in times]
+    _check_size(scenario, n)
+
+    wl = scenario.workload
+    hashes: list[tuple[int, ...]] = []
+    if wl.trace is not None:
+        trace = load_trace(scenario, wl.trace)
+        rows = rows or [i % len(trace) for i in range(n)]
+        n_in = np.array([trace.n_in[r] for r in rows], dtype=np.int64)
+        n_out = np.array([trace.n_out[r] for r in rows], dtype=np.int64)
+        hashes = [trace.hash_ids[r] for r in rows]
+    else:
+        assert wl.input is not None and wl.output is not None
+        n_in = _length_dist(scenario, wl.input, "input").sample(rng[_INPUT], n)
+        n_out = _length_dist(scenario, wl.output, "output").sample(rng[_OUTPUT], n)
+    n_in = apply_scale_cap(n_in, st.length_scale, st.max_input_tokens)
+    n_out = apply_scale_cap(n_out, st.length_scale, st.max_output_tokens)
+
+    reqs = tuple(
+        ScheduledRequest(idx=i, t_sched_s=float(times[i]), n_in=int(n_in[i]), n_out=int(n_out[i]),
+                         # only whole 512-token blocks that still fit the (scaled) prompt are shared
+                         prefix_blocks=hashes[i][: int(n_in[i]) // PREFIX_BLOCK_TOKENS] if hashes else (),
+                         think_s=thinks[i] if thinks else 0.0, warmup=warm[i])
+        for i in range(n))
+    return Schedule(scenario=scenario.name, mode=st.mode, requests=reqs, seed=st.seed,  # type: ignore[arg-type]
+                    slos=scenario.slos.to_slos(), warmup_s=st.warmup_s, duration_s=st.duration_s,
+                    concurrency=concurrency, overrides=(overrides or Overrides()).as_dict())

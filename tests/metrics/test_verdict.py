@@ -1,0 +1,101 @@
+"""verdict(): when a run can be trusted, and what it tells the user when it cannot."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from advisor.metrics import Verdict, summarize, verdict
+from scenarios.types import SLOs
+from tests.metrics.make import open_run
+
+
+def judge(records, window, *, offered_rps=2.0, mode="open", **kw) -> Verdict:
+    s = summarize(records, mode=mode, slos=SLOs(ttft_ms=500), window_ns=window if mode == "open" else None,
+                  offered_rps=offered_rps)
+    return verdict(s, mode=mode, **kw)
+
+
+def test_healthy_run_is_valid():
+    v = judge(*open_run(120))
+    assert v == Verdict("VALID", ())
+
+
+def test_too_few_requests_for_p95():
+    v = judge(*open_run(50))
+    assert v.status == "INVALID"
+    assert v.reasons[0].startswith("n too small for p95 (n=50)")
+
+
+def test_load_generator_lag_is_reported_as_a_figure():
+    v = judge(*open_run(120, lag_ms=8.0))
+    assert v.status == "INVALID"
+    assert len(v.reasons) == 1 and "p99 send lag" in v.reasons[0] and "8.00 ms" in v.reasons[0]
+    assert judge(*open_run(120, lag_ms=8.0), lag_p99_ms_limit=10.0).status == "VALID"
+
+
+def test_error_rate_over_the_bound():
+    v = judge(*open_run(125, fail={3, 40, 77, 100, 120}))  # 5 of 125 = 4%
+    assert v.status == "INVALID"
+    assert any("4.0% of measured requests failed (5 of 125: http_5xx x5)" in r for r in v.reasons)
+    assert judge(*open_run(125, fail={3, 40, 77, 100, 120}), max_error_rate=0.05).status == "VALID"
+
+
+def test_engine_slower_than_arrivals_is_saturated():
+    # one request every 500 ms, served one at a time for 1 s each: 60 of 120 finish inside the 60 s window
+    v = judge(*open_run(120, service_ms=1000.0))
+    assert v.status == "SATURATED"
+    assert "saturated at 2 req/s offered (completed 1 req/s)" in v.reasons[0]
+    assert "median TTFT_sched rose" in v.reasons[0]
+
+
+def test_growing_queue_alone_is_saturated():
+    # every request completes in the window, but requests late in the window wait much longer
+    records, window = open_run(120)
+    for i, r in enumerate(records):
+        delay = i * 20 * 1_000_000  # up to 2.4 s more before the first token
+        r.chunk_t_ns = [t + delay for t in r.chunk_t_ns]
+    v = judge(records, (window[0], window[1] + 3_000_000_000), offered_rps=None)
+    assert v.status == "SATURATED"
+    assert "requests completed slower" not in v.reasons[0]
+    assert "median TTFT_sched rose from" in v.reasons[0]
+
+
+def test_unfinished_requests_are_saturation():
+    records, window = open_run(120)
+    for r in records[-5:]:
+        r.chunk_t_ns, r.chunk_tokens, r.error_kind = [], [], "cancelled"
+    v = judge(records, window)
+    assert v.status == "SATURATED"
+    assert "5 requests were still unfinished at the end" in v.reasons[0]
+    assert any("failed" in r for r in v.reasons)  # and the error rate is reported too
+
+
+def test_lagging_load_generator_is_invalid_even_when_saturated():
+    v = judge(*open_run(120, service_ms=1000.0, lag_ms=20.0))
+    assert v.status == "INVALID"
+    assert any("saturated at" in r for r in v.reasons) and any("send lag" in r for r in v.reasons)
+
+
+def test_closed_loop_skips_the_open_loop_checks():
+    records, _ = open_run(120, lag_ms=50.0, service_ms=1000.0)
+    assert judge(records, None, mode="closed", offered_rps=None).status == "VALID"
+
+
+def test_no_measured_requests():
+    v = judge([], (0, 1_000_000_000))
+    assert v.status == "INVALID" and "No measured request" in v.reasons[0]
+
+
+def test_mode_must_match_the_summary():
+    s = summarize([], mode="offline", slos=SLOs(), window_ns=None)
+    with pytest.raises(ValueError, match="differs"):
+        verdict(s, mode="open")
+
+
+def test_round_trip_through_json():
+    v = judge(*open_run(50, fail={1}))
+    assert Verdict.from_dict(json.loads(json.dumps(v.to_dict()))) == v
+    with pytest.raises(ValueError, match="status"):
+        Verdict.from_dict({"status": "OK", "reasons": []})

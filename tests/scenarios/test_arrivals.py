@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scenarios.arrivals import ClosedLoop, Constant, Gamma, Offline, OnOff, Poisson, TraceReplay
+from scenarios.traces import Trace
+
+
+def _times(proc, n: int) -> np.ndarray:
+    return np.array([proc.next_time_s() for _ in range(n)])
+
+
+def _rate_cv(t: np.ndarray) -> tuple[float, float]:
+    g = np.diff(np.concatenate([[0.0], t]))
+    return 1.0 / g.mean(), g.std() / g.mean()
+
+
+def test_constant_is_evenly_spaced_from_zero() -> None:
+    t = _times(Constant(4.0), 5)
+    assert t.tolist() == [0.0, 0.25, 0.5, 0.75, 1.0]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_poisson_rate_and_cv(seed: int) -> None:
+    rate, cv = _rate_cv(_times(Poisson(5.0, np.random.default_rng(seed)), 20_000))
+    assert rate == pytest.approx(5.0, rel=0.03)
+    assert cv == pytest.approx(1.0, rel=0.03)
+
+
+@pytest.mark.parametrize("cv_target", [0.5, 2.0, 4.0])
+def test_gamma_rate_and_cv(cv_target: float) -> None:
+    rate, cv = _rate_cv(_times(Gamma(3.0, cv_target, np.random.default_rng(1)), 40_000))
+    assert rate == pytest.approx(3.0, rel=0.06)
+    assert cv == pytest.approx(cv_target, rel=0.08)
+
+
+def test_gamma_cv_zero_is_constant() -> None:
+    t = _times(Gamma(2.0, 0.0, np.random.default_rng(0)), 4)
+    assert np.allclose(np.diff(t), 0.5)
+
+
+def test_onoff_has_idle_gaps_and_its_mean_rate() -> None:
+    proc = OnOff(on_rate_rps=10.0, on_cv=1.0, on_s=5.0, off_s=15.0, phase_cv=0.2, rng=np.random.default_rng(0))
+    assert proc.mean_rate_rps == pytest.approx(2.5)
+    t = _times(proc, 20_000)
+    assert len(t) / t[-1] == pytest.approx(2.5, rel=0.05)
+    gaps = np.diff(t)
+    assert (gaps > 5.0).sum() > 100  # the idle periods are there
+    assert gaps.std() / gaps.mean() > 2.0  # far burstier than Poisson
+
+
+def test_trace_replay_speed_and_offset() -> None:
+    tr = Trace("x.csv", "azure", (0.0, 1.0, 2.0, 4.0), (5, 6, 7, 8), (1, 2, 3, 4), ((), (), (), ()))
+    proc = TraceReplay(tr, speed=2.0, start_s=1.0)
+    assert [proc.next_time_s() for _ in range(3)] == [0.0, 0.5, 1.5]
+    assert proc.row == 3
+    assert proc.next_time_s() is None
+    assert proc.mean_rate_rps == pytest.approx(2 * 3 / 4.0)
+
+
+def test_offline_is_all_at_zero() -> None:
+    assert {Offline().next_time_s() for _ in range(10)} == {0.0}
+
+
+def test_closed_loop_think_times() -> None:
+    users = ClosedLoop(concurrency=4, think_s=2.0, think_cv=1.0, rng=np.random.default_rng(0))
+    first = [users.next_think_s() for _ in range(4)]
+    assert all(0.0 <= x <= 2.0 for x in first)  # users start staggered within one think time
+    rest = np.array([users.next_think_s() for _ in range(20_000)])
+    assert rest.mean() == pytest.approx(2.0, rel=0.03)
+    assert ClosedLoop(2, 0.0, 1.0, np.random.default_rng(0)).next_think_s() == 0.0
