@@ -23,7 +23,7 @@ from advisor.store import RunResult, new_run_id
 from advisor.telemetry import Telemetry
 from scenarios.catalog import load_scenario
 from scenarios.prompts import make_prompt_ids
-from scenarios.schedule import Overrides, build_schedule
+from scenarios.schedule import Overrides, build_schedule, resolve
 from scenarios.types import Schedule
 
 # Token ids below this are left out of synthetic prompts: they are special tokens
@@ -53,6 +53,11 @@ def plan(cfg: BenchConfig) -> tuple[Any, Schedule]:
     """Load the scenario and build its schedule (no engine involved)."""
     scenario = load_scenario(cfg.scenario)
     return scenario, build_schedule(scenario, seed=cfg.overrides.seed or 0, overrides=cfg.overrides)
+
+
+def effective_settings(cfg: BenchConfig, scenario: Any) -> dict[str, Any]:
+    """What was actually run after the scenario's small-machine fit and the user's overrides."""
+    return resolve(scenario, cfg.overrides, seed=cfg.overrides.seed or 0).to_dict()
 
 
 def make_specs(schedule: Schedule, info: EngineInfo) -> list[RequestSpec]:
@@ -145,13 +150,16 @@ def _finish(cfg: BenchConfig, scenario: Any, schedule: Schedule, info: EngineInf
     if load.interrupted:
         status, reasons = "INVALID", [f"run {load.interrupted}; the results are partial", *reasons]
     window_s = (window_ns[0] / 1e9 + shift_s, window_ns[1] / 1e9 + shift_s) if window_ns else None
-    tele = telemetry.summary(window_s, summary_d.get("n_out_total"))
+    # GPU energy is read over the window, so it is divided by the tokens that arrived inside it.
+    tokens_in_window = (summary_d.get("output_tokens_per_s") or 0.0) * (summary_d.get("window_s") or 0.0)
+    tele = telemetry.summary(window_s, round(tokens_in_window) or None)
     result = RunResult(
         run_id=run_id, created_utc=created,
         scenario=scenario.model_dump(mode="json"),
         schedule={"mode": schedule.mode, "seed": schedule.seed, "overrides": dict(schedule.overrides),
                   "n_requests": len(schedule.requests), "offered_rps": offered, "warmup_s": schedule.warmup_s,
-                  "duration_s": schedule.duration_s, "concurrency": schedule.concurrency},
+                  "duration_s": schedule.duration_s, "concurrency": schedule.concurrency,
+                  "effective": effective_settings(cfg, scenario)},
         slos={"ttft_ms": schedule.slos.ttft_ms, "tpot_ms": schedule.slos.tpot_ms, "e2e_ms": schedule.slos.e2e_ms,
               "percentile": schedule.slos.percentile},
         engine=_engine_dict(info), manifest=manifest.collect(), summary=summary_d, telemetry=tele,

@@ -81,5 +81,11 @@ def main() -> None:
     except Exception as e:
         if os.environ.get("ADVISOR_DEBUG"):
             raise
-        click.echo(f"error: {type(e).__name__}: {e}\n(set ADVISOR_DEBUG=1 to see the traceback)", err=True)
+        # Our user-facing errors (bad scenario, engine unavailable, missing model...) are
+        # ValueError/RuntimeError/OSError subclasses whose message already names the fix.
+        if isinstance(e, ValueError | RuntimeError | OSError):
+            click.echo(f"error: {e}", err=True)
+        else:
+            click.echo(f"error: {type(e).__name__}: {e}\n(a bug: set ADVISOR_DEBUG=1 for the traceback and report it)",
+                       err=True)
         sys.exit(1)

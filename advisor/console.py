@@ -79,8 +79,8 @@ def print_run(result: Any) -> None:
     limits = ", ".join(f"p{slos.get('percentile', 95):g} {k[:-3].upper()} <= {slos[k]:g} ms"
                        for k in ("ttft_ms", "tpot_ms", "e2e_ms") if slos.get(k))
     met = s.get("slo_met") or {}
-    t2.add_row("SLOs", (limits or "none") + ("" if not limits else
-                                            "  [" + ", ".join(f"{k}: {'met' if ok else 'MISSED'}" for k, ok in met.items() if ok is not None) + "]"))
+    verdicts = ", ".join(f"{k}: {'met' if ok else 'MISSED'}" for k, ok in met.items() if ok is not None)
+    t2.add_row("SLOs", escape(limits or "none") + (f" ({verdicts})" if verdicts else ""))
     tele = result.telemetry
     t2.add_row("memory (engine process)", f"peak {_fmt(tele.get('rss_peak_mb'), 0)} MB, steady {_fmt(tele.get('rss_steady_mb'), 0)} MB")
     gpu = tele.get("gpu")
@@ -96,14 +96,16 @@ def print_run(result: Any) -> None:
 
 
 def _scale_hint(result: Any) -> str | None:
-    ov = result.schedule.get("overrides") or {}
-    if ov.get("full_scale"):
+    eff = result.schedule.get("effective") or {}
+    if not eff.get("fitted"):
         return None
-    fit = result.scenario.get("fit")
-    if not fit:
-        return None
-    return ("This run used the scenario's small-machine fit (" + ", ".join(f"{k}={v}" for k, v in fit.items()) +
-            "). On bigger hardware add --full-scale for the real traffic shape, or raise --rate / --length-scale; "
+    fit = {k: v for k, v in (result.scenario.get("fit") or {}).items() if v is not None}
+    arrival = fit.pop("arrival", None)
+    parts = [f"{k}={v}" for k, v in fit.items()]
+    if arrival:
+        parts.insert(0, "arrival " + " ".join(f"{k}={v}" for k, v in arrival.items() if v is not None))
+    return ("Scaled down for a small machine (the scenario's fit: " + ", ".join(parts) + "). "
+            "On bigger hardware add --full-scale for the real traffic shape, or raise --rate / --length-scale; "
             "`advisor sweep` finds the highest rate that still meets the SLOs.")
 
 

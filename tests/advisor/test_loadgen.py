@@ -35,8 +35,10 @@ def test_measured_ttft_and_tpot_match_the_engine_delays():
         assert rec.ok and rec.n_out == 6 and rec.chunk_tokens == [1] * 6
         ttft_ms = (rec.t_first_ns - rec.t_send_ns) / 1e6
         tpot_ms = (rec.t_last_ns - rec.t_first_ns) / 1e6 / 5
-        assert 40 <= ttft_ms < 60
-        assert 10 <= tpot_ms < 15
+        # lower bounds are exact (a sleep is never short); upper bounds only catch gross errors
+        # on a busy shared machine, they are not speed thresholds
+        assert 40 <= ttft_ms < 40 + 100
+        assert 10 <= tpot_ms < 10 + 20
 
 
 def test_open_loop_sends_on_schedule_even_when_earlier_requests_are_still_running():
@@ -45,7 +47,7 @@ def test_open_loop_sends_on_schedule_even_when_earlier_requests_are_still_runnin
     res = _run(FakeAdapter(ttft_ms=100, tpot_ms=30), sched)
     for rec in res.records:
         lag_ms = (rec.t_send_ns - rec.t_sched_ns) / 1e6
-        assert 0 <= lag_ms < 10
+        assert 0 <= lag_ms < 100  # far below the 200 ms a request takes: sends did not wait for answers
     assert res.records[-1].t_send_ns < res.records[0].t_last_ns  # the last went out before the first finished
 
 

