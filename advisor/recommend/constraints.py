@@ -1,0 +1,98 @@
+"""What the buyer needs: SLOs, load, budget, allowed hardware, deployment, quality and ops limits.
+
+Built from `--constraints FILE.yaml` and/or CLI flags (a flag wins over the file). SLOs left
+unset here come from each run's scenario.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from advisor.cost import DEFAULT_HEADROOM, HOURS_PER_MONTH
+
+
+class ConstraintsError(ValueError):
+    """Constraints that cannot be used; the message names the bad value and the fix."""
+
+
+class Constraints(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scenario: str | None = None
+    ttft_ms: float | None = Field(default=None, gt=0)  # at `percentile`
+    tpot_ms: float | None = Field(default=None, gt=0)
+    e2e_ms: float | None = Field(default=None, gt=0)
+    percentile: float = Field(default=95.0, gt=0, le=100)
+    peak_rps: float | None = Field(default=None, gt=0)
+    avg_rps: float | None = Field(default=None, gt=0)
+    monthly_tokens_m: float | None = Field(default=None, gt=0)  # millions of tokens (input + output) per month
+    budget_usd_month: float | None = Field(default=None, gt=0)
+    hardware: tuple[str, ...] = ()  # allowed catalog ids; empty = any
+    vendors: tuple[str, ...] = ()  # allowed vendors; empty = any
+    deployment: Literal["any", "cloud", "on-prem", "edge"] = "any"
+    cpu_only: bool = False  # no GPUs at all
+    max_quality_drift: float | None = Field(default=None, ge=0, le=1)  # max fraction of tokens that may differ
+    max_complexity: Literal["low", "medium", "high"] = "high"
+    headroom: float = Field(default=DEFAULT_HEADROOM, ge=0, le=10)
+    price_tier: Literal["cloud_on_demand", "owned_tco"] | None = None  # default: owned for on-prem/edge
+    include_estimates: bool = True
+
+    @model_validator(mode="after")
+    def _load_order(self) -> Constraints:
+        if self.peak_rps is not None and self.avg_rps is not None and self.avg_rps > self.peak_rps:
+            raise ValueError(f"avg_rps {self.avg_rps} is above peak_rps {self.peak_rps}")
+        return self
+
+    @property
+    def tier(self) -> str:
+        if self.price_tier:
+            return self.price_tier
+        return "owned_tco" if self.deployment in ("on-prem", "edge") else "cloud_on_demand"
+
+    def design_rps(self, tokens_per_request: float | None) -> tuple[float | None, str]:
+        """The request rate to size replicas for, and where it came from."""
+        if self.peak_rps:
+            return self.peak_rps, f"peak {self.peak_rps:g} req/s"
+        if self.avg_rps:
+            return self.avg_rps, f"average {self.avg_rps:g} req/s (no peak given)"
+        if self.monthly_tokens_m and tokens_per_request:
+            rps = self.monthly_tokens_m * 1e6 / (HOURS_PER_MONTH * 3600.0) / tokens_per_request
+            return rps, f"{self.monthly_tokens_m:g}M tokens/month spread evenly ({rps:.3g} req/s, no peak given)"
+        return None, "no load given: one replica"
+
+    def slos_for(self, run_slos: dict[str, Any]) -> dict[str, float | None]:
+        """Effective limits: these constraints' where set, else the run's scenario SLOs."""
+        return {k: getattr(self, k) if getattr(self, k) is not None else run_slos.get(k)
+                for k in ("ttft_ms", "tpot_ms", "e2e_ms")}
+
+    def merged(self, **flags: Any) -> Constraints:
+        """A copy with every flag that is not None (or not empty) applied on top."""
+        upd = {k: (tuple(v) if isinstance(v, list | tuple) else v) for k, v in flags.items()
+               if v is not None and v != () and v != []}
+        return build({**self.model_dump(), **upd}, "flags")
+
+    @classmethod
+    def from_yaml(cls, path: Path) -> Constraints:
+        path = Path(path)
+        if not path.is_file():
+            raise ConstraintsError(f"constraints file {path} not found; pass an existing YAML file to --constraints")
+        try:
+            d = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as e:
+            raise ConstraintsError(f"{path}: not valid YAML ({e})") from None
+        if not isinstance(d, dict):
+            raise ConstraintsError(f"{path}: expected a mapping of constraint names to values")
+        return build(d, str(path))
+
+
+def build(d: dict[str, Any], where: str) -> Constraints:
+    try:
+        return Constraints(**d)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"]) or "constraints"
+        raise ConstraintsError(f"{where}: {loc}: {err['msg']} (got {err.get('input')!r})") from None

@@ -1,0 +1,118 @@
+"""`recommend()`: saved runs + constraints -> a ranked, explained Recommendation.
+
+Runs are plain result.json dicts (advisor.run/1). Each run's machine is mapped to the
+catalog from its manifest (or to this machine's detected entry when it ran here), then
+measured and estimated candidates are priced, checked, ranked, and summarised with a
+Pareto frontier, hosted-API break-even and a roofline backtest.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.catalog import Catalog
+from advisor.cost import BLEND_INPUT_PER_OUTPUT, HOURS_PER_MONTH, OUTPUT_TOKEN_WEIGHT
+from advisor.hardware_detect import Detected, match_hardware
+from advisor.recommend.candidates import MeasuredRun, estimated_candidates, measured_candidates
+from advisor.recommend.constraints import Constraints
+from advisor.recommend.explain import Advice, advise
+from advisor.recommend.hosted import BreakEven, break_evens
+from advisor.recommend.pareto import Frontier, pareto
+from advisor.recommend.ranking import Row, evaluate, rank
+from advisor.roofline import Backtest, backtest
+
+
+class NoRunsError(ValueError):
+    """No saved run matches; the message says where it looked and how to make one."""
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    constraints: Constraints
+    design_rps: float | None
+    load_basis: str
+    rows: tuple[Row, ...]
+    frontiers: tuple[Frontier, ...]
+    break_even: tuple[BreakEven, ...]
+    backtest: Backtest
+    advice: Advice | None  # set only when nothing passes
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def best(self) -> Row | None:
+        return next((r for r in self.rows if r.passes), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": "advisor.recommendation/1", "constraints": self.constraints.model_dump(mode="json"),
+                "design_rps": self.design_rps, "load_basis": self.load_basis,
+                "best": self.best.key if self.best else None, "rows": [r.to_dict() for r in self.rows],
+                "pareto": [f.to_dict() for f in self.frontiers], "break_even": [b.to_dict() for b in self.break_even],
+                "backtest": self.backtest.to_dict(), "advice": self.advice.to_dict() if self.advice else None,
+                "notes": list(self.notes)}
+
+
+def resolve_runs(runs: list[dict[str, Any]], catalog: Catalog, detected: Detected | None) -> list[MeasuredRun]:
+    """Map each run's manifest to catalog hardware; runs made on this host use the detected entry."""
+    here = socket.gethostname()
+    out = []
+    for run in runs:
+        man = run.get("manifest") or {}
+        hw = match_hardware(man.get("hardware") or {}, catalog)
+        if detected is not None and man.get("hostname") == here:
+            hw = detected.calibration_hardware
+        out.append(MeasuredRun(run, hw))
+    return out
+
+
+def quality_from_runs(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Drift per "engine/precision" from runs that carry a verify result: `quality: {token_agreement: x}`."""
+    out: dict[str, float] = {}
+    for r in runs:
+        q, e = r.get("quality") or {}, r.get("engine") or {}
+        if isinstance(q, dict) and q.get("token_agreement") is not None:
+            out.setdefault(f"{e.get('adapter') or e.get('engine')}/{e.get('precision') or ''}",
+                           1.0 - float(q["token_agreement"]))
+    return out
+
+
+def recommend(runs: list[dict[str, Any]], constraints: Constraints, catalog: Catalog,
+              detected: Detected | None = None, quality: dict[str, float] | None = None) -> Recommendation:
+    """Rank every measured and estimated deployment of `runs` against `constraints`."""
+    if constraints.scenario:
+        runs = [r for r in runs if (r.get("scenario") or {}).get("name") == constraints.scenario]
+    if not runs:
+        raise NoRunsError(f"no saved runs{' for scenario ' + repr(constraints.scenario) if constraints.scenario else ''}; "
+                          "run `advisor bench` (or `advisor sweep`) first, or point --runs at the folder that holds them")
+    if detected is not None and detected.catalog_id == "custom":
+        catalog = catalog.with_hardware(detected.hardware)
+    if constraints.hardware:
+        unknown = [h for h in constraints.hardware if h not in catalog.hardware]
+        if unknown:
+            raise ValueError(f"unknown hardware {', '.join(unknown)}; known: {', '.join(sorted(catalog.hardware))}")
+    resolved = resolve_runs(runs, catalog, detected)
+    cands = measured_candidates(resolved, constraints)
+    if constraints.include_estimates:
+        cands += estimated_candidates(resolved, constraints, catalog)
+    tokens = [c.input_tokens_per_request + c.output_tokens_per_request for c in cands if c.source == "measured"]
+    design_rps, basis = constraints.design_rps(max(tokens) if tokens else None)
+    by_monthly = design_rps is not None
+    quality = {**quality_from_runs(runs), **(quality or {})}  # a --quality file wins
+    rows = rank([evaluate(c, constraints, catalog, design_rps, quality) for c in cands], by_monthly)
+    notes = [f"load: {basis}; replicas = ceil(load x (1 + {constraints.headroom:g} headroom) / capacity per replica)",
+             f"monthly cost = $/device-hour x devices x replicas x {HOURS_PER_MONTH:g} h (always on)",
+             f"price tier: {constraints.tier} (a --price / --prices override wins)",
+             f"$/1M at the SLO operating point (capacity); blended = {BLEND_INPUT_PER_OUTPUT:g}:1 input:output with an "
+             f"output token weighted {OUTPUT_TOKEN_WEIGHT:g}x",
+             "estimated rows extrapolate measured runs with a roofline model; see each row's assumptions and the backtest"]
+    if constraints.max_quality_drift is not None and not quality:
+        notes.append("quality drift unknown for every engine (no verify results given): not checked")
+    unmapped = sorted({str((mr.run.get('manifest') or {}).get('hardware', {}).get('cpu_model')) for mr in resolved
+                       if mr.hardware is None})
+    if unmapped:
+        notes.append(f"machines not in the catalog ({', '.join(unmapped)}): priced only with --price custom=USD")
+    return Recommendation(constraints, design_rps, basis, tuple(rows), tuple(pareto(rows, by_monthly)),
+                          tuple(break_evens(rows, catalog.hosted)),
+                          backtest([(mr.run, mr.hardware) for mr in resolved if mr.hardware is not None]),
+                          advise(rows), tuple(notes))

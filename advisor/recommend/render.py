@@ -1,0 +1,97 @@
+"""Console tables (rich) for a Recommendation, the hardware catalog, and a sweep."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from advisor.catalog import Catalog
+from advisor.recommend.recommendation import Recommendation
+
+
+def _usd(v: float | None, digits: int = 0) -> str:
+    return "-" if v is None else f"${v:,.{digits}f}"
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def print_recommendation(rec: Recommendation, console: Console | None = None, top: int = 15) -> None:
+    con = console or Console()
+    best = rec.best
+    con.print(f"[bold]Load:[/] {rec.load_basis}")
+    if best:
+        con.print(f"[bold green]Recommended:[/] {best.candidate.engine} on {best.hardware_name} ({best.candidate.config}), "
+                  f"{best.replicas} replica(s), {_usd(best.monthly_usd)}/month - {best.why}")
+    else:
+        con.print("[bold red]Nothing meets every constraint.[/] Closest options and what would have to give below.")
+    t = Table(title="Ranked options")
+    for col in ("#", "engine @ hardware", "src", "repl", "$/month", "$/1M out", "$/1M blend", "p95 TTFT/TPOT ms",
+                "margin"):
+        t.add_column(col, overflow="fold")
+    for r in rec.rows[:top]:
+        c = r.candidate
+        m = c.min_margin_frac
+        style = "green" if r.passes else "red"
+        t.add_row(f"[{style}]{r.rank}[/]", f"{c.engine} @ {c.hardware_id}", "meas" if c.source == "measured" else "est",
+                  "-" if r.replicas is None else str(r.replicas), _usd(r.monthly_usd), _usd(r.usd_per_1m_output, 3),
+                  _usd(r.usd_per_1m_blended, 3),
+                  f"{_ms(c.latency_ms.get('ttft_ms'))}/{_ms(c.latency_ms.get('tpot_ms'))}", "-" if m is None else f"{m:.0%}")
+    con.print(t)
+    for r in rec.rows[:top]:
+        con.print(f"  [{'green' if r.passes else 'red'}]{r.rank}.[/] {r.candidate.config}: {r.why}", highlight=False)
+    if len(rec.rows) > top:
+        con.print(f"... {len(rec.rows) - top} more rows (use --json for all)")
+    if rec.advice:
+        con.print("[bold]What would have to give:[/]")
+        for line in rec.advice.would_have_to_give:
+            con.print(f"  - {line}")
+    label = {r.key: f"#{r.rank} {r.candidate.engine}@{r.candidate.hardware_id}" for r in rec.rows}
+    for f in rec.frontiers:
+        con.print(f"[bold]Pareto ({f.cost_axis} vs {f.other_axis}):[/] {', '.join(label[k] for k in f.keys) or '-'}",
+                  highlight=False)
+    first = rec.break_even[0].row_key if rec.break_even else ""
+    shown = [b for b in rec.break_even if b.row_key == first]
+    if shown:
+        bt = Table(title=f"Break-even of {label[first]} (one replica) vs hosted APIs: cost only, quality differs")
+        for col in ("hosted", "hosted $/1M", "self $/1M at full load", "break-even M tokens/month"):
+            bt.add_column(col, overflow="fold")
+        for b in shown:
+            be = "never" if b.break_even_tokens_month_m is None else f"{b.break_even_tokens_month_m:,.0f}"
+            bt.add_row(f"{b.provider} {b.model}", f"${b.hosted_usd_per_1m_mix:.3g}",
+                       f"${b.self_usd_per_1m_full_load:.3g}", be)
+        con.print(bt)
+    bk = rec.backtest
+    if bk.rows:
+        con.print(f"[bold]Roofline backtest[/] over {len(bk.rows)} measured run(s): mean |error| TTFT "
+                  f"{bk.ttft_mape:.0%}, TPOT {bk.tpot_mape:.0%} ({bk.rows[0].calibration})")
+    else:
+        con.print("[bold]Roofline backtest:[/] no measured run with a known model shape and catalog hardware")
+    for n in rec.notes:
+        con.print(f"[dim]note: {n}[/]")
+
+
+def print_hardware(catalog: Catalog, detected: dict[str, Any] | None, tier: str, console: Console | None = None) -> None:
+    con = console or Console()
+    t = Table(title=f"Hardware catalog (prices: {tier})")
+    for col in ("id", "mem GB", "GB/s", "BF16 TF", "FP8 TF", "TDP W", "$/h"):
+        t.add_column(col, overflow="fold")
+    sources = []
+    for hw in catalog.hardware.values():
+        p = catalog.price(hw.id, tier)
+        t.add_row(hw.id, f"{hw.memory_gb:g}", f"{hw.memory_bw_gbps:g}", f"{hw.bf16_tflops_dense or '-'}",
+                  f"{hw.fp8_tflops_dense or '-'}", f"{hw.tdp_w or '-'}", _usd(p.usd_per_hour if p else None, 3))
+        sources.append(f"{hw.id}: {hw.name}. Specs: {hw.spec_source} ({hw.spec_as_of})"
+                       + (f"; {hw.spec_notes}" if hw.spec_notes else "")
+                       + (f". Price: {p.source} ({p.as_of})" if p else ". No price."))
+    con.print(t)
+    con.print("[bold]Dense TFLOPS (sparse kept apart in --json). Sources:[/]")
+    for line in sources:
+        con.print(f"  {line}", highlight=False)
+    if detected:
+        bw = detected.get("measured_bw_gbps")
+        con.print(f"[bold]This machine:[/] {detected['description']} -> {detected['catalog_id']}"
+                  + (f", measured copy bandwidth {bw:.1f} GB/s" if bw else ""))

@@ -1,0 +1,125 @@
+"""The ranking moves the right way when one constraint changes, and always gives an answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.catalog import load_catalog
+from advisor.recommend import Constraints, recommend
+from advisor.recommend.hosted import break_even
+from tests.recommend.runs import make_run
+
+L4 = [{"name": "NVIDIA L4", "memory_gb": 24.0}]
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+def runs():
+    # A: vllm on one L4, fast (p95 TTFT 300 ms), 10 req/s; B: own on a 2-core VM, slower (600 ms), 2 req/s
+    return [make_run("a", engine="vllm", rps=10.0, ttft_ms=300, gpus=L4, precision="bf16", dtype_bytes=2),
+            make_run("b", engine="own", rps=2.0, ttft_ms=600)]
+
+
+def rec(catalog, **kw):
+    return recommend(runs(), Constraints(include_estimates=kw.pop("include_estimates", False), **kw), catalog)
+
+
+def test_cheapest_passing_option_wins_and_costs_are_hand_computed(catalog):
+    r = rec(catalog, peak_rps=20)
+    best = r.best
+    assert best is not None and best.candidate.engine == "own" and best.candidate.hardware_id == "cpu-2core-vm"
+    assert best.replicas == 12  # ceil(20 x 1.2 / 2)
+    assert best.monthly_usd == pytest.approx(12 * 0.08925 * 730)
+    l4 = next(x for x in r.rows if x.candidate.hardware_id == "l4")
+    assert l4.replicas == 3 and l4.monthly_usd == pytest.approx(3 * 0.7992 * 730)
+    assert l4.rank == 2 and "more than rank 1" in l4.why
+    assert "lowest cost" in best.why
+
+
+def test_tighter_ttft_moves_the_slow_option_out(catalog):
+    r = rec(catalog, peak_rps=20, ttft_ms=500)
+    assert r.best is not None and r.best.candidate.engine == "vllm"
+    slow = next(x for x in r.rows if x.candidate.engine == "own")
+    assert not slow.passes and slow.rank == 2
+    assert slow.failures[0].constraint == "slo"
+    assert "p95 TTFT 600 ms > 500 ms" in slow.failures[0].detail
+    assert slow.failures[0].would_have_to_give == "relax p95 TTFT to 600 ms"
+
+
+def test_smaller_budget_leaves_nothing_and_says_what_would_have_to_give(catalog):
+    ok = rec(catalog, peak_rps=20, ttft_ms=500, budget_usd_month=2000)
+    assert ok.best is not None and ok.advice is None
+    r = rec(catalog, peak_rps=20, ttft_ms=500, budget_usd_month=1000)
+    assert r.best is None and r.advice is not None
+    fast = next(x for x in r.rows if x.candidate.engine == "vllm")
+    assert [f.constraint for f in fast.failures] == ["budget"]
+    give = " | ".join(r.advice.would_have_to_give)
+    assert "raise the budget to $1,751/month" in give  # 3 x 0.7992 x 730 = 1750.2
+    assert "relax p95 TTFT to 600 ms" in give
+    assert r.advice.closest[0] in {x.key for x in r.rows}
+
+
+def test_cpu_only_and_deployment_and_vendor(catalog):
+    r = rec(catalog, peak_rps=20, ttft_ms=500, cpu_only=True)
+    assert r.best is None
+    gpu = next(x for x in r.rows if x.candidate.hardware_id == "l4")
+    assert any(f.constraint == "hardware" and "GPU" in f.detail for f in gpu.failures)
+    # with estimates, CPU-only still has an answer among CPU instances, labelled estimated
+    est = rec(catalog, peak_rps=20, cpu_only=True, include_estimates=True)
+    assert est.best is not None and catalog.get(est.best.candidate.hardware_id).kind == "cpu"
+    assert all(catalog.get(x.candidate.hardware_id).kind == "cpu" for x in est.rows if x.passes)
+    amd = rec(catalog, peak_rps=20, vendors=("amd",), include_estimates=True)
+    assert amd.best is not None and amd.best.candidate.hardware_id == "mi300x" and amd.best.candidate.source == "estimated"
+
+
+def test_on_prem_uses_owned_prices(catalog):
+    cloud = rec(catalog, peak_rps=20, ttft_ms=500)
+    onprem = rec(catalog, peak_rps=20, ttft_ms=500, deployment="on-prem")
+    assert onprem.best is not None and onprem.best.price_source != cloud.best.price_source
+    assert onprem.best.usd_per_hour == pytest.approx(catalog.price("l4", "owned_tco").usd_per_hour)
+    assert onprem.best.monthly_usd < cloud.best.monthly_usd
+    edge = rec(catalog, peak_rps=20, deployment="edge", include_estimates=True)
+    assert all("h100" not in x.candidate.hardware_id for x in edge.rows if x.passes)
+
+
+def test_complexity_and_quality(catalog):
+    r = rec(catalog, peak_rps=20, ttft_ms=500, max_complexity="low")
+    fast = next(x for x in r.rows if x.candidate.engine == "vllm")
+    assert any(f.constraint == "complexity" and "medium" in f.detail for f in fast.failures)
+    q = recommend(runs(), Constraints(include_estimates=False, peak_rps=20, max_quality_drift=0.01), catalog,
+                  quality={"own": 0.05})
+    own = next(x for x in q.rows if x.candidate.engine == "own")
+    assert any(f.constraint == "quality" for f in own.failures)
+    assert q.best is not None and q.best.candidate.engine == "vllm"  # unknown drift is not a failure
+    with_verify = runs()
+    with_verify[0]["quality"] = {"token_agreement": 0.9}  # the vllm run carries a verify result
+    v = recommend(with_verify, Constraints(include_estimates=False, peak_rps=20, max_quality_drift=0.05), catalog)
+    fast = next(x for x in v.rows if x.candidate.engine == "vllm")
+    assert fast.quality_drift == pytest.approx(0.1) and any(f.constraint == "quality" for f in fast.failures)
+
+
+def test_pareto_break_even_and_json(catalog):
+    r = rec(catalog, peak_rps=20)
+    ttft_front = r.frontiers[0]
+    keys = {x.candidate.engine: x.key for x in r.rows}
+    assert set(ttft_front.keys) == {keys["own"], keys["vllm"]}  # cheapest and fastest: neither dominates
+    best = r.best
+    offer = next(o for o in catalog.hosted if o.model == "gpt-4o-mini")
+    be = break_even(best, offer)
+    # one replica: 0.08925 x 730 = $65.15/month; hosted at 256 in / 64 out: (256 x 0.15 + 64 x 0.6) / 320 = $0.24/1M
+    assert be.hosted_usd_per_1m_mix == pytest.approx(0.24)
+    assert be.break_even_tokens_month_m == pytest.approx(0.08925 * 730 / 0.24)
+    d = r.to_dict()
+    assert d["best"] == best.key and d["rows"][0]["why"] and "backtest" in d
+
+
+def test_estimated_rows_are_labelled_with_assumptions(catalog):
+    r = rec(catalog, peak_rps=20, include_estimates=True)
+    est = [x for x in r.rows if x.candidate.source == "estimated"]
+    assert {x.candidate.hardware_id for x in est} >= {"h100-sxm", "b200"}
+    assert all(any("roofline" in a for a in x.candidate.assumptions) for x in est)
+    assert "estimated" in est[0].why
+    assert r.backtest.rows and r.backtest.rows[0].calibration in ("leave-one-out", "in-sample")

@@ -1,0 +1,53 @@
+"""Capacity from synthetic sweeps: the highest rate meeting every SLO, and when to stop."""
+
+from __future__ import annotations
+
+from advisor.capacity import SweepPoint, capacity_from_sweep, stop_reason
+
+
+def pt(rate: float, ok: bool = True, status: str = "VALID", achieved: float | None = None,
+       error_rate: float = 0.0) -> SweepPoint:
+    return SweepPoint(rate_rps=rate, run_id=f"r{rate}", status=status, slo_met={"ttft": ok, "tpot": True, "e2e": None},
+                      error_rate=error_rate, achieved_rps=rate if achieved is None else achieved, goodput_rps=rate)
+
+
+def test_capacity_is_highest_passing_rate_below_first_failure():
+    cap = capacity_from_sweep([pt(0.5), pt(1), pt(2), pt(4, ok=False), pt(8, ok=False)])
+    assert cap.capacity_rps == 2
+    assert cap.first_failure is not None and cap.first_failure.rate_rps == 4
+    assert "TTFT SLO missed" in cap.reason
+
+
+def test_order_does_not_matter_and_noise_above_failure_is_not_trusted():
+    cap = capacity_from_sweep([pt(4), pt(1), pt(2, ok=False)])
+    assert cap.capacity_rps == 1
+    assert "noise" in cap.reason
+
+
+def test_nothing_passes_and_everything_passes():
+    none = capacity_from_sweep([pt(1, ok=False), pt(2, ok=False)])
+    assert none.capacity_rps is None and "lowest rate" in none.reason
+    allp = capacity_from_sweep([pt(1), pt(2)])
+    assert allp.capacity_rps == 2 and "at least" in allp.reason
+
+
+def test_saturated_or_erroring_steps_do_not_count():
+    assert capacity_from_sweep([pt(1), pt(2, status="SATURATED")]).capacity_rps == 1
+    assert capacity_from_sweep([pt(1), pt(2, error_rate=0.2)]).capacity_rps == 1
+    assert capacity_from_sweep([pt(1), pt(2, achieved=1.2)]).capacity_rps == 1
+
+
+def test_small_samples_are_not_called_saturated():
+    few = SweepPoint(rate_rps=0.5, run_id="r", status="VALID", slo_met={"ttft": True}, error_rate=0.0,
+                     achieved_rps=0.33, goodput_rps=0.33, n_requests=4)
+    assert few.passes and not few.saturated and stop_reason([few]) is None
+    many = SweepPoint(**{**few.to_dict(), "n_requests": 400, "reasons": ()})
+    assert not many.passes and stop_reason([many]).startswith("saturated at 0.5 req/s")
+
+
+def test_stop_rules():
+    assert stop_reason([pt(1), pt(2)]) is None
+    assert "clearly past saturation" in stop_reason([pt(1), pt(8, achieved=2.0)])
+    assert "saturated" in stop_reason([pt(1), pt(2, ok=False, status="SATURATED")])
+    assert "two rates in a row" in stop_reason([pt(1), pt(2, ok=False), pt(4, ok=False)])
+    assert stop_reason([pt(1), pt(2, ok=False)]) is None  # one SLO miss without saturation: confirm at the next rate

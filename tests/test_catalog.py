@@ -1,0 +1,96 @@
+"""The packaged catalog: every figure sourced and dated, sane values, user overrides win."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.catalog import CatalogError, load_catalog, parse_price_flags
+from advisor.catalog.models import owned_usd_per_hour
+from advisor.hardware_detect import match_hardware
+
+REQUIRED = {"h100-sxm", "h100-pcie", "h200", "a100-80gb", "l4", "l40s", "b200", "mi300x"}
+
+
+def test_required_gpus_and_some_cpus_present():
+    cat = load_catalog()
+    assert REQUIRED <= set(cat.hardware)
+    assert sum(h.kind == "cpu" for h in cat.hardware.values()) >= 2
+
+
+def test_every_figure_has_source_and_date_and_dense_is_below_sparse():
+    cat = load_catalog()
+    for hw in cat.hardware.values():
+        assert hw.spec_source and hw.spec_as_of, hw.id
+        assert hw.prices, f"{hw.id} has no price"
+        for p in hw.prices:
+            assert p.source and p.as_of, (hw.id, p)
+        for dense, sparse in ((hw.bf16_tflops_dense, hw.bf16_tflops_sparse), (hw.fp8_tflops_dense, hw.fp8_tflops_sparse)):
+            if dense and sparse:
+                assert sparse == pytest.approx(2 * dense, rel=0.02), hw.id  # 2:4 sparsity doubles the dense figure
+    for o in cat.hosted:
+        assert o.source and o.as_of and o.output_usd_per_1m >= o.input_usd_per_1m
+    assert {"own", "llama_cpp", "vllm", "tensorrt_llm"} <= set(cat.engines)
+
+
+def test_owned_tco_is_computed_from_stated_assumptions():
+    cat = load_catalog()
+    p = cat.price("h100-sxm", "owned_tco")
+    a = cat.owned
+    expected = 35000 / (a.amortization_years * 8760) * (1 + a.overhead_fraction) + 0.7 * a.pue * a.power_usd_per_kwh
+    assert p is not None and p.usd_per_hour == pytest.approx(expected)
+    assert p.usd_per_hour == pytest.approx(owned_usd_per_hour(35000, 700, a))
+    assert "amortization" in (p.assumptions or "")
+    # a CPU instance with no owned price falls back to the cloud price, and says so
+    cpu = cat.price("aws-c7i-2xlarge", "owned_tco")
+    assert cpu is not None and "cloud price used" in cpu.source
+
+
+def test_user_prices_win_file_then_flags(tmp_path):
+    f = tmp_path / "prices.yaml"
+    f.write_text("prices:\n  h100-sxm: 2.10\n  l4: {usd_per_hour: 0.5, source: our contract}\n")
+    cat = load_catalog(f)
+    assert cat.price("h100-sxm").usd_per_hour == 2.10 and cat.price("h100-sxm").tier == "user"
+    assert cat.price("l4", "owned_tco").source == "our contract"  # a negotiated price wins over every tier
+    cat2 = load_catalog(f, parse_price_flags(["h100-sxm=1.5"]))
+    assert cat2.price("h100-sxm").usd_per_hour == 1.5
+
+
+def test_bad_overrides_name_the_fix(tmp_path):
+    with pytest.raises(CatalogError, match="not found"):
+        load_catalog(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("prices:\n  h999: 1.0\n")
+    with pytest.raises(CatalogError, match="unknown hardware 'h999'; known: .*h100-sxm"):
+        load_catalog(bad)
+    with pytest.raises(CatalogError, match="HARDWARE_ID=USD_PER_HOUR"):
+        parse_price_flags(["h100-sxm"])
+    with pytest.raises(CatalogError, match="positive"):
+        parse_price_flags(["h100-sxm=-1"])
+
+
+def test_manifest_matching():
+    cat = load_catalog()
+    assert match_hardware({"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]}, cat).id == "h100-sxm"
+    assert match_hardware({"gpus": [{"name": "NVIDIA H100 PCIe"}]}, cat).id == "h100-pcie"
+    assert match_hardware({"gpus": [{"name": "NVIDIA L4"}]}, cat).id == "l4"
+    assert match_hardware({"gpus": [{"name": "NVIDIA L40S"}]}, cat).id == "l40s"
+    assert match_hardware({"gpus": [{"name": "Tesla T4"}]}, cat) is None
+    assert match_hardware({"cpu_model": "Xeon", "cpu_cores": 2, "gpus": []}, cat).id == "cpu-2core-vm"
+    assert match_hardware({"cpu_model": "Xeon", "cpu_cores": 64, "gpus": []}, cat) is None
+
+
+def test_detection_gives_an_entry_or_a_measured_custom_one():
+    from advisor.hardware_detect import Detected, custom_cpu, detect, measure_memory_bandwidth_gbps
+
+    assert measure_memory_bandwidth_gbps(size_mb=8, repeats=3) > 0
+    cat = load_catalog()
+    d = detect(cat, measure=False)
+    assert d.catalog_id == "custom" or d.catalog_id in cat.hardware
+    custom = custom_cpu({"cpu_model": "Weird CPU", "cpu_cores": 3, "mem_gb": 8.0}, bw_gbps=12.5)
+    assert custom.id == "custom" and custom.memory_bw_gbps == 12.5 and custom.measured
+    # a CPU entry calibrates with this machine's measured bandwidth, not the catalog placeholder
+    vm = cat.get("cpu-2core-vm")
+    det = Detected("cpu-2core-vm", vm, "test", 23.0, {})
+    assert det.calibration_hardware.memory_bw_gbps == 23.0 and vm.memory_bw_gbps != 23.0
+    gpu = Detected("l4", cat.get("l4"), "test", 23.0, {})
+    assert gpu.calibration_hardware.memory_bw_gbps == 300  # GPUs keep the datasheet figure
