@@ -1,0 +1,141 @@
+"""The advisor dashboard: `streamlit run app.py` (runs folder: $ADVISOR_RUNS, default ./runs).
+
+Pages: runs (filter, select), compare (charts of the selection), recommend
+(constraints as widgets, live ranking), run (start a bounded benchmark, then view
+it); the sidebar downloads the HTML report of the selection. Layout only: the
+tables, ranking and benchmark come from `reports.dashboard`, the charts from
+`reports.figures`. Names from runs are shown with st.text / st.table / widget
+labels, which escape them; no HTML is ever passed through.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from reports import dashboard as dash
+from reports import figures
+from reports.costs import price_runs
+from scenarios.catalog import scenario_names
+
+PAGES = ("Runs", "Compare", "Recommend", "Run")
+
+st.set_page_config(page_title="advisor", layout="wide")
+root = dash.runs_root()
+all_runs = dash.load_runs(root)
+by_id = {r.run_id: r for r in all_runs}
+labels = {r["id"]: r["run"] for r in dash.runs_table(all_runs)}
+if "selected" not in st.session_state:
+    st.session_state.selected = [r.run_id for r in all_runs[:3]]
+if "pick" in st.session_state:  # the Runs page's picker changed: take it now, so the sidebar sees it this run
+    st.session_state.selected = list(st.session_state.pick)
+st.session_state.selected = [rid for rid in st.session_state.selected if rid in by_id]
+selected = [by_id[rid] for rid in st.session_state.selected]
+
+page = st.sidebar.radio("Page", PAGES, key="page")
+st.sidebar.caption(f"runs folder: {root} ({len(all_runs)} runs)")
+st.sidebar.download_button(f"Download report ({len(selected)} run{'' if len(selected) == 1 else 's'})", data=lambda: dash.report_html(selected),
+                           file_name="advisor-report.html", mime="text/html", disabled=not selected,
+                           key="download", on_click="ignore")
+
+
+def show_flags(runs: list) -> None:
+    for line in dash.verdict_notes(runs):
+        st.warning(line, icon="⚠️")
+
+
+def runs_page() -> None:
+    st.header("Runs")
+    if not all_runs:
+        st.info(f"No saved runs in {root}: start one on the Run page, or with `advisor bench`.")
+        return
+    opts = dash.filter_options(all_runs)
+    cols = st.columns(3)
+    scen = cols[0].multiselect("Scenario", opts["scenario"], key="f_scenario")
+    eng = cols[1].multiselect("Engine", opts["engine"], key="f_engine")
+    ver = cols[2].multiselect("Verdict", opts["verdict"], key="f_verdict")
+    shown = dash.filter_runs(all_runs, scen, eng, ver)
+    st.table(dash.runs_table(shown))
+    chosen = st.multiselect("Selected runs (for Compare, Recommend and the report)", [r.run_id for r in all_runs],
+                            default=st.session_state.selected, format_func=lambda rid: labels[rid], key="pick")
+    show_flags([by_id[rid] for rid in chosen])
+
+
+def compare_page() -> None:
+    st.header("Compare")
+    if not selected:
+        st.info("Select runs on the Runs page first.")
+        return
+    show_flags(selected)
+    st.table(dash.runs_table(selected))
+    prices = price_runs(selected)
+    for nf in figures.report_figures(selected, prices):
+        st.plotly_chart(nf.figure, key=nf.id)
+
+
+def recommend_page() -> None:
+    st.header("Recommend")
+    runs = selected or all_runs
+    st.caption(f"Ranking {'the selected' if selected else 'all'} {len(runs)} runs; 0 means not set.")
+    scenarios = sorted({r.scenario.get("name", "?") for r in runs})
+    c1, c2, c3, c4 = st.columns(4)
+    scenario = c1.selectbox("Scenario", [dash.ALL_SCENARIOS, *scenarios], key="r_scenario")
+    ttft = c2.number_input("p95 TTFT limit (ms)", min_value=0.0, value=0.0, step=50.0, key="r_ttft")
+    tpot = c3.number_input("p95 TPOT limit (ms)", min_value=0.0, value=0.0, step=5.0, key="r_tpot")
+    peak = c4.number_input("Peak load (req/s)", min_value=0.0, value=0.0, step=1.0, key="r_peak")
+    c5, c6, c7, c8 = st.columns(4)
+    budget = c5.number_input("Budget ($/month)", min_value=0.0, value=0.0, step=500.0, key="r_budget")
+    deployment = c6.selectbox("Deployment", ["any", "cloud", "on-prem", "edge"], key="r_deployment")
+    complexity = c7.selectbox("Max operational complexity", ["high", "medium", "low"], key="r_complexity")
+    estimates = c8.checkbox("Include estimated hardware", value=True, key="r_estimates")
+    cons = dash.constraints_from_widgets(scenario, ttft, tpot, peak, budget, deployment, complexity, estimates)
+    rec = dash.recommend_runs(runs, cons)
+    best = dash.best_row(rec)
+    if best:
+        st.success(f"Recommended: {best['engine']} on {best['hardware_name']} ({best['config']}), "
+                   f"{best['replicas']} replica(s), ${best['monthly_usd'] or 0:,.0f}/month: {best['why']}")
+    else:
+        st.warning(f"No recommendation: {rec.reason or 'no option meets every constraint'}")
+        advice = (rec.recommendation or {}).get("advice") or {}
+        for line in advice.get("would_have_to_give") or []:
+            st.text(f"- {line}")
+    table = dash.ranking_table(rec)
+    if table:
+        st.table(table)
+
+
+def run_page() -> None:
+    st.header("Run a benchmark")
+    st.caption(f"Bounded runs only (<= {dash.MAX_RUN_DURATION_S:g} s, <= {dash.MAX_RUN_RATE_RPS:g} req/s); "
+               "use `advisor bench` for anything longer.")
+    with st.form("run"):
+        c1, c2, c3 = st.columns(3)
+        scenario = c1.selectbox("Scenario", scenario_names(), key="b_scenario")
+        engine = c2.selectbox("Engine", dash.DASHBOARD_ENGINES, key="b_engine")
+        rate = c3.number_input("Rate (req/s)", 0.1, dash.MAX_RUN_RATE_RPS, 5.0, key="b_rate")
+        c4, c5, c6 = st.columns(3)
+        duration = c4.number_input("Duration (s)", 1.0, dash.MAX_RUN_DURATION_S, 10.0, key="b_duration")
+        max_out = c5.number_input("Max output tokens", 1, 512, 32, key="b_max_out")
+        ttft = c6.number_input("Fake engine TTFT (ms)", 0.0, 5000.0, 30.0, key="b_ttft")
+        submitted = st.form_submit_button("Start")
+    if submitted:
+        req = dash.RunRequest(scenario, engine, float(rate), float(duration), int(max_out), float(ttft))
+        bar = st.progress(0.0, text="starting")
+
+        def progress(done: int, total: int) -> None:
+            bar.progress(done / max(total, 1), text=f"{done} / {total} requests")
+
+        with st.spinner("benchmarking"):
+            result = dash.start_run(req, root, progress)
+        bar.progress(1.0, text="done")
+        st.session_state.last_run = result.run_id
+        st.session_state.selected = [result.run_id, *st.session_state.selected]
+        st.rerun()
+    last = by_id.get(st.session_state.get("last_run", ""))
+    if last is not None:
+        st.subheader("Last run")
+        show_flags([last])
+        st.table(dash.runs_table([last]))
+        st.plotly_chart(figures.cdf_figure([last]), key="last_cdf")
+
+
+{"Runs": runs_page, "Compare": compare_page, "Recommend": recommend_page, "Run": run_page}[page]()

@@ -1,0 +1,61 @@
+"""`advisor report RUN_OR_SWEEP... -o report.html`: one self-contained HTML report of saved runs.
+
+Arguments are run ids or folders and sweep ids or folders (a sweep brings all its
+runs); with none, every run under --runs. The recommendation uses --constraints
+when given, else the runs' own scenario SLOs with no load or budget.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("report")
+@click.argument("items", nargs=-1, metavar="RUN_OR_SWEEP...")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("report.html"),
+              show_default=True, help="HTML file to write.")
+@click.option("--runs", "root", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
+              show_default=True, help="Folder of saved runs (run and sweep ids are looked up here).")
+@click.option("--constraints", "constraints_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Constraints YAML for the recommendation (SLOs, peak load, budget, hardware; see `advisor recommend`).")
+@click.option("--price-usd-hour", type=float, default=None,
+              help="Price every run's hardware at this $/hour instead of the catalog's price.")
+@click.option("--title", default="Inference engine benchmark report", show_default=True, help="Report title.")
+def report_command(items: tuple[str, ...], output: Path, root: Path, constraints_file: Path | None,
+                   price_usd_hour: float | None, title: str) -> None:
+    """Write a procurement report (HTML, opens offline, prints to PDF) for saved runs and sweeps."""
+    from advisor.store import StoreError, list_runs
+    from reports.costs import price_runs
+    from reports.html import write_report
+    from reports.selection import Selection, SelectionError, load_selection, make_recommendation
+
+    if price_usd_hour is not None and price_usd_hour < 0:
+        raise click.BadParameter(f"must be >= 0, got {price_usd_hour}", param_hint="--price-usd-hour")
+    try:
+        if items:
+            selection = load_selection(items, root)
+        else:
+            runs = list_runs(root) if root.is_dir() else []
+            if not runs:
+                raise click.UsageError(f"no saved runs under {root}; run `advisor bench` first, "
+                                       "or name runs/sweeps (or pass --runs DIR)")
+            selection = Selection(tuple(runs))
+    except (SelectionError, StoreError) as e:
+        raise click.UsageError(str(e)) from None
+    constraints = None
+    if constraints_file is not None:
+        from advisor.recommend import Constraints, ConstraintsError
+
+        try:
+            constraints = Constraints.from_yaml(constraints_file)
+        except ConstraintsError as e:
+            raise click.UsageError(str(e)) from None
+    rec = make_recommendation(selection.runs, constraints)
+    prices = price_runs(selection.runs, usd_per_hour=price_usd_hour)
+    path = write_report(output, selection.runs, prices=prices, recommendation=rec, sweeps=selection.sweeps,
+                        title=title)
+    flagged = sum(1 for r in selection.runs if (r.verdict or {}).get("status") != "VALID")
+    note = f"; {flagged} not VALID, flagged in the report" if flagged else ""
+    click.echo(f"wrote {path} ({len(selection.runs)} runs{note})")

@@ -1,0 +1,165 @@
+"""The numbers and sentences of the report's sections, read off saved runs and the recommendation.
+
+Plain data for the templates (jinja2 escapes every string on output). Nothing is
+computed here that the runs, `reports.costs` or the recommender do not already
+hold: this module picks, formats and flags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from advisor.store import RunResult
+from reports.costs import RunPrice
+from reports.labels import engine_name, is_valid, load_text, model_name, run_labels, scenario_name, status
+from reports.selection import RecommendationResult
+
+LAG_WARN_MS = 5.0  # METRICS.md: the load generator kept up when p99 send lag is under a few ms
+
+METRIC_DEFINITIONS = (
+    ("TTFT", "t_first - t_send: time to the first output token, from when the request was sent"),
+    ("TTFT_sched", "t_first - t_sched: includes client queueing (open loop, no coordinated omission)"),
+    ("TPOT", "(t_last - t_first) / (n_out - 1): time per output token after the first; undefined for n_out < 2"),
+    ("NTPOT", "E2E / n_out (what some tools call TPOT)"),
+    ("ITL", "per token: a chunk's gap to the previous chunk, divided over the tokens it carried; pooled"),
+    ("E2E", "t_last - t_send: the whole request"),
+    ("client queue (lag)", "t_send - t_sched: how late the load generator sent the request"),
+    ("interactivity", "1000 / TPOT: decode tokens/s one user sees"),
+    ("goodput", "requests/s over the window that met every SLO; SLO attainment = good / attempted"),
+    ("throughput", "over the measurement window only (warm-up and cool-down excluded); peak over 1 s buckets"),
+    ("cost per 1M tokens", "($/hour x instances) / (tokens/s x 3600) x 1e6, at measured throughput and at goodput"),
+)
+
+
+def _pct(d: dict[str, Any] | None, key: str) -> float | None:
+    return None if not d else d.get(key)
+
+
+def run_row(run: RunResult, label: str, price: RunPrice | None) -> dict[str, Any]:
+    """One row of the comparison table."""
+    s = run.summary
+    cost = price.cost if price else None
+    return {
+        "run_id": run.run_id, "label": label, "status": status(run), "valid": is_valid(run),
+        "scenario": scenario_name(run), "engine": engine_name(run), "model": model_name(run),
+        "version": run.engine.get("version"), "device": run.engine.get("device"), "load": load_text(run),
+        "n_requests": s.get("n_requests"), "n_ok": s.get("n_ok"), "error_rate": s.get("error_rate"),
+        "ttft_p50": _pct(s.get("ttft_ms"), "p50"), "ttft_p95": _pct(s.get("ttft_ms"), "p95"),
+        "ttft_p99": _pct(s.get("ttft_ms"), "p99"), "tpot_p50": _pct(s.get("tpot_ms"), "p50"),
+        "tpot_p95": _pct(s.get("tpot_ms"), "p95"), "e2e_p95": _pct(s.get("e2e_ms"), "p95"),
+        "rps": s.get("requests_per_s"), "out_tps": s.get("output_tokens_per_s"),
+        "goodput": s.get("goodput_rps"), "attainment": s.get("slo_attainment"),
+        "slo_met": s.get("slo_met") or {}, "slo_margin": s.get("slo_margin") or {},
+        "interactivity_p50": _pct(s.get("interactivity_tps"), "p50"),
+        "rss_peak_mb": (run.telemetry or {}).get("rss_peak_mb"),
+        "usd_1m_out": cost.measured.output_usd if cost else None,
+        "usd_1m_out_slo": cost.at_slo.output_usd if cost and cost.at_slo else None,
+        "monthly_usd": price.monthly_usd if price else None, "price_source": price.source if price else "",
+    }
+
+
+def risks(runs: Sequence[RunResult], labels: dict[str, str], prices: dict[str, RunPrice],
+          rec: RecommendationResult) -> list[str]:
+    """What a buyer should know before acting: invalid runs, errors, lag, estimates and unknowns."""
+    out: list[str] = []
+    for run in runs:
+        label, s = labels[run.run_id], run.summary
+        if not is_valid(run):
+            reasons = " ".join(str(x) for x in (run.verdict or {}).get("reasons") or []) or "no reason recorded"
+            out.append(f"{label}: verdict {status(run)}: {reasons}")
+        if s.get("n_errors"):
+            kinds = ", ".join(f"{k}: {v}" for k, v in (s.get("errors_by_kind") or {}).items())
+            out.append(f"{label}: {s['n_errors']} failed requests ({kinds})")
+        lag = _lag_p99(run)
+        if is_valid(run) and lag is not None and lag > LAG_WARN_MS:  # an invalid run's reasons already say so
+            out.append(f"{label}: the load generator sent requests up to {lag:.1f} ms late (p99 or max); "
+                       "latencies from t_send may understate what users see")
+        if s.get("token_count_mismatch"):
+            out.append(f"{label}: engine and client token counts differ by {s['token_count_mismatch']}")
+        if s.get("n_out_short"):
+            out.append(f"{label}: {s['n_out_short']} requests got fewer output tokens than asked")
+    if any(not (r.telemetry or {}).get("gpu") for r in runs):
+        out.append("energy was not measured for runs without a GPU energy counter (none is estimated)")
+    unpriced = [labels[rid] for rid, p in prices.items() if p.usd_per_hour is None]
+    if unpriced:
+        out.append(f"no hardware price for {', '.join(unpriced)}: their cost is not shown")
+    if rec.recommendation:
+        n_est = sum(1 for r in rec.recommendation.get("rows") or [] if r.get("source") == "estimated")
+        if n_est:
+            out.append(f"{n_est} recommendation rows are estimated (roofline extrapolation), not measured; "
+                       "see their assumptions and the backtest")
+    return out
+
+
+def _lag_p99(run: RunResult) -> float | None:
+    lag = (run.loadgen or {}).get("lag_ms") or run.summary.get("client_queue_ms") or {}
+    value = lag.get("p99") if lag.get("p99") is not None else lag.get("max")
+    return None if value is None else float(value)
+
+
+def estimated_items(prices: dict[str, RunPrice], rec: RecommendationResult) -> list[str]:
+    """What in this report is estimated or assumed rather than measured."""
+    out = ["monthly cost assumes the instance is on 730 hours a month", "prices are catalog or user figures, not "
+           "measurements; cost at the SLO point scales measured tokens/request to goodput"]
+    for source in sorted({p.source for p in prices.values() if p.usd_per_hour is not None}):
+        out.append(f"price: {source}")
+    if rec.recommendation:
+        out.extend(str(n) for n in rec.recommendation.get("notes") or [])
+    return out
+
+
+def methodology(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str, Any]:
+    """Scenarios as run, verdicts with reasons, and load generator lag per run."""
+    scenarios: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        scenarios.setdefault(scenario_name(run), {"scenario": run.scenario, "slos": run.slos,
+                                                  "schedules": []})["schedules"].append(
+            {"label": labels[run.run_id], **(run.schedule or {})})
+    verdicts = [{"label": labels[r.run_id], "status": status(r), "valid": is_valid(r),
+                 "reasons": [str(x) for x in (r.verdict or {}).get("reasons") or []]} for r in runs]
+    lag = []
+    for r in runs:
+        d = (r.loadgen or {}).get("lag_ms") or r.summary.get("client_queue_ms") or {}
+        lag.append({"label": labels[r.run_id], "p50": d.get("p50"), "p99": d.get("p99"), "max": d.get("max"),
+                    "n": d.get("n"), "wall_s": (r.loadgen or {}).get("wall_s"),
+                    "interrupted": (r.loadgen or {}).get("interrupted")})
+    return {"definitions": METRIC_DEFINITIONS, "scenarios": scenarios, "verdicts": verdicts, "lag": lag,
+            "lag_warn_ms": LAG_WARN_MS}
+
+
+def environments(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str, Any]:
+    """Each distinct machine manifest (with the runs made on it) and each run's engine."""
+    machines: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        m = run.manifest or {}
+        key = repr(sorted((m.get("hardware") or {}).items())) + str(m.get("hostname")) + repr(m.get("software"))
+        entry = machines.setdefault(key, {"manifest": m, "runs": []})
+        entry["runs"].append(labels[run.run_id])
+    engines = [{"label": labels[r.run_id], "run_id": r.run_id, "created_utc": r.created_utc,
+                **{k: v for k, v in (r.engine or {}).items() if k not in ("extra", "notes")},
+                "notes": list((r.engine or {}).get("notes") or []),
+                "engine_stats": (r.telemetry or {}).get("engine_stats") or {}} for r in runs]
+    return {"machines": list(machines.values()), "engines": engines}
+
+
+def executive(runs: Sequence[RunResult], rows: list[dict[str, Any]], rec: RecommendationResult) -> dict[str, Any]:
+    """The summary a manager can act on: the recommendation (or why none) and how the runs fared."""
+    best = None
+    if rec.recommendation and rec.recommendation.get("best"):
+        best = next((r for r in rec.recommendation["rows"] if r.get("key") == rec.recommendation["best"]), None)
+    meeting = [r for r in rows if r["valid"] and r["slo_met"] and all(v is not False for v in r["slo_met"].values())]
+    return {"best": best, "reason": rec.reason, "advice": (rec.recommendation or {}).get("advice"),
+            "n_runs": len(runs), "n_valid": sum(1 for r in rows if r["valid"]), "n_meeting": len(meeting),
+            "meeting": meeting, "design": (rec.recommendation or {}).get("load_basis")}
+
+
+def build_context(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: RecommendationResult,
+                  sweeps: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """Everything the report template renders except the figures."""
+    labels = run_labels(runs)
+    rows = [run_row(r, labels[r.run_id], prices.get(r.run_id)) for r in runs]
+    return {"rows": rows, "executive": executive(runs, rows, rec), "risks": risks(runs, labels, prices, rec),
+            "estimated": estimated_items(prices, rec), "methodology": methodology(runs, labels),
+            "environment": environments(runs, labels), "recommendation": rec.recommendation,
+            "rec_reason": rec.reason, "constraints": rec.constraints, "sweeps": list(sweeps)}

@@ -1,0 +1,161 @@
+"""What the Streamlit dashboard (`app.py`) shows, without Streamlit: tables, filters, constraints, runs.
+
+`app.py` only lays out widgets and calls these; each function here is plain Python
+over saved runs, the recommender and `advisor.bench`, so it is tested without a
+browser. The runs folder is `ADVISOR_RUNS` (default `runs`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from advisor.store import RunResult, list_runs
+from reports.costs import price_runs
+from reports.html import render_report
+from reports.labels import engine_name, is_valid, load_text, model_name, run_labels, scenario_name, status
+from reports.selection import RecommendationResult, make_recommendation
+
+RUNS_ENV = "ADVISOR_RUNS"
+DASHBOARD_ENGINES = ("fake", "own")  # the run page's engines: no server to start, bounded in time
+MAX_RUN_DURATION_S = 120.0
+MAX_RUN_RATE_RPS = 50.0
+
+
+def runs_root() -> Path:
+    """The runs folder: $ADVISOR_RUNS, else ./runs."""
+    return Path(os.environ.get(RUNS_ENV) or "runs")
+
+
+def load_runs(root: Path) -> list[RunResult]:
+    """Every readable run under `root`, newest first (none if the folder does not exist yet)."""
+    return list(reversed(list_runs(root))) if root.is_dir() else []
+
+
+def filter_options(runs: Sequence[RunResult]) -> dict[str, list[str]]:
+    """The values each filter can take, sorted."""
+    return {"scenario": sorted({scenario_name(r) for r in runs}), "engine": sorted({engine_name(r) for r in runs}),
+            "verdict": sorted({status(r) for r in runs})}
+
+
+def filter_runs(runs: Sequence[RunResult], scenarios: Sequence[str] = (), engines: Sequence[str] = (),
+                verdicts: Sequence[str] = ()) -> list[RunResult]:
+    """Runs matching every non-empty filter (an empty filter lets everything through)."""
+    return [r for r in runs if (not scenarios or scenario_name(r) in scenarios)
+            and (not engines or engine_name(r) in engines) and (not verdicts or status(r) in verdicts)]
+
+
+def _p(run: RunResult, key: str, pct: str = "p95") -> float | None:
+    return (run.summary.get(key) or {}).get(pct)
+
+
+def _r(value: Any, digits: int = 3) -> str:
+    """A number as short text for tables ("" when undefined): st.table would print 4 decimals."""
+    if value is None:
+        return ""
+    v = float(value)
+    return f"{v:,.0f}" if abs(v) >= 10 ** digits else f"{v:.{digits}g}"
+
+
+def runs_table(runs: Sequence[RunResult]) -> list[dict[str, Any]]:
+    """One display row per run: what it ran, its verdict and headline numbers."""
+    labels = run_labels(runs)
+    return [{"run": labels[r.run_id], "verdict": status(r), "scenario": scenario_name(r), "engine": engine_name(r),
+             "model": model_name(r), "load": load_text(r), "TTFT p95 ms": _r(_p(r, "ttft_ms")),
+             "TPOT p95 ms": _r(_p(r, "tpot_ms")), "output tok/s": _r(r.summary.get("output_tokens_per_s")),
+             "errors": str(r.summary.get("n_errors") or 0), "created (UTC)": r.created_utc, "id": r.run_id} for r in runs]
+
+
+def verdict_notes(runs: Sequence[RunResult]) -> list[str]:
+    """One line per run that is not VALID, with its reasons (shown beside every view of it)."""
+    labels = run_labels(runs)
+    return [f"{labels[r.run_id]}: {status(r)}: " + " ".join(str(x) for x in (r.verdict or {}).get("reasons") or [])
+            for r in runs if not is_valid(r)]
+
+
+ALL_SCENARIOS = "(all scenarios)"
+
+
+def constraints_from_widgets(scenario: str | None, ttft_ms: float, tpot_ms: float, peak_rps: float,
+                             budget_usd_month: float, deployment: str, max_complexity: str,
+                             include_estimates: bool) -> dict[str, Any]:
+    """Widget values to a constraints dict for the recommender (0 means "not set")."""
+    d: dict[str, Any] = {"deployment": deployment, "max_complexity": max_complexity,
+                         "include_estimates": include_estimates}
+    for key, value in (("ttft_ms", ttft_ms), ("tpot_ms", tpot_ms), ("peak_rps", peak_rps),
+                       ("budget_usd_month", budget_usd_month)):
+        if value and value > 0:
+            d[key] = float(value)
+    if scenario and scenario != ALL_SCENARIOS:
+        d["scenario"] = scenario
+    return d
+
+
+def recommend_runs(runs: Sequence[RunResult], constraints: dict[str, Any]) -> RecommendationResult:
+    """The recommender on these runs under these constraints (or why there is no recommendation)."""
+    if not runs:
+        return RecommendationResult(None, "no runs: start one on the run page or with `advisor bench`")
+    return make_recommendation(runs, constraints)
+
+
+def ranking_table(rec: RecommendationResult, top: int = 20) -> list[dict[str, Any]]:
+    """The recommender's ranked rows, for display."""
+    rows = (rec.recommendation or {}).get("rows") or []
+    out = []
+    for r in rows[:top]:
+        margins = ", ".join(f"{k} {v:.3g}" for k, v in (r.get("slo_margin_ms") or {}).items())
+        fails = "; ".join(f"{f['constraint']}: {f['detail']}" for f in r.get("failures") or [])
+        out.append({"rank": str(r.get("rank")), "engine": r.get("engine"), "hardware": r.get("hardware_name"),
+                    "model": r.get("model"), "measured?": r.get("source"), "replicas": "" if r.get("replicas") is None else str(r["replicas"]),
+                    "monthly $": _r(r.get("monthly_usd"), 4), "$/1M out": _r(r.get("usd_per_1m_output")),
+                    "SLO margin ms": margins, "result": "passes" if r.get("passes") else f"fails: {fails}",
+                    "why": r.get("why")})
+    return out
+
+
+def best_row(rec: RecommendationResult) -> dict[str, Any] | None:
+    d = rec.recommendation or {}
+    return next((r for r in d.get("rows") or [] if r.get("key") == d.get("best")), None)
+
+
+def report_html(runs: Sequence[RunResult], constraints: dict[str, Any] | None = None) -> bytes:
+    """The HTML report of these runs, as the download button hands it out."""
+    rec = make_recommendation(runs, constraints) if runs else None
+    return render_report(runs, prices=price_runs(runs), recommendation=rec).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """A bounded benchmark started from the dashboard."""
+
+    scenario: str
+    engine: str = "fake"
+    rate_rps: float = 5.0
+    duration_s: float = 10.0
+    max_output_tokens: int = 32
+    ttft_ms: float = 30.0  # fake engine only
+    tpot_ms: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.engine not in DASHBOARD_ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(DASHBOARD_ENGINES)} here; run others with `advisor bench`")
+        if not 0 < self.rate_rps <= MAX_RUN_RATE_RPS:
+            raise ValueError(f"rate must be in (0, {MAX_RUN_RATE_RPS:g}] req/s, got {self.rate_rps}")
+        if not 0 < self.duration_s <= MAX_RUN_DURATION_S:
+            raise ValueError(f"duration must be in (0, {MAX_RUN_DURATION_S:g}] s, got {self.duration_s}")
+
+
+def start_run(req: RunRequest, root: Path, progress: Callable[[int, int], None] | None = None) -> RunResult:
+    """Run one benchmark with `advisor.bench` and save it under `root`."""
+    from advisor.bench import BenchConfig, run_bench
+    from scenarios.overrides import Overrides
+
+    options = {"ttft_ms": req.ttft_ms, "tpot_ms": req.tpot_ms} if req.engine == "fake" else {}
+    ov = Overrides(rate_rps=req.rate_rps, duration_s=req.duration_s, warmup_s=min(2.0, req.duration_s / 5),
+                   max_output_tokens=req.max_output_tokens)
+    cfg = BenchConfig(scenario=req.scenario, engine=req.engine, overrides=ov, engine_options=options, out_dir=root,
+                      timeout_s=60.0, max_run_s=req.duration_s * 3 + 30.0)
+    return run_bench(cfg, progress=progress)

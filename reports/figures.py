@@ -1,0 +1,281 @@
+"""The plotly figures of saved runs: the one module the HTML report and the dashboard both draw from.
+
+Every figure takes saved `RunResult`s (and, for cost, `reports.costs.RunPrice`s)
+and only draws numbers the runs already hold; per-request values for CDFs come
+from `advisor.metrics.per_request`, so a CDF and the summary agree by
+construction. All untrusted text goes through `labels.chart_text`. Runs that are
+not VALID are drawn with an open "x" marker or hatched bars and "[STATUS]" in their
+label, wherever they appear.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+from plotly.subplots import make_subplots
+
+from advisor.metrics import per_request
+from advisor.records import RequestRecord
+from advisor.store import RunResult, StoreError
+from reports.costs import RunPrice
+from reports.labels import chart_text, group_key, is_valid, load_rps, run_labels
+
+PERCENTILES = ("p50", "p90", "p95", "p99")
+LATENCY_METRICS = (("ttft_ms", "TTFT (ms)"), ("tpot_ms", "TPOT (ms)"), ("e2e_ms", "E2E latency (ms)"))
+_CDF_FUNCS: dict[str, Callable[[RequestRecord], float | None]] = {
+    "ttft_ms": per_request.ttft_ms, "tpot_ms": per_request.tpot_ms, "e2e_ms": per_request.e2e_ms}
+_HEIGHT = 400
+
+
+@dataclass(frozen=True)
+class NamedFigure:
+    """A figure with a stable id (for HTML anchors and tests) and a plain-text title."""
+
+    id: str
+    title: str
+    figure: go.Figure
+
+
+def _layout(fig: go.Figure, title: str, height: int = _HEIGHT) -> go.Figure:
+    fig.update_layout(title=chart_text(title), template="plotly_white", height=height,
+                      margin={"l": 60, "r": 20, "t": 60, "b": 50}, legend={"orientation": "h", "y": -0.2},
+                      hoverlabel={"namelength": -1})
+    return fig
+
+
+def colors(keys: Sequence[str]) -> dict[str, str]:
+    """One fixed colour per run (or group), so a run has the same colour in every panel and chart."""
+    palette = qualitative.Plotly + qualitative.D3
+    return {k: palette[i % len(palette)] for i, k in enumerate(dict.fromkeys(keys))}
+
+
+def _marker(run: RunResult, color: str) -> dict:
+    return {"color": color} if is_valid(run) else {"color": color, "pattern": {"shape": "/"}}
+
+
+def _slo(run: RunResult, key: str) -> float | None:
+    value = (run.slos or {}).get(key)
+    return None if value is None else float(value)
+
+
+def _pctl_key(run: RunResult) -> str:
+    p = float((run.slos or {}).get("percentile") or 95.0)
+    return {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p99_9"}.get(p, "p95")
+
+
+def percentiles_figure(runs: Sequence[RunResult]) -> go.Figure:
+    """TTFT, TPOT and E2E percentiles (p50..p99) per run, as grouped bars with n in the hover."""
+    labels = run_labels(runs)
+    color = colors([r.run_id for r in runs])
+    fig = make_subplots(rows=1, cols=3, subplot_titles=[t for _, t in LATENCY_METRICS])
+    for col, (key, _) in enumerate(LATENCY_METRICS, start=1):
+        for run in runs:
+            d = run.summary.get(key) or {}
+            xs = [p for p in PERCENTILES if d.get(p) is not None]
+            fig.add_bar(x=xs, y=[d[p] for p in xs], name=chart_text(labels[run.run_id]), legendgroup=chart_text(run.run_id),
+                        showlegend=col == 1, marker=_marker(run, color[run.run_id]), row=1, col=col,
+                        hovertemplate=f"%{{x}}: %{{y:.4g}} ms (n={d.get('n', 0)})<extra>%{{fullData.name}}</extra>")
+        for limit in sorted({lim for run in runs if (lim := _slo(run, key)) is not None}):
+            fig.add_hline(y=limit, line_dash="dash", line_color="red", row=1, col=col,
+                          annotation_text=f"SLO {limit:g} ms", annotation_position="top left")
+    return _layout(fig, "Latency percentiles per run (missing bars: n too small for that percentile)")
+
+
+def measured_values(run: RunResult, key: str) -> list[float]:
+    """Per-request values of one metric over the run's successful measured requests (what its summary used)."""
+    fn = _CDF_FUNCS[key]
+    return sorted(v for r in run.records() if not r.warmup and r.ok and (v := fn(r)) is not None)
+
+
+def cdf_figure(runs: Sequence[RunResult]) -> go.Figure:
+    """Empirical CDFs of TTFT and TPOT per run, with each run's SLO limit as a dashed line."""
+    labels = run_labels(runs)
+    color = colors([r.run_id for r in runs])
+    metrics = LATENCY_METRICS[:2]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[t for _, t in metrics])
+    for col, (key, _) in enumerate(metrics, start=1):
+        limits: set[float] = set()
+        for run in runs:
+            try:
+                values = measured_values(run, key)
+            except StoreError:  # a result.json without its records: the CDF is left out, the rest still draws
+                values = []
+            n = len(values)
+            fig.add_scatter(x=values, y=[(i + 1) / n for i in range(n)], mode="lines", line_shape="hv", row=1, col=col,
+                            name=chart_text(labels[run.run_id]), legendgroup=chart_text(run.run_id), showlegend=col == 1,
+                            line={"dash": "solid" if is_valid(run) else "dot", "color": color[run.run_id]},
+                            hovertemplate="%{x:.4g} ms: %{y:.1%} of requests<extra>%{fullData.name}</extra>")
+            if (limit := _slo(run, key)) is not None:
+                limits.add(limit)
+        for limit in sorted(limits):
+            fig.add_vline(x=limit, line_dash="dash", line_color="red", row=1, col=col,
+                          annotation_text=f"SLO {limit:g} ms")
+        fig.update_xaxes(title_text="ms", row=1, col=col)
+    fig.update_yaxes(tickformat=".0%")
+    fig.update_yaxes(title_text="fraction of requests", row=1, col=1)
+    return _layout(fig, "Latency CDF per run (successful measured requests)")
+
+
+def load_figure(runs: Sequence[RunResult]) -> go.Figure:
+    """TTFT and TPOT at the SLO percentile against load, one line per engine x model x scenario, SLOs dashed."""
+    metrics = LATENCY_METRICS[:2]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[t for _, t in metrics])
+    groups: dict[tuple[str, str, str], list[RunResult]] = {}
+    for run in runs:
+        if load_rps(run) is not None:
+            groups.setdefault(group_key(run), []).append(run)
+    color = colors([" · ".join(k) for k in groups])
+    for col, (key, _) in enumerate(metrics, start=1):
+        limits: set[float] = set()
+        for gkey, members in groups.items():
+            members = sorted(members, key=lambda r: load_rps(r) or 0.0)
+            ys = [(run.summary.get(key) or {}).get(_pctl_key(run)) for run in members]
+            fig.add_scatter(x=[load_rps(r) for r in members], y=ys, mode="lines+markers", row=1, col=col,
+                            name=chart_text(" · ".join(gkey)), legendgroup=chart_text(" · ".join(gkey)), showlegend=col == 1,
+                            marker={"symbol": ["circle" if is_valid(r) else "x-open" for r in members], "size": 10},
+                            line={"color": color[" · ".join(gkey)]},
+                            text=[chart_text(f"{r.run_id} [{(r.verdict or {}).get('status')}]") for r in members],
+                            hovertemplate="%{x:.3g} req/s: %{y:.4g} ms<br>%{text}<extra>%{fullData.name}</extra>")
+            limits.update(lim for r in members if (lim := _slo(r, key)) is not None)
+        for limit in sorted(limits):
+            fig.add_hline(y=limit, line_dash="dash", line_color="red", row=1, col=col,
+                          annotation_text=f"SLO {limit:g} ms", annotation_position="top left")
+        fig.update_xaxes(title_text="load (req/s offered)", row=1, col=col)
+        fig.update_yaxes(title_text="ms at the SLO percentile", row=1, col=col)
+    return _layout(fig, "TTFT and TPOT against load (x: run not VALID)")
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point beats on both axes (both maximised), by x."""
+    idx = sorted(range(len(points)), key=lambda i: (-points[i][0], -points[i][1]))
+    front, best_y = [], float("-inf")
+    for i in idx:
+        if points[i][1] > best_y:
+            front.append(i)
+            best_y = points[i][1]
+    return sorted(front, key=lambda i: points[i][0])
+
+
+def pareto_figure(runs: Sequence[RunResult], prices: dict[str, RunPrice] | None = None) -> go.Figure:
+    """Throughput (output tokens/s) against interactivity (p50 tokens/s/user), coloured by $/1M output tokens."""
+    labels = run_labels(runs)
+    prices = prices or {}
+    pts, kept = [], []
+    for run in runs:
+        x = (run.summary.get("interactivity_tps") or {}).get("p50")
+        y = run.summary.get("output_tokens_per_s")
+        if x is not None and y is not None:
+            pts.append((float(x), float(y)))
+            kept.append(run)
+    costs = [_usd_out(prices.get(r.run_id)) for r in kept]
+    have_cost = any(c is not None for c in costs)
+    fig = go.Figure()
+    fig.add_scatter(
+        x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers", name="runs",
+        text=[chart_text(labels[r.run_id]) for r in kept],
+        customdata=[("n/a" if c is None else f"${c:.3g}") for c in costs],
+        marker={"size": 14, "symbol": ["circle" if is_valid(r) else "x-open" for r in kept],
+                "color": [c if c is not None else 0.0 for c in costs] if have_cost else "#1f77b4",
+                "colorscale": "Viridis_r", "showscale": have_cost,
+                "colorbar": {"title": "$/1M out"} if have_cost else None},
+        hovertemplate="%{text}<br>%{x:.3g} tok/s/user, %{y:.4g} tok/s<br>%{customdata} per 1M output tokens<extra></extra>")
+    front = pareto_front(pts)
+    if len(front) > 1:
+        fig.add_scatter(x=[pts[i][0] for i in front], y=[pts[i][1] for i in front], mode="lines",
+                        name="Pareto frontier", line={"dash": "dot", "color": "grey"}, hoverinfo="skip")
+    fig.update_xaxes(title_text="interactivity: p50 tokens/s per user")
+    fig.update_yaxes(title_text="throughput: output tokens/s")
+    return _layout(fig, "Throughput vs interactivity (Pareto frontier dotted; colour: $/1M output tokens)")
+
+
+def _usd_out(price: RunPrice | None) -> float | None:
+    return price.cost.measured.output_usd if price and price.cost else None
+
+
+def _bar_height(runs: Sequence[RunResult]) -> int:
+    return max(_HEIGHT, 160 + 70 * len(runs))
+
+
+def cost_figure(runs: Sequence[RunResult], prices: dict[str, RunPrice]) -> go.Figure:
+    """$/1M tokens per run: output, total and blended, at the measured throughput and at the SLO point."""
+    labels = run_labels(runs)
+    fig = go.Figure()
+    kinds = (("output_usd", "output"), ("total_usd", "total"), ("blended_usd", "blended 3:1"))
+    for basis in ("measured", "at_slo"):
+        for field, kind in kinds:
+            xs, ys = [], []
+            for run in runs:
+                price = prices.get(run.run_id)
+                cpm = getattr(price.cost, basis) if price and price.cost else None
+                value = getattr(cpm, field) if cpm else None
+                if value is not None:
+                    ys.append(chart_text(labels[run.run_id]))
+                    xs.append(value)
+            fig.add_bar(x=xs, y=ys, orientation="h", name=f"{kind} ({'measured' if basis == 'measured' else 'at SLO'})",
+                        hovertemplate="%{y}<br>$%{x:.4g} per 1M tokens<extra>%{fullData.name}</extra>")
+    if not any(p.cost for p in prices.values()):
+        _note(fig, "no price known for these runs' hardware: cost not shown")
+    fig.update_xaxes(title_text="USD per 1M tokens (log scale)", type="log")
+    fig.update_yaxes(automargin=True)
+    return _layout(fig, "Cost per 1M tokens", height=_bar_height(runs))
+
+
+def memory_energy_figure(runs: Sequence[RunResult]) -> go.Figure:
+    """Peak and steady host RSS, GPU memory and GPU energy per output token, per run."""
+    labels = run_labels(runs)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["memory (MB)", "energy (J per output token)"],
+                        shared_yaxes=True, horizontal_spacing=0.04)
+    series = (("rss_peak_mb", "host RSS peak"), ("rss_steady_mb", "host RSS steady"),
+              ("gpu.memory_used_peak_mb", "GPU memory peak"))
+    for path, name in series:
+        xs, ys = [], []
+        for run in runs:
+            value = _get(run.telemetry or {}, path)
+            if value is not None:
+                ys.append(chart_text(labels[run.run_id]))
+                xs.append(value)
+        fig.add_bar(x=xs, y=ys, orientation="h", name=name, row=1, col=1,
+                    hovertemplate="%{y}<br>%{x:.4g} MB<extra>%{fullData.name}</extra>")
+    xs, ys = [], []
+    for run in runs:
+        value = _get(run.telemetry or {}, "gpu.j_per_output_token")
+        if value is not None:
+            ys.append(chart_text(labels[run.run_id]))
+            xs.append(value)
+    fig.add_bar(x=xs, y=ys, orientation="h", name="GPU J/output token", row=1, col=2,
+                hovertemplate="%{y}<br>%{x:.4g} J/token<extra></extra>")
+    if not xs:
+        reasons = sorted({str((r.telemetry or {}).get("gpu_absent_reason") or "no GPU energy counter") for r in runs})
+        fig.add_annotation(text=chart_text("not measured:") + "<br>" + "<br>".join(chart_text(x) for x in reasons),
+                           xref="x2 domain", yref="y2 domain", x=0.5, y=0.5, showarrow=False,
+                           font={"size": 12, "color": "#666"})
+    fig.update_yaxes(automargin=True)
+    return _layout(fig, "Memory and energy", height=_bar_height(runs))
+
+
+def _get(d: dict, path: str) -> float | None:
+    for part in path.split("."):
+        if not isinstance(d, dict):
+            return None
+        d = d.get(part)
+    return None if d is None else float(d)
+
+
+def _note(fig: go.Figure, text: str, x: float = 0.5) -> None:
+    fig.add_annotation(text=chart_text(text), xref="paper", yref="paper", x=x, y=0.5, showarrow=False,
+                       font={"size": 13, "color": "#666"})
+
+
+def report_figures(runs: Sequence[RunResult], prices: dict[str, RunPrice]) -> list[NamedFigure]:
+    """Every chart of the report, in order."""
+    return [
+        NamedFigure("fig-percentiles", "Latency percentiles", percentiles_figure(runs)),
+        NamedFigure("fig-cdf", "Latency CDFs", cdf_figure(runs)),
+        NamedFigure("fig-load", "TTFT and TPOT against load", load_figure(runs)),
+        NamedFigure("fig-pareto", "Throughput vs interactivity", pareto_figure(runs, prices)),
+        NamedFigure("fig-cost", "Cost per 1M tokens", cost_figure(runs, prices)),
+        NamedFigure("fig-memory", "Memory and energy", memory_energy_figure(runs)),
+    ]

@@ -1,0 +1,110 @@
+"""Render saved runs (and their recommendation) into one self-contained HTML file.
+
+The file inlines plotly.js once (no network when it is opened), carries each figure
+as JSON in a `<script type="application/json">` block drawn on load, and has print
+CSS so it prints cleanly to PDF. jinja2 autoescape is on for every template, so any
+name or message from a user or a server is shown as text; figure JSON is made safe
+to embed (`<`, `>` and `&` as \\u escapes) and chart text is escaped in `figures`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+
+from advisor import __version__
+from advisor.store import RunResult
+from reports.context import build_context
+from reports.costs import RunPrice, price_runs
+from reports.figures import report_figures
+from reports.selection import RecommendationResult
+
+TEMPLATES = Path(__file__).parent / "templates"
+MAX_RECOMMENDATION_ROWS = 25
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if value is None or isinstance(value, bool):
+        return "—"
+    if isinstance(value, int):
+        return f"{value:,}"
+    v = float(value)
+    return f"{v:,.0f}" if abs(v) >= 10 ** digits else f"{v:.{digits}g}"
+
+
+def _pct(value: Any) -> str:
+    return "—" if value is None else f"{float(value) * 100:.1f}%"
+
+
+def _usd(value: Any, digits: int = 0) -> str:
+    if value is None:
+        return "—"
+    v = float(value)
+    return f"${v:,.{digits}f}" if digits == 0 or v >= 1 else f"${v:.{digits}g}"
+
+
+def _compact(value: Any) -> str:
+    """A dict or list on one line (k=v, ...); plain text, escaped by the template."""
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_compact(v)}" for k, v in value.items() if v is not None) or "—"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_compact(v) for v in value) + "]"
+    return "—" if value is None else str(value)
+
+
+@cache
+def environment() -> jinja2.Environment:
+    """The report's jinja2 environment: autoescape on for every template, undefined names are errors."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(num=_num, pct=_pct, usd=_usd, compact=_compact)
+    return env
+
+
+def figure_json(fig: go.Figure) -> str:
+    """A figure as JSON that is safe inside a <script> element (no '<', '>' or '&' characters)."""
+    text = fig.to_json()
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_report(runs: Sequence[RunResult], *, prices: dict[str, RunPrice] | None = None,
+                  recommendation: RecommendationResult | None = None, sweeps: Sequence[dict[str, Any]] = (),
+                  title: str = "Inference engine benchmark report", generated_utc: str | None = None) -> str:
+    """The report as one HTML string."""
+    if not runs:
+        raise ValueError("a report needs at least one saved run; run `advisor bench` first")
+    prices = price_runs(runs) if prices is None else prices
+    rec = recommendation or RecommendationResult(None, "no constraints were given")
+    ctx = build_context(runs, prices, rec, sweeps)
+    figures = [{"id": f.id, "title": f.title, "json": figure_json(f.figure)} for f in report_figures(runs, prices)]
+    generated = generated_utc or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return environment().get_template("report.html.j2").render(
+        **ctx, figures=figures, title=title, generated_utc=generated, version=__version__,
+        plotly_js=_plotly_js(), max_rows=MAX_RECOMMENDATION_ROWS)
+
+
+@cache
+def _plotly_js() -> str:
+    js = get_plotlyjs()
+    assert "</script" not in js.lower(), "plotly.js would end its own <script> element"
+    return js
+
+
+def write_report(path: Path, runs: Sequence[RunResult], **kwargs: Any) -> Path:
+    """Render and write the report; returns the path written."""
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    html = render_report(runs, **kwargs)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(path)
+    return path
+

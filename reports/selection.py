@@ -1,0 +1,102 @@
+"""What a report or the dashboard shows: saved runs (from run and sweep folders) and their recommendation.
+
+`load_selection` resolves each argument of `advisor report RUN_OR_SWEEP...` to runs;
+`make_recommendation` calls `advisor.recommend` on exactly those runs. Neither
+computes a metric: the runs carry their summaries and the recommender its ranking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.store import RESULT_FILE, RunResult, StoreError, load_run
+
+SWEEP_FILE = "sweep.json"
+
+
+class SelectionError(ValueError):
+    """An argument that names no run or sweep; the message says where it looked."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    runs: tuple[RunResult, ...]
+    sweeps: tuple[dict[str, Any], ...] = ()  # sweep.json dicts (capacity, stop reason), as saved
+
+
+def load_selection(items: Sequence[str | Path], root: Path = Path("runs")) -> Selection:
+    """Runs named by id or folder, and every run of each sweep named by id or folder (duplicates dropped)."""
+    runs: dict[str, RunResult] = {}
+    sweeps: list[dict[str, Any]] = []
+    for item in items:
+        folder = _folder(item, root)
+        if (folder / SWEEP_FILE).is_file():
+            sweep = _load_sweep(folder)
+            sweeps.append(sweep)
+            for step in sweep.get("steps") or []:
+                run = load_run(step["run_id"], root=folder.parent)
+                runs.setdefault(run.run_id, run)
+        elif (folder / RESULT_FILE).is_file():
+            run = load_run(folder)
+            runs.setdefault(run.run_id, run)
+        else:
+            raise SelectionError(f"{item}: no run or sweep there (looked for {folder / RESULT_FILE} and "
+                                 f"{folder / SWEEP_FILE}); give a run id or folder from `ls {root}`")
+    if not runs:
+        raise SelectionError("no runs selected; name at least one run or sweep")
+    return Selection(tuple(runs.values()), tuple(sweeps))
+
+
+def _folder(item: str | Path, root: Path) -> Path:
+    p = Path(item)
+    if p.is_file():
+        return p.parent
+    return p if p.is_dir() else Path(root) / str(item)
+
+
+def _load_sweep(folder: Path) -> dict[str, Any]:
+    from advisor.sweep import SweepError, load_sweep
+
+    try:
+        return load_sweep(folder).to_dict()
+    except (SweepError, KeyError, TypeError) as e:
+        raise SelectionError(f"{folder / SWEEP_FILE}: cannot read the sweep ({e}); re-run `advisor sweep`") from None
+
+
+@dataclass(frozen=True)
+class RecommendationResult:
+    """The recommender's output as a dict, or why there is none (never both)."""
+
+    recommendation: dict[str, Any] | None = None
+    reason: str = ""
+    constraints: dict[str, Any] = field(default_factory=dict)
+
+
+def make_recommendation(runs: Sequence[RunResult], constraints: Any | None = None,
+                        catalog: Any | None = None) -> RecommendationResult:
+    """Rank the given runs with `advisor.recommend` under `constraints` (a Constraints, a dict, or None)."""
+    try:
+        from advisor.catalog import load_catalog
+        from advisor.hardware_detect import detect
+        from advisor.recommend import Constraints, ConstraintsError, recommend
+        from advisor.recommend.constraints import build
+    except ImportError as e:  # the recommender is part of the package; a broken install says so
+        return RecommendationResult(None, f"the recommender could not be imported ({e})")
+    try:
+        if constraints is None:
+            constraints = Constraints()
+        elif isinstance(constraints, dict):
+            constraints = build(constraints, "constraints")
+        catalog = catalog if catalog is not None else load_catalog()
+        rec = recommend([r.to_dict() for r in runs], constraints, catalog, detected=detect(catalog, measure=False))
+    except (ConstraintsError, StoreError, ValueError) as e:
+        return RecommendationResult(None, str(e), _dump(constraints))
+    return RecommendationResult(rec.to_dict(), "", _dump(constraints))
+
+
+def _dump(constraints: Any) -> dict[str, Any]:
+    dump = getattr(constraints, "model_dump", None)
+    return dump(mode="json") if dump else dict(constraints or {})

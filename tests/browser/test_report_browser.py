@@ -1,0 +1,45 @@
+"""The HTML report in headless Chromium: loads offline with no console error, every chart drawn, names as text."""
+
+from __future__ import annotations
+
+import pytest
+
+from reports.costs import price_runs
+from reports.html import write_report
+from reports.selection import make_recommendation
+from tests.browser.conftest import shot
+from tests.reports.make_runs import EVIL
+
+pytestmark = pytest.mark.browser
+
+
+def test_report_opens_offline_with_every_chart_drawn(page, browser_runs, artifacts):
+    _, runs = browser_runs
+    path = write_report(artifacts / "report.html", runs, prices=price_runs(runs, usd_per_hour=2.0),
+                        recommendation=make_recommendation(runs))
+    page.route("**/*", lambda route: route.abort() if not route.request.url.startswith("file:") else route.continue_())
+    page.goto(path.as_uri())
+    charts = page.locator("div.chart")
+    n = charts.count()
+    assert n == 6
+    for i in range(n):  # plotly draws an <svg class="main-svg"> into each chart it rendered
+        charts.nth(i).locator(".main-svg").first.wait_for(state="attached", timeout=20_000)
+    page.wait_for_timeout(500)
+    shot(page, artifacts, "report")
+    assert page.errors == []
+    assert page.dialogs == []
+    body = page.locator("body").inner_text()
+    assert EVIL in body  # shown as the literal characters
+    legend = page.locator("#fig-percentiles .legendtext").all_text_contents()  # SVG: no inner_text
+    assert any(EVIL in t for t in legend)  # and in chart legends, as text
+    assert page.evaluate("Array.from(document.scripts).filter(s => s.textContent.trim().startsWith('alert')).length") == 0
+
+
+def test_report_prints_to_pdf(page, browser_runs, artifacts):
+    _, runs = browser_runs
+    path = write_report(artifacts / "report-print.html", runs[:2], prices=price_runs(runs[:2], usd_per_hour=2.0))
+    page.goto(path.as_uri())
+    page.locator("#fig-memory .main-svg").first.wait_for(state="attached", timeout=20_000)
+    pdf = artifacts / "report.pdf"
+    page.pdf(path=str(pdf), format="A4", landscape=True, print_background=True)
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 50_000

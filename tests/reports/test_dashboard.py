@@ -1,0 +1,37 @@
+"""Dashboard logic without Streamlit: filters, constraints from widgets, bounded runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from reports import dashboard as dash
+
+
+def test_filters_combine_and_empty_filters_pass_everything(saved_runs):
+    assert dash.filter_runs(saved_runs) == list(saved_runs)
+    tiny = dash.filter_runs(saved_runs, scenarios=["copilot"], verdicts=["VALID"])
+    assert tiny and all(r.verdict["status"] == "VALID" and r.scenario["name"] == "copilot" for r in tiny)
+    assert dash.filter_runs(saved_runs, engines=["no-such-engine"]) == []
+
+
+def test_zero_widgets_mean_not_set():
+    d = dash.constraints_from_widgets(dash.ALL_SCENARIOS, 0.0, 40.0, 0.0, 500.0, "cloud", "low", False)
+    assert d == {"tpot_ms": 40.0, "budget_usd_month": 500.0, "deployment": "cloud", "max_complexity": "low",
+                 "include_estimates": False}
+
+
+def test_dashboard_runs_are_bounded():
+    with pytest.raises(ValueError, match="duration"):
+        dash.RunRequest("chat", duration_s=dash.MAX_RUN_DURATION_S + 1)
+    with pytest.raises(ValueError, match="rate"):
+        dash.RunRequest("chat", rate_rps=0)
+    with pytest.raises(ValueError, match="advisor bench"):
+        dash.RunRequest("chat", engine="vllm")
+
+
+def test_runs_folder_comes_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv(dash.RUNS_ENV, str(tmp_path))
+    assert dash.runs_root() == tmp_path
+    assert dash.load_runs(tmp_path / "missing") == []
+    monkeypatch.delenv(dash.RUNS_ENV)
+    assert str(dash.runs_root()) == "runs"

@@ -1,0 +1,88 @@
+"""The HTML report: self-contained, every section, hostile names shown as text, invalid runs flagged."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from plotly.offline import get_plotlyjs
+
+from reports.costs import price_runs
+from reports.html import render_report
+from reports.selection import RecommendationResult, make_recommendation
+from tests.reports.make_runs import EVIL
+
+SECTIONS = ("summary", "recommendation", "comparison", "charts", "methodology", "environment")
+
+
+@pytest.fixture(scope="module")
+def html(saved_runs) -> str:
+    return render_report(saved_runs, prices=price_runs(saved_runs, usd_per_hour=2.0),
+                         recommendation=make_recommendation(saved_runs))
+
+
+def _figures(html: str) -> dict[str, dict]:
+    blocks = re.findall(r'<script type="application/json" id="(fig-[a-z]+)-data">(.*?)</script>', html, re.S)
+    return {fid: json.loads(text) for fid, text in blocks}
+
+
+def test_report_is_one_self_contained_file(html):
+    assert html.count(get_plotlyjs()[:300]) == 1  # plotly.js inlined once, not per figure
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", html, re.I)  # nothing fetched at view time
+    assert "@media print" in html
+
+
+def test_report_has_every_section_and_chart(html):
+    for section in SECTIONS:
+        assert f'<section id="{section}">' in html
+    figs = _figures(html)
+    assert set(figs) == {"fig-percentiles", "fig-cdf", "fig-load", "fig-pareto", "fig-cost", "fig-memory"}
+    assert all(f["data"] for f in figs.values())
+    assert html.count('<div class="chart"') == len(figs)
+
+
+def test_hostile_names_are_text_never_markup(html):
+    assert EVIL not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # shown, as text, in tables and lists
+    figure_text = json.dumps(_figures(html))
+    assert "<script" not in figure_text
+    assert "&lt;script&gt;alert(1)" in figure_text  # plotly shows the entity as "<script>"
+
+
+def test_runs_that_are_not_valid_are_flagged(saved_runs, html):
+    flagged = [r for r in saved_runs if r.verdict["status"] != "VALID"]
+    assert flagged and len(flagged) < len(saved_runs)
+    assert f"{len(flagged)} of {len(saved_runs)} runs are not VALID" in html
+    assert html.count('<tr class="notvalid">') >= 2 * len(flagged)  # comparison table and verdicts table
+    for run in flagged:
+        for reason in run.verdict["reasons"]:
+            assert reason.replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#39;") in html
+
+
+def test_executive_summary_names_the_recommended_option_and_its_cost(html):
+    summary = html.split('<section id="summary">')[1].split("</section>")[0]
+    assert "Recommended:" in summary and "/month" in summary
+    assert "Risks" in summary and "Estimated or assumed, not measured" in summary
+
+
+def test_without_recommendation_the_report_says_what_to_give(saved_runs):
+    page = render_report(saved_runs[:1], prices=price_runs(saved_runs[:1], usd_per_hour=1.0),
+                         recommendation=RecommendationResult(None, "no constraints were given"))
+    assert "No recommendation: no constraints were given" in page
+    assert "--constraints FILE.yaml" in page
+
+
+def test_a_report_needs_runs():
+    with pytest.raises(ValueError, match="advisor bench"):
+        render_report([])
+
+
+def test_a_run_without_its_request_records_still_renders(saved_runs, tmp_path):
+    from advisor.store import RESULT_FILE, load_run
+
+    folder = tmp_path / saved_runs[0].run_id
+    folder.mkdir()
+    (folder / RESULT_FILE).write_text((saved_runs[0].path / RESULT_FILE).read_text())
+    page = render_report([load_run(folder)], prices=price_runs(saved_runs[:1], usd_per_hour=1.0))
+    assert '<div class="chart" id="fig-cdf"' in page
