@@ -9,7 +9,7 @@ import pytest
 from adapters.base import RequestSpec
 from adapters.fake import FakeAdapter
 from advisor.loadgen import drive
-from scenarios.types import SLOs, Schedule, ScheduledRequest
+from scenarios.types import Schedule, ScheduledRequest, SLOs
 
 
 def _schedule(mode: str, times: list[float], n_out: int = 8, concurrency: int | None = None,

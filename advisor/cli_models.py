@@ -1,0 +1,175 @@
+"""`advisor models create|list` and `advisor generate`: make test models offline and try one request.
+
+`generate` goes through `adapters.create(engine, model)`, so it works for any
+engine; output ids are shown when the adapter keeps them (own, own-static),
+and text comes from the chunks or from the model folder's tokenizer.json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import click
+
+from own_engine.paths import DEFAULT_MODEL, is_model_dir, models_root, resolve_model
+from own_engine.presets import PRESETS
+
+
+@click.group("models")
+def models_group() -> None:
+    """Create and list models in the model cache ($ADVISOR_HOME/models, default ~/.cache/advisor/models)."""
+
+
+@models_group.command("create")
+@click.argument("name")
+@click.option("--preset", "preset", default=DEFAULT_MODEL, show_default=True,
+              help=f"model shape: {', '.join(PRESETS)}")
+@click.option("--seed", type=int, default=0, show_default=True, help="weights seed (same seed, same bytes)")
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default=None,
+              help="weight dtype (default: the preset's)")
+@click.option("--force", is_flag=True, help="overwrite an existing model of that name")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="write under this folder instead of the model cache")
+def create_command(name: str, preset: str, seed: int, dtype: str | None, force: bool, root: Path | None) -> None:
+    """Write a seeded random-weight LLaMA model NAME (Hugging Face layout); prints its folder last."""
+    if preset not in PRESETS:
+        raise click.UsageError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
+    from own_engine.create import create_model
+
+    p = PRESETS[preset]
+    click.echo(f"creating '{name}' from preset {preset} ({p.n_params / 1e6:.1f}M params, {dtype or p.dtype})", err=True)
+    try:
+        path = create_model(name, preset, seed=seed, root=root, force=force, dtype=dtype)
+    except FileExistsError as e:
+        raise click.ClickException(str(e)) from None
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    click.echo(str(path))
+
+
+@models_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
+def list_command(as_json: bool) -> None:
+    """Models in the cache (name, preset, params, path), then the presets `create` knows."""
+    rows = []
+    root = models_root()
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        if folder.name.startswith(".") or not is_model_dir(folder):
+            continue
+        try:
+            meta = json.loads((folder / "config.json").read_text()).get("advisor") or {}
+        except json.JSONDecodeError:
+            meta = {}
+        rows.append({"name": folder.name, "preset": meta.get("preset"), "n_params": meta.get("n_params"),
+                     "path": str(folder)})
+    presets = [{"preset": p.name, "n_params": p.n_params, "dtype": p.dtype, "summary": p.summary}
+               for p in PRESETS.values()]
+    if as_json:
+        click.echo(json.dumps({"models": rows, "presets": presets}, indent=2))
+        return
+    if not rows:
+        click.echo(f"no models in {root}; create one with `advisor models create NAME --preset tiny`")
+    for r in rows:
+        params = f"{r['n_params'] / 1e6:.1f}M" if r["n_params"] else "?"
+        click.echo(f"{r['name']:<20} {r['preset'] or '-':<12} {params:>9}  {r['path']}")
+    click.echo("\npresets:")
+    for p in presets:
+        click.echo(f"  {p['preset']:<12} {p['n_params'] / 1e6:>8.1f}M  {p['dtype']:<9} {p['summary']}")
+
+
+def _tokenizer_for(model: str | None):  # -> tokenizers.Tokenizer | None
+    """tokenizer.json of the model folder (or of the folder holding a model file), if there is one."""
+    from tokenizers import Tokenizer
+
+    if model is None:  # an engine without a model (fake) or a server that names its own
+        return None
+    path = Path(model).expanduser()
+    folder = path.parent if path.is_file() else path
+    if not folder.is_dir():
+        try:
+            folder = resolve_model(model)  # a name in the model cache
+        except FileNotFoundError:
+            return None
+    file = folder / "tokenizer.json"
+    return Tokenizer.from_file(str(file)) if file.is_file() else None
+
+
+@click.command("generate")
+@click.option("--engine", "engine", default="own", show_default=True, help="adapter name (see `advisor engines`)")
+@click.option("--model", "model", default=None, help="model folder, file or cache name (default: tiny)")
+@click.option("--prompt", "prompt", default=None, help="prompt text (needs the model's tokenizer.json)")
+@click.option("--prompt-ids", "prompt_ids", default=None, help="comma-separated prompt token ids, e.g. 1,2,3")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option("--temperature", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
+              help="0 is greedy")
+@click.option("--seed", type=int, default=None, help="sampling seed")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+def generate_command(engine: str, model: str | None, prompt: str | None, prompt_ids: str | None, max_tokens: int,
+                     temperature: float, seed: int | None, as_json: bool) -> None:
+    """Run one request on an engine and print the output token ids and text."""
+    import adapters
+    from adapters.base import AdapterError, EngineUnavailable, RequestSpec
+
+    if (prompt is None) == (prompt_ids is None):
+        raise click.UsageError("give exactly one of --prompt TEXT or --prompt-ids 1,2,3")
+    if engine in ("own", "own-static"):
+        try:
+            model = str(resolve_model(model))
+        except FileNotFoundError as e:
+            raise click.UsageError(str(e)) from None
+    tok = _tokenizer_for(model)
+    if prompt_ids is not None:
+        try:
+            ids = tuple(int(x) for x in prompt_ids.replace(" ", "").split(",") if x)
+        except ValueError:
+            raise click.UsageError(f"--prompt-ids must be comma-separated integers, got '{prompt_ids}'") from None
+        if not ids:
+            raise click.UsageError("--prompt-ids is empty; give at least one token id")
+        text_in = tok.decode(list(ids)) if tok else None
+    else:
+        if tok is None:
+            raise click.UsageError(f"no tokenizer.json found for model '{model}'; pass --prompt-ids instead")
+        assert prompt is not None
+        ids = tuple(tok.encode(prompt).ids)
+        text_in = prompt
+        if not ids:
+            raise click.UsageError("--prompt encodes to no tokens; give some text")
+    try:
+        adapter = adapters.create(engine, model)
+    except EngineUnavailable as e:
+        raise click.ClickException(str(e)) from None
+    if hasattr(adapter, "keep_token_ids"):
+        adapter.keep_token_ids = True
+    req = RequestSpec("generate-0", ids, max_tokens=max_tokens, ignore_eos=False, temperature=temperature,
+                      seed=seed, prompt_text=text_in)
+    try:
+        info = adapter.start()
+        t0 = time.perf_counter_ns()
+        chunks = asyncio.run(_collect(adapter, req))
+    except AdapterError as e:
+        raise click.ClickException(f"{engine} failed ({e.kind}): {e}") from None
+    finally:
+        adapter.close()
+    out_ids = adapter.token_ids_of(req.request_id) if hasattr(adapter, "token_ids_of") else None
+    texts = [c.text for c in chunks if c.text is not None]
+    text = "".join(texts) if texts else (tok.decode(out_ids) if tok and out_ids is not None else None)
+    n_out = sum(c.n_tokens for c in chunks)
+    doc = {"engine": engine, "model": info.model, "device": info.device, "prompt_ids": list(ids),
+           "output_ids": out_ids, "text": text, "n_tokens": n_out,
+           "ttft_ms": (chunks[0].t_ns - t0) / 1e6 if chunks else None,
+           "total_ms": (chunks[-1].t_ns - t0) / 1e6 if chunks else None}
+    if as_json:
+        click.echo(json.dumps(doc))
+        return
+    click.echo(f"engine: {engine} ({info.engine} {info.version}, {info.device}, {info.precision})")
+    click.echo(f"model:  {info.model}")
+    click.echo(f"prompt ids ({len(ids)}): {list(ids)}")
+    click.echo(f"output ids ({n_out}): {out_ids if out_ids is not None else 'not reported by this engine'}")
+    click.echo(f"text: {text!r}" if text is not None else "text: (no tokenizer.json next to the model)")
+
+
+async def _collect(adapter, req):  # -> list[Chunk]
+    return [c async for c in adapter.stream(req)]

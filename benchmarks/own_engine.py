@@ -1,0 +1,200 @@
+"""Benchmark own_engine: memory bandwidth, decode tokens/s vs batch size, prefill tokens/s, MBU.
+
+    python benchmarks/own_engine.py --preset small-100m            # CPU: the ENGINE_NOTES shape
+    python benchmarks/own_engine.py --preset llama-1b --hf-compare  # CUDA: bf16, plus transformers generate
+
+Measures this machine's copy bandwidth first (large tensor copy, median), then
+for each batch size the decode step time with every sequence at the same
+context length, and prefill time per prompt length. MBU = bytes a decode step
+must read (weights + KV context) / step time / measured bandwidth. Warm-up
+before every timed run, device sync around every timer, medians over
+--repeats; one JSON document is printed last. Static vs continuous batching on
+the `bursty` scenario goes through the load generator, not this script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from own_engine.create import create_model  # noqa: E402
+from own_engine.llm_engine import LLMEngine  # noqa: E402
+from own_engine.paths import is_model_dir, models_root  # noqa: E402
+from own_engine.sampling_params import SamplingParams  # noqa: E402
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def measure_bandwidth_gbs(device: torch.device, size_mb: int, repeats: int) -> float:
+    """Copy bandwidth (read + write bytes / s) of a large fp32 tensor copy, median of `repeats`."""
+    n = size_mb * 2**20 // 4
+    src = torch.randn(n, device=device)
+    dst = torch.empty_like(src)
+    dst.copy_(src)  # warm-up: page in both buffers
+    times = []
+    for _ in range(repeats):
+        sync(device)
+        t = time.perf_counter()
+        dst.copy_(src)
+        sync(device)
+        times.append(time.perf_counter() - t)
+    return 2 * n * 4 / statistics.median(times) / 1e9
+
+
+def decode_bytes_per_step(engine: LLMEngine, batch: int, context: int) -> int:
+    """Bytes one decode step must read: every weight once (embedding rows only as used) + each KV context."""
+    m = engine.model
+    elt = m.embed_tokens.element_size()
+    weights = m.n_params * elt
+    if m.lm_head is not None:  # untied: the input embedding table is only gathered, row by row
+        weights -= m.embed_tokens.numel() * elt - batch * m.cfg.hidden_size * elt
+    kv = 2 * m.cfg.num_hidden_layers * m.cfg.kv_size * elt * batch * context
+    return weights + kv
+
+
+def run_decode(engine: LLMEngine, batch: int, prompt_len: int, steps: int) -> float:
+    """Median-free single timing: seconds per decode step with `batch` sequences at ~prompt_len context."""
+    vocab = engine.config.vocab_size
+    for i in range(batch):
+        prompt = [(7 + 13 * i + j) % (vocab - 3) + 3 for j in range(prompt_len)]
+        engine.add_request(prompt, SamplingParams(max_tokens=steps + 2, ignore_eos=True))
+    while engine.stats()["waiting"]:  # prefill everything first
+        engine.step()
+    engine.step()  # first decode step (not timed: allocations)
+    sync(engine.device)
+    t = time.perf_counter()
+    for _ in range(steps):
+        engine.step()
+    sync(engine.device)
+    dt = (time.perf_counter() - t) / steps
+    while engine.has_unfinished():
+        engine.step()
+    return dt
+
+
+def run_prefill(engine: LLMEngine, prompt_len: int) -> float:
+    vocab = engine.config.vocab_size
+    engine.add_request([(11 + j) % (vocab - 3) + 3 for j in range(prompt_len)], SamplingParams(max_tokens=1))
+    sync(engine.device)
+    t = time.perf_counter()
+    engine.step()
+    sync(engine.device)
+    dt = time.perf_counter() - t
+    while engine.has_unfinished():
+        engine.step()
+    return dt
+
+
+def median_of(fn, repeats: int) -> float:
+    fn()  # warm-up
+    return statistics.median(fn() for _ in range(repeats))
+
+
+def hf_generate_tok_s(path: Path, device: torch.device, dtype: torch.dtype, batch: int, prompt_len: int,
+                      steps: int, repeats: int) -> float:
+    """transformers generate() on the same folder and requests: output tokens/s."""
+    from transformers import LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(str(path), dtype=dtype).to(device).eval()
+    vocab = model.config.vocab_size
+    ids = torch.tensor([[(7 + 13 * i + j) % (vocab - 3) + 3 for j in range(prompt_len)] for i in range(batch)],
+                       device=device)
+
+    def once() -> float:
+        sync(device)
+        t = time.perf_counter()
+        with torch.inference_mode():
+            model.generate(ids, max_new_tokens=steps, min_new_tokens=steps, do_sample=False, pad_token_id=2)
+        sync(device)
+        return time.perf_counter() - t
+
+    return batch * steps / median_of(once, repeats)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", default="small-100m")
+    ap.add_argument("--model", default=None, help="model folder (default: the preset, created in the cache)")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--dtype", default="auto")
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--batch-sizes", default="1,2,4,8,16,32,64")
+    ap.add_argument("--context", type=int, default=128, help="prompt tokens per sequence before decode")
+    ap.add_argument("--decode-steps", type=int, default=32)
+    ap.add_argument("--prefill-lens", default="128,512")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--bandwidth-mb", type=int, default=1024)
+    ap.add_argument("--hf-compare", action="store_true", help="also time transformers generate (default on CUDA)")
+    ap.add_argument("--hf-batch-sizes", default="1,64")
+    args = ap.parse_args()
+
+    path = Path(args.model) if args.model else models_root() / args.preset
+    if not args.model and not is_model_dir(path):
+        print(f"creating {args.preset} in {path}", file=sys.stderr)
+        create_model(args.preset, args.preset)
+    batches = [int(b) for b in args.batch_sizes.split(",")]
+    engine = LLMEngine(path, device=args.device, dtype=args.dtype, threads=args.threads,
+                       max_num_seqs=max(batches), max_num_batched_tokens=max(batches) * args.context,
+                       num_kv_blocks=max(batches) * -(-(args.context + args.decode_steps + 4) // 16) + 8)
+    dev = engine.device
+    bw = measure_bandwidth_gbs(dev, args.bandwidth_mb, args.repeats)
+    print(f"device {dev}, {engine.precision}, bandwidth {bw:.1f} GB/s", file=sys.stderr)
+
+    decode = []
+    for b in batches:
+        step_s = median_of(lambda b=b: run_decode(engine, b, args.context, args.decode_steps), args.repeats)
+        ctx = args.context + args.decode_steps // 2
+        mbu = decode_bytes_per_step(engine, b, ctx) / step_s / (bw * 1e9)
+        decode.append({"batch": b, "step_ms": step_s * 1e3, "tok_s": b / step_s, "mbu": mbu})
+        print(f"decode batch {b:3d}: {b / step_s:9.1f} tok/s  step {step_s * 1e3:7.2f} ms  MBU {mbu:.0%}",
+              file=sys.stderr)
+    prefill = []
+    for n in (int(x) for x in args.prefill_lens.split(",")):
+        s = median_of(lambda n=n: run_prefill(engine, n), args.repeats)
+        prefill.append({"prompt_len": n, "ttft_ms": s * 1e3, "tok_s": n / s})
+        print(f"prefill {n:5d} tokens: {n / s:9.1f} tok/s  ({s * 1e3:.1f} ms)", file=sys.stderr)
+
+    hf = []
+    if args.hf_compare or dev.type == "cuda":
+        own = {d["batch"]: d["tok_s"] for d in decode}
+        for b in (int(x) for x in args.hf_batch_sizes.split(",")):
+            tok_s = hf_generate_tok_s(path, dev, engine.model.dtype, b, args.context, args.decode_steps,
+                                      max(1, args.repeats // 2))
+            hf.append({"batch": b, "hf_generate_tok_s": tok_s, "own_decode_tok_s": own.get(b),
+                       "ratio": own[b] / tok_s if b in own else None})
+            print(f"transformers generate batch {b}: {tok_s:.1f} tok/s", file=sys.stderr)
+
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        hf_version = version("transformers")
+    except PackageNotFoundError:
+        hf_version = None
+    doc = {
+        "benchmark": "own_engine", "preset": args.preset, "model": str(path),
+        "env": {"python": platform.python_version(), "torch": torch.__version__, "device": str(dev),
+                "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor(),
+                "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
+                "transformers": hf_version},
+        "precision": engine.precision, "n_params": engine.model.n_params,
+        "settings": {k: v for k, v in vars(args).items()},
+        "bandwidth_gbs": bw, "decode": decode, "prefill": prefill, "hf_compare": hf,
+    }
+    print(json.dumps(doc, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""AsyncLLMEngine: the asynchronous front. Requests arrive at any time and stream tokens back.
+
+One background thread owns the engine (continuous or static) and loops
+step() while there is work; coroutines submit requests and receive
+`(t_ns, new_token_ids)` where `t_ns = time.perf_counter_ns()` is taken on the
+engine side right after the step that produced them. Hand-off to the event
+loop is `loop.call_soon_threadsafe`. Requests from many coroutines join the
+same engine steps. Engine errors reach every waiting coroutine as exceptions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from own_engine.sampling_params import SamplingParams
+
+StepOutput = tuple[int, list[int], bool]
+
+
+class SyncEngine(Protocol):
+    def add_request(self, prompt_ids: list[int], params: SamplingParams) -> int: ...
+    def abort(self, seq_id: int) -> None: ...
+    def has_unfinished(self) -> bool: ...
+    def step(self) -> list[StepOutput]: ...
+    def stats(self) -> dict[str, float]: ...
+
+
+class EngineDead(RuntimeError):
+    """The engine thread has stopped (closed or crashed); the message says why."""
+
+
+@dataclass
+class _Stream:
+    loop: asyncio.AbstractEventLoop
+    queue: asyncio.Queue
+    seq_id: int | None = None
+    done: bool = False
+
+    def put(self, item: Any) -> bool:
+        """Deliver to the coroutine's loop; False when that loop is gone."""
+        try:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+            return True
+        except RuntimeError:  # the event loop was closed: nobody is listening any more
+            return False
+
+
+@dataclass
+class _Inbox:
+    adds: list[tuple[list[int], SamplingParams, _Stream]] = field(default_factory=list)
+    aborts: list[_Stream] = field(default_factory=list)
+
+
+class AsyncLLMEngine:
+    def __init__(self, engine: SyncEngine) -> None:
+        self.engine = engine
+        self._cv = threading.Condition()
+        self._inbox = _Inbox()
+        self._streams: dict[int, _Stream] = {}
+        self._stopping = False
+        self._error: BaseException | None = None
+        self._stats: dict[str, float] = dict(engine.stats())
+        self._thread = threading.Thread(target=self._loop, name="own_engine", daemon=True)
+        self._thread.start()
+
+    async def generate(self, prompt_ids: list[int], params: SamplingParams,
+                       request_id: str | None = None) -> AsyncIterator[tuple[int, list[int]]]:
+        """Stream `(t_ns, new_token_ids)` until the request finishes; raises what the engine raised."""
+        stream = _Stream(asyncio.get_running_loop(), asyncio.Queue())
+        with self._cv:
+            if self._stopping or self._error is not None:
+                raise EngineDead(f"own_engine is not running ({self._error or 'closed'})")
+            self._inbox.adds.append((list(prompt_ids), params, stream))
+            self._cv.notify()
+        try:
+            while True:
+                item = await stream.queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                t_ns, ids, finished = item
+                yield t_ns, ids
+                if finished:
+                    stream.done = True
+                    return
+        finally:
+            if not stream.done:  # cancelled or abandoned: free its slot in the engine
+                with self._cv:
+                    self._inbox.aborts.append(stream)
+                    self._cv.notify()
+
+    def stats(self) -> dict[str, float]:
+        """The engine's gauges as of its last step (read without stopping the engine)."""
+        return dict(self._stats)
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        with self._cv:
+            self._stopping = True
+            self._cv.notify()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                while not (self._inbox.adds or self._inbox.aborts or self._stopping or self.engine.has_unfinished()):
+                    self._cv.wait()
+                if self._stopping:
+                    break
+                inbox, self._inbox = self._inbox, _Inbox()
+            for prompt, params, stream in inbox.adds:
+                try:
+                    stream.seq_id = self.engine.add_request(prompt, params)
+                    self._streams[stream.seq_id] = stream
+                except ValueError as e:  # refused: only this request fails
+                    stream.put(e)
+            for stream in inbox.aborts:
+                if stream.seq_id is not None and self._streams.pop(stream.seq_id, None) is not None:
+                    self.engine.abort(stream.seq_id)
+            if not self.engine.has_unfinished():
+                self._stats = dict(self.engine.stats())
+                continue
+            try:
+                outputs = self.engine.step()
+            except BaseException as e:  # the engine is in an unknown state: fail everyone, stop
+                self._fail_all(e)
+                return
+            t_ns = time.perf_counter_ns()
+            self._stats = dict(self.engine.stats())  # before delivery: a caller that saw its last token sees it done
+            for seq_id, ids, finished in outputs:
+                stream = self._streams.get(seq_id)
+                if stream is None:
+                    continue
+                if finished:
+                    del self._streams[seq_id]
+                if not stream.put((t_ns, ids, finished)) and not finished:
+                    del self._streams[seq_id]
+                    self.engine.abort(seq_id)
+        self._fail_all(EngineDead("own_engine was closed while the request was running"))
+
+    def _fail_all(self, error: BaseException) -> None:
+        with self._cv:
+            self._error = error
+            pending = [s for _, _, s in self._inbox.adds]
+            self._inbox = _Inbox()
+        for stream in [*self._streams.values(), *pending]:
+            stream.put(error)
+        self._streams.clear()

@@ -1,0 +1,113 @@
+"""The LLaMA-family decoder (RMSNorm, RoPE, GQA, SwiGLU) over flat token batches.
+
+Tokens of all sequences in a step are one flat [T] batch; where attention
+keys come from (no cache, the paged cache, a contiguous static cache) is the
+job of an attention backend (`own_engine.attention`) passed to `forward`.
+q/k/v and gate/up are fused into one matmul each (as in nano-vllm); the
+loader splits the Hugging Face tensors into them.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from own_engine.config import ModelConfig
+from own_engine.rope import apply_rope, rope_cache
+
+
+class AttentionBackend(Protocol):
+    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """q [T, Hq, D], k/v [T, Hkv, D] (already rotated) -> [T, Hq, D]."""
+        ...
+
+
+class Linear(nn.Module):
+    """nn.Linear without its (slow, pointless here) random init: weights always come from the loader."""
+
+    def __init__(self, n_in: int, n_out: int, bias: bool, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(n_out, n_in, dtype=dtype), requires_grad=False)
+        self.bias = nn.Parameter(torch.empty(n_out, dtype=dtype), requires_grad=False) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(dim, dtype=dtype), requires_grad=False)
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype == torch.float32:
+            return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+        # the same order of operations as transformers' LlamaRMSNorm, for bit-closeness in bf16/fp16
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * xf.to(x.dtype)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.cfg = cfg
+        h = cfg.hidden_size
+        self.qkv_proj = Linear(h, cfg.q_size + 2 * cfg.kv_size, cfg.attention_bias, dtype)
+        self.o_proj = Linear(cfg.q_size, h, cfg.attention_bias, dtype)
+        self.gate_up_proj = Linear(h, 2 * cfg.intermediate_size, cfg.mlp_bias, dtype)
+        self.down_proj = Linear(cfg.intermediate_size, h, cfg.mlp_bias, dtype)
+        self.input_layernorm = RMSNorm(h, cfg.rms_norm_eps, dtype)
+        self.post_attention_layernorm = RMSNorm(h, cfg.rms_norm_eps, dtype)
+
+    def forward(self, idx: int, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                attn: AttentionBackend) -> torch.Tensor:
+        cfg = self.cfg
+        t = x.shape[0]
+        qkv = self.qkv_proj(self.input_layernorm(x))
+        hq, hkv, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        # q and k heads rotated together in one pass: [T, Hq + Hkv, D]
+        qk = apply_rope(qkv[:, : cfg.q_size + cfg.kv_size].view(t, hq + hkv, d), cos, sin)
+        q, k = qk[:, :hq], qk[:, hq:]
+        v = qkv[:, cfg.q_size + cfg.kv_size:].view(t, hkv, d)
+        o = attn(idx, q, k, v).reshape(t, cfg.q_size)
+        x = x + self.o_proj(o)
+        gate, up = self.gate_up_proj(self.post_attention_layernorm(x)).chunk(2, dim=-1)
+        return x + self.down_proj(F.silu(gate) * up)
+
+
+class LlamaModel(nn.Module):
+    """Decoder + LM head. `forward` returns fp32 logits for the rows picked by `logits_indices`."""
+
+    def __init__(self, cfg: ModelConfig, dtype: torch.dtype, max_model_len: int) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.dtype = dtype
+        self.max_model_len = max_model_len
+        self.embed_tokens = nn.Parameter(torch.empty(cfg.vocab_size, cfg.hidden_size, dtype=dtype), requires_grad=False)
+        self.layers = nn.ModuleList(DecoderLayer(cfg, dtype) for _ in range(cfg.num_hidden_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, dtype)
+        self.lm_head = None if cfg.tie_word_embeddings else Linear(cfg.hidden_size, cfg.vocab_size, False, dtype)
+        self.register_buffer("rope", rope_cache(cfg, max_model_len), persistent=False)  # [max_len, 2, D] fp32
+
+    @property
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, attn: AttentionBackend,
+                logits_indices: torch.Tensor | None = None) -> torch.Tensor:
+        """input_ids/positions [T] -> logits [N, vocab] fp32 (N = T when logits_indices is None)."""
+        cs = self.rope[positions].to(self.dtype)  # [T, 2, D]: cos, signed sin (in the model dtype, as HF does)
+        cos, sin = cs[:, :1], cs[:, 1:]
+        x = F.embedding(input_ids, self.embed_tokens)
+        for i, layer in enumerate(self.layers):
+            x = layer(i, x, cos, sin, attn)
+        if logits_indices is not None:
+            x = x[logits_indices]
+        x = self.norm(x)
+        head = self.embed_tokens if self.lm_head is None else self.lm_head.weight
+        return F.linear(x, head).float()

@@ -1,0 +1,53 @@
+"""Where models live: `$ADVISOR_HOME/models/<name>` (default `~/.cache/advisor/models/<name>`).
+
+A `--model` value is either an existing folder or a name in that cache;
+`resolve_model(None)` is the default model `tiny`, created on first use.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DEFAULT_MODEL = "tiny"
+
+
+def advisor_home() -> Path:
+    """The advisor's cache root: $ADVISOR_HOME, else ~/.cache/advisor."""
+    env = os.environ.get("ADVISOR_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "advisor"
+
+
+def models_root() -> Path:
+    return advisor_home() / "models"
+
+
+def is_model_dir(path: Path) -> bool:
+    return (path / "config.json").is_file()
+
+
+def resolve_model(name_or_path: str | Path | None) -> Path:
+    """An existing model folder for a path or cache name; None means `tiny`, created on first use."""
+    if name_or_path is None or (str(name_or_path) == DEFAULT_MODEL and not Path(DEFAULT_MODEL).is_dir()):
+        target = models_root() / DEFAULT_MODEL
+        if not is_model_dir(target):
+            from own_engine.create import create_model  # torch only when a model must be made
+
+            try:
+                create_model(DEFAULT_MODEL, DEFAULT_MODEL)
+            except FileExistsError:  # another process made it between our check and create_model's
+                if not is_model_dir(target):
+                    raise
+        return target
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        if not is_model_dir(path):
+            raise FileNotFoundError(f"{path} is a folder but has no config.json; "
+                                    "point --model at a Hugging Face model folder")
+        return path.resolve()
+    cached = models_root() / str(name_or_path)
+    if is_model_dir(cached):
+        return cached
+    raise FileNotFoundError(
+        f"no model '{name_or_path}': not a folder and not in {models_root()}; "
+        f"create it with `advisor models create {name_or_path} --preset tiny` or pass a model folder")

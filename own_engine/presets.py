@@ -1,0 +1,71 @@
+"""Model presets for `advisor models create`: LLaMA-family shapes with seeded random weights.
+
+`tiny` (~1M parameters) is the embedded default for `advisor bench` and the
+tests; `small-100m` is the ENGINE_NOTES reference shape; `llama-1b` follows
+LLaMA-3.2-1B (with a 32000-token vocab). Every vocab size differs from every
+projection width, because some converters find the LM head by output width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+DEFAULT_PRESET = "tiny"
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    intermediate_size: int
+    vocab_size: int
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    dtype: Literal["float32", "bfloat16", "float16"]
+    rope_theta: float = 10000.0
+    rms_norm_eps: float = 1e-5
+    summary: str = ""
+
+    def __post_init__(self) -> None:
+        assert self.hidden_size % self.num_attention_heads == 0, self
+        assert self.num_attention_heads % self.num_key_value_heads == 0, self
+        widths = {self.hidden_size, self.intermediate_size, self.head_dim * self.num_key_value_heads,
+                  2 * self.intermediate_size, self.hidden_size + 2 * self.head_dim * self.num_key_value_heads}
+        assert self.vocab_size not in widths, f"{self.name}: vocab size equals a projection width"
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    @property
+    def n_params(self) -> int:
+        """Parameter count (embeddings counted once when tied)."""
+        h, kv = self.hidden_size, self.head_dim * self.num_key_value_heads
+        per_layer = h * h * 2 + h * kv * 2 + 3 * h * self.intermediate_size + 2 * h
+        emb = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
+        return emb + self.num_hidden_layers * per_layer + h
+
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (
+    Preset("tiny", hidden_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+           intermediate_size=352, vocab_size=2048, max_position_embeddings=4096, tie_word_embeddings=False,
+           dtype="float32", summary="~1M params; tests and the default model of `advisor bench`"),
+    Preset("small-100m", hidden_size=768, num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=4,
+           intermediate_size=2048, vocab_size=16000, max_position_embeddings=2048, tie_word_embeddings=False,
+           dtype="float32", summary="~100M params; the ENGINE_NOTES CPU reference shape"),
+    Preset("llama-1b", hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
+           intermediate_size=8192, vocab_size=32000, max_position_embeddings=4096, tie_word_embeddings=True,
+           dtype="bfloat16", rope_theta=500000.0,
+           summary="~1B params, LLaMA-3.2-1B-like shape (32k vocab), bf16; GPU benchmarks"),
+)}
+
+
+def get_preset(name: str) -> Preset:
+    """The preset called `name`; a ValueError listing the valid names otherwise."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset '{name}'; choose one of: {', '.join(PRESETS)}")
+    return PRESETS[name]

@@ -1,0 +1,50 @@
+"""Sequence: one request inside the engine: its token ids, status, and KV block table."""
+
+from __future__ import annotations
+
+import itertools
+from enum import Enum, auto
+
+from own_engine.sampling_params import SamplingParams
+
+
+class SequenceStatus(Enum):
+    WAITING = auto()
+    RUNNING = auto()
+    FINISHED = auto()
+
+
+class Sequence:
+    _ids = itertools.count()
+
+    def __init__(self, token_ids: list[int], params: SamplingParams) -> None:
+        assert token_ids, "a sequence needs at least one prompt token"
+        self.seq_id = next(Sequence._ids)
+        self.status = SequenceStatus.WAITING
+        self.token_ids = list(token_ids)
+        self.num_prompt_tokens = len(token_ids)
+        self.params = params
+        self.block_table: list[int] = []
+        self.generator = None  # torch.Generator for seeded sampling, made by the sampler on first use
+
+    def __len__(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def num_completion_tokens(self) -> int:
+        return len(self.token_ids) - self.num_prompt_tokens
+
+    @property
+    def completion_token_ids(self) -> list[int]:
+        return self.token_ids[self.num_prompt_tokens:]
+
+    @property
+    def last_token(self) -> int:
+        return self.token_ids[-1]
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status == SequenceStatus.FINISHED
+
+    def append_token(self, token_id: int) -> None:
+        self.token_ids.append(token_id)

@@ -1,0 +1,89 @@
+"""The `own` and `own-static` adapters through the registry: EngineInfo, exact-length streams, errors."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import adapters
+from adapters.base import AdapterError, RequestSpec
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from own_engine.create import create_model
+
+    return str(create_model("tiny", "tiny", root=tmp_path_factory.mktemp("models")))
+
+
+async def _run(adapter, reqs):
+    async def one(req):
+        return [c async for c in adapter.stream(req)]
+
+    return await asyncio.gather(*[one(r) for r in reqs], return_exceptions=True)
+
+
+@pytest.mark.parametrize("name, batching", [("own", "continuous"), ("own-static", "static")])
+def test_start_reports_engine_info_and_streams_exact_lengths(tiny, name, batching) -> None:
+    import torch
+
+    threads = torch.get_num_threads()
+    adapter = adapters.create(name, tiny, device="cpu", threads=1, max_num_seqs=8)
+    try:
+        info = adapter.start()
+        assert (info.adapter, info.engine, info.batching, info.format) == (name, "own_engine", batching,
+                                                                           "hf-safetensors")
+        assert info.device == "cpu" and info.precision == "fp32" and info.threads == 1 and info.max_batch == 8
+        assert info.vocab_size == 2048 and info.max_model_len == 4096 and info.pid
+        assert info.extra["model_config"]["hidden_size"] == 128 and info.extra["n_params"] > 0
+        if name == "own":
+            assert info.extra["kv_blocks_total"] > 0 and info.extra["block_size"] == 16
+        reqs = [RequestSpec(f"r{i}", tuple(range(5, 5 + 3 * i + 1)), max_tokens=5 + i) for i in range(4)]
+        results = asyncio.run(_run(adapter, reqs))
+        for req, chunks in zip(reqs, results, strict=True):
+            assert [c.n_tokens for c in chunks] == [1] * req.max_tokens  # one chunk per token, exact length
+            assert chunks[0].n_prompt == req.n_in and all(c.n_prompt is None for c in chunks[1:])
+        stats = adapter.stats()
+        assert stats["running"] == 0.0 and stats["waiting"] == 0.0 and "preemptions" in stats
+        if name == "own":
+            assert stats["kv_blocks_total"] > 0 and stats["kv_blocks_used"] == 0.0
+    finally:
+        adapter.close()
+        torch.set_num_threads(threads)  # `threads` is process-wide in torch: restore it for other tests
+
+
+def test_refused_and_invalid_requests_become_adapter_errors(tiny) -> None:
+    adapter = adapters.create("own", tiny, device="cpu", max_model_len=64)
+    adapter.start()
+    try:
+        too_long = RequestSpec("long", tuple(range(3, 63)), max_tokens=16)
+        bad_params = RequestSpec("bad", (5, 6), max_tokens=4, top_p=0.0)
+        ok = RequestSpec("ok", (5, 6), max_tokens=4)
+        long_res, bad_res, ok_res = asyncio.run(_run(adapter, [too_long, bad_params, ok]))
+        assert isinstance(long_res, AdapterError) and long_res.kind == "refused" and "max_model_len" in str(long_res)
+        assert isinstance(bad_res, AdapterError) and bad_res.kind == "refused"
+        assert sum(c.n_tokens for c in ok_res) == 4
+    finally:
+        adapter.close()
+
+
+def test_engine_failure_becomes_an_engine_error(tiny) -> None:
+    adapter = adapters.create("own", tiny, device="cpu")
+    adapter.start()
+
+    def boom():
+        raise RuntimeError("kaput")
+
+    adapter._engine.step = boom
+    try:
+        [res] = asyncio.run(_run(adapter, [RequestSpec("x", (5,), max_tokens=2)]))
+        assert isinstance(res, AdapterError) and res.kind == "engine" and "kaput" in str(res)
+    finally:
+        adapter.close()
+
+
+def test_stream_before_start_is_an_error() -> None:
+    adapter = adapters.create("own", None)
+    [res] = asyncio.run(_run(adapter, [RequestSpec("x", (5,), max_tokens=2)]))
+    assert isinstance(res, AdapterError) and "start()" in str(res)

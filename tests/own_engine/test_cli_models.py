@@ -1,0 +1,65 @@
+"""`advisor models create|list` and `advisor generate`, driven through click's CliRunner."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from advisor.cli_models import generate_command, models_group
+from own_engine import reference
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("ADVISOR_HOME", str(tmp_path))
+    return tmp_path
+
+
+def test_create_prints_the_folder_last_and_list_shows_it(home) -> None:
+    res = CliRunner().invoke(models_group, ["create", "mine", "--preset", "tiny", "--seed", "3"])
+    assert res.exit_code == 0, res.output
+    path = res.stdout.strip().splitlines()[-1]
+    assert path == str(home / "models" / "mine")
+    listed = CliRunner().invoke(models_group, ["list", "--json"])
+    doc = json.loads(listed.stdout)
+    assert [(m["name"], m["preset"]) for m in doc["models"]] == [("mine", "tiny")]
+    assert {p["preset"] for p in doc["presets"]} >= {"tiny", "small-100m", "llama-1b"}
+    again = CliRunner().invoke(models_group, ["create", "mine"])
+    assert again.exit_code != 0 and "--force" in again.output and "Traceback" not in again.output
+
+
+def test_create_unknown_preset_is_a_usage_error(home) -> None:
+    res = CliRunner().invoke(models_group, ["create", "x", "--preset", "huge"])
+    assert res.exit_code == 2 and "choose one of: tiny" in res.output
+
+
+def test_generate_prints_ids_and_text_greedy(home, tiny_path) -> None:
+    res = CliRunner().invoke(generate_command, ["--model", str(tiny_path), "--prompt-ids", "5,6,7", "--max-tokens",
+                                                "6", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout.strip().splitlines()[-1])
+    assert doc["output_ids"] == reference.greedy(tiny_path, [5, 6, 7], 6)
+    assert doc["n_tokens"] == 6 and isinstance(doc["text"], str) and doc["text"]
+
+
+def test_generate_from_text_on_the_static_engine_and_default_model(home) -> None:
+    res = CliRunner().invoke(generate_command, ["--engine", "own-static", "--prompt", "Hello world",
+                                                "--max-tokens", "3"])
+    assert res.exit_code == 0, res.output
+    assert "output ids (3)" in res.stdout and "text: '" in res.stdout
+    assert (home / "models" / "tiny" / "config.json").is_file()  # the default model was made on first use
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--prompt", "hi", "--prompt-ids", "1"], "exactly one of"),
+    ([], "exactly one of"),
+    (["--prompt-ids", "a,b"], "comma-separated integers"),
+    (["--model", "nope", "--prompt-ids", "1"], "advisor models create nope"),
+    (["--engine", "nosuch", "--prompt-ids", "1"], "unknown engine"),
+])
+def test_generate_bad_input_is_one_line_without_traceback(home, args, message) -> None:
+    res = CliRunner().invoke(generate_command, args)
+    assert res.exit_code != 0
+    assert message in res.output and "Traceback" not in res.output

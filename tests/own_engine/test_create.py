@@ -1,0 +1,77 @@
+"""`create_model`: deterministic bytes, a folder transformers loads offline, a printable tokenizer, the cache."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from own_engine.create import create_model
+from own_engine.paths import resolve_model
+from own_engine.presets import PRESETS
+
+FILES = ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+         "special_tokens_map.json")
+
+
+def test_same_seed_same_bytes_other_seed_other_weights(tiny_path, tmp_path) -> None:
+    again = create_model("tiny", "tiny", root=tmp_path)
+    for name in FILES:
+        assert (again / name).read_bytes() == (tiny_path / name).read_bytes(), name
+    other = create_model("tiny", "tiny", seed=1, root=tmp_path / "o")
+    assert (other / "model.safetensors").read_bytes() != (tiny_path / "model.safetensors").read_bytes()
+
+
+def test_config_has_old_and_new_keys_and_the_preset_shape(tiny_path) -> None:
+    cfg = json.loads((tiny_path / "config.json").read_text())
+    p = PRESETS["tiny"]
+    assert cfg["rope_parameters"]["rope_theta"] == cfg["rope_theta"] == p.rope_theta
+    assert cfg["dtype"] == cfg["torch_dtype"] == "float32"
+    assert cfg["hidden_size"] == p.hidden_size and cfg["vocab_size"] == p.vocab_size
+    assert cfg["max_position_embeddings"] >= 4096
+
+
+def test_transformers_loads_tokenizer_and_every_token_is_printable(tiny_path) -> None:
+    transformers = pytest.importorskip("transformers")
+    tok = transformers.AutoTokenizer.from_pretrained(str(tiny_path))
+    assert tok.eos_token_id == 1 and tok.bos_token_id == 0 and len(tok) == PRESETS["tiny"].vocab_size
+    text = "The engine decodes tokens."
+    assert tok.decode(tok(text)["input_ids"]) == text
+    from tokenizers import Tokenizer
+
+    fast = Tokenizer.from_file(str(tiny_path / "tokenizer.json"))
+    texts = fast.decode_batch([[i] for i in range(3, len(tok))])
+    for i, s in enumerate(texts, start=3):
+        assert s and all(c == "\n" or " " <= c <= "~" for c in s), (i, s)
+
+
+def test_existing_model_needs_force(tiny_path, tmp_path) -> None:
+    create_model("m", "tiny", root=tmp_path)
+    with pytest.raises(FileExistsError, match="--force"):
+        create_model("m", "tiny", root=tmp_path)
+    assert create_model("m", "tiny", root=tmp_path, force=True) == tmp_path / "m"
+    with pytest.raises(ValueError, match="unknown preset"):
+        create_model("x", "huge", root=tmp_path)
+    with pytest.raises(ValueError, match="plain folder name"):
+        create_model("../x", "tiny", root=tmp_path)
+
+
+def test_resolve_model_creates_the_default_once_and_finds_names(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ADVISOR_HOME", str(tmp_path))
+    path = resolve_model(None)
+    assert path == tmp_path / "models" / "tiny" and (path / "model.safetensors").is_file()
+    stamp = (path / "model.safetensors").stat().st_mtime_ns
+    assert resolve_model(None) == path and (path / "model.safetensors").stat().st_mtime_ns == stamp
+    assert resolve_model("tiny") == path
+    assert resolve_model(str(path)) == path
+    with pytest.raises(FileNotFoundError, match="advisor models create nope"):
+        resolve_model("nope")
+
+
+def test_presets_have_the_promised_shapes() -> None:
+    assert PRESETS["tiny"].n_params < 2_000_000
+    small = PRESETS["small-100m"]
+    assert (small.hidden_size, small.num_hidden_layers, small.num_attention_heads, small.num_key_value_heads,
+            small.intermediate_size, small.vocab_size, small.max_position_embeddings) == (
+        768, 12, 12, 4, 2048, 16000, 2048)
+    assert 0.9e9 < PRESETS["llama-1b"].n_params < 1.3e9
