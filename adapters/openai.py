@@ -1,0 +1,309 @@
+"""The `openai` adapter: any OpenAI-compatible server over streaming HTTP (SSE).
+
+Sends `/v1/completions` (prompt as token ids where the server takes them, else
+text) or `/v1/chat/completions`, asks for usage in the stream and for exact
+output length (`ignore_eos`, `min_tokens`), and turns every failure into an
+`AdapterError` with its kind. Token accounting lives in `openai_stream`, SSE
+framing in `sse`, server start/stop for `launch=` in `advisor.launch`. The API
+key is read from the environment at request time and never stored or logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from adapters.base import AdapterError, Chunk, EngineInfo, EngineUnavailable, ErrorKind, RequestSpec
+from adapters.openai_request import RequestShape
+from adapters.openai_stream import StreamCounter
+from adapters.sse import SSEDecoder
+
+# `owned_by` in /v1/models -> engine name
+_OWNERS = {"vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp server", "tensorrt_llm": "TensorRT-LLM",
+           "lmdeploy": "LMDeploy", "tgi": "TGI", "openai": "OpenAI"}
+
+
+def base_url(url: str) -> str:
+    """`http://h:p`, `http://h:p/`, `http://h:p/v1` -> `http://h:p` (the server root, credentials removed)."""
+    url = url.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"server url must start with http:// or https://, got {url!r}")
+    url = public_url(url)
+    return url[:-3] if url.endswith("/v1") else url
+
+
+def public_url(url: str) -> str:
+    """The URL without user:password or query string, safe to store in results."""
+    p = urllib.parse.urlsplit(url)
+    host = p.hostname or ""
+    netloc = f"{host}:{p.port}" if p.port else host
+    return urllib.parse.urlunsplit((p.scheme, netloc, p.path, "", ""))
+
+
+class OpenAIAdapter:
+    name: ClassVar[str] = "openai"
+
+    def __init__(self, model: str | None, *, url: str, endpoint: Literal["completions", "chat"] = "completions",
+                 api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 600, prompt_mode: Literal["auto", "ids", "text"] = "auto",
+                 tokenizer: str | None = None, served_model: str | None = None, launch: str | None = None,
+                 log_dir: str | None = None, health_timeout_s: float = 300, max_connections: int = 0) -> None:
+        if endpoint not in ("completions", "chat"):
+            raise ValueError(f"endpoint must be 'completions' or 'chat', got {endpoint!r}")
+        if prompt_mode not in ("auto", "ids", "text"):
+            raise ValueError(f"prompt_mode must be 'auto', 'ids' or 'text', got {prompt_mode!r}")
+        if endpoint == "chat" and prompt_mode == "ids":
+            raise ValueError("the chat endpoint takes text only: use prompt_mode='text' or 'auto'")
+        if timeout_s <= 0 or health_timeout_s <= 0 or max_connections < 0:
+            raise ValueError("timeout_s and health_timeout_s must be > 0 and max_connections >= 0")
+        self.model = model
+        self.url = base_url(url)
+        parts = urllib.parse.urlsplit(url.strip())
+        # user:password in the URL becomes Basic auth, kept apart so it never reaches results
+        self._basic = (urllib.parse.unquote(parts.username), urllib.parse.unquote(parts.password or "")) \
+            if parts.username else None
+        self.endpoint = endpoint
+        self.api_key_env = api_key_env
+        self.timeout_s = float(timeout_s)
+        self.prompt_mode = prompt_mode
+        if tokenizer is None and model is not None and Path(model).is_dir():
+            tokenizer = model  # a local HF folder: its tokenizer gives text prompts and client counts
+        self.tokenizer_path = tokenizer
+        self.served_model = served_model
+        self.launch = launch
+        self.log_dir = log_dir
+        self.health_timeout_s = float(health_timeout_s)
+        self.max_connections = int(max_connections)
+        self.shape = RequestShape(endpoint, prompt_mode)  # what we send, and what the server refused
+        self.notes = self.shape.notes
+        self.short_requests = 0  # ignore_eos asked, fewer/more tokens came back
+        self.usage_modes: dict[str, int] = {}
+        self._tok: Any = None
+        self._server: Any = None
+        self._http: Any = None
+        self._http_loop: asyncio.AbstractEventLoop | None = None
+        self._running = 0
+        self.metrics_url: str | None = None  # the server's Prometheus endpoint, found by start()
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def start(self) -> EngineInfo:
+        pid = None
+        extra: dict[str, Any] = {}
+        if self.launch:
+            from advisor.launch import ManagedServer, redacted_command
+
+            log_dir = Path(self.log_dir or tempfile.mkdtemp(prefix="advisor-server-"))
+            self._server = ManagedServer(self.launch, health_urls=[f"{self.url}/v1/models", f"{self.url}/health"],
+                                         log_path=log_dir / "server.log", health_timeout_s=self.health_timeout_s)
+            pid = self._server.start()
+            extra["server_log"] = str(log_dir / "server.log")
+            extra["launch"] = redacted_command(self.launch)
+        try:
+            return self._describe(pid, extra)
+        except BaseException:
+            self.close()  # never leave a launched server behind a failed start
+            raise
+
+    def _describe(self, pid: int | None, extra: dict[str, Any]) -> EngineInfo:
+        """Ask the (healthy) server what it serves; learn the model name, version and metrics endpoint."""
+        models = self._get_json("/v1/models")
+        if models is None:
+            raise EngineUnavailable(f"no OpenAI-compatible server answers at {public_url(self.url)}/v1/models; "
+                                    "start it first or pass launch='<server command>'")
+        data = [m for m in models.get("data", []) if isinstance(m, dict)] if isinstance(models, dict) else []
+        ids = [str(m.get("id")) for m in data]
+        if self.served_model is None:
+            if self.model in ids or not ids:
+                self.served_model = self.model
+            else:
+                self.served_model = ids[0]
+                if self.model is not None:
+                    self.notes.append(f"server serves {ids}; using {ids[0]!r} for model {self.model!r}")
+        owner = str(data[0].get("owned_by", "")) if data else ""
+        self.metrics_url = self._find_metrics()
+        if self.metrics_url:
+            extra["metrics_url"] = public_url(self.metrics_url)
+        version_doc = self._get_json("/version")
+        version = str(version_doc.get("version", "unknown")) if isinstance(version_doc, dict) else "unknown"
+        if self.tokenizer_path:
+            self._tok = _load_tokenizer(self.tokenizer_path)
+        extra.update({"endpoint": self.endpoint, "owned_by": owner, "served_model": self.served_model})
+        return EngineInfo(adapter="openai", engine=_OWNERS.get(owner.lower(), "openai-compatible"), version=version,
+                          device=public_url(self.url), model=str(self.model or self.served_model), format="server",
+                          precision="unknown", batching="unknown", pid=pid,
+                          max_model_len=_first_int(data, "max_model_len"), extra=extra, notes=tuple(self.notes))
+
+    def stats(self) -> dict[str, float]:
+        return {"running": float(self._running), "short_requests": float(self.short_requests)}
+
+    async def aclose(self) -> None:
+        if self._http is not None and not self._http.closed:
+            await self._http.close()
+        self._http = None
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.detach()  # its loop is gone if aclose() was not awaited; don't leak a warning
+            self._http = None
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    # ---- requests --------------------------------------------------------------------------
+    async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
+        self._running += 1
+        try:
+            for _attempt in range(3):  # at most one retry per optional field the server rejects
+                body = self.shape.body(req, self.served_model or self.model, self._prompt_text)
+                counter = StreamCounter(self.endpoint, self._count_text if self._tok is not None else None)
+                retry = False
+                async with aclosing(self._post(body, counter)) as attempt:
+                    async for chunk in attempt:
+                        if chunk is None:
+                            retry = True
+                            break
+                        yield chunk
+                if not retry:
+                    break
+            else:
+                raise AdapterError("http_4xx", "server kept rejecting the request after dropping optional fields")
+            if req.ignore_eos and counter.n_out != req.max_tokens:
+                self.short_requests += 1
+            self.usage_modes[counter.usage_mode] = self.usage_modes.get(counter.usage_mode, 0) + 1
+        finally:
+            self._running -= 1
+
+    async def _post(self, body: dict[str, Any], counter: StreamCounter) -> AsyncGenerator[Chunk | None, None]:
+        """One HTTP attempt; yields None (and stops) when the server rejected an optional field."""
+        import aiohttp
+
+        path = "/v1/chat/completions" if self.endpoint == "chat" else "/v1/completions"
+        try:
+            async with self._session().post(self.url + path, json=body, headers=self._headers(),
+                                            timeout=aiohttp.ClientTimeout(total=self.timeout_s)) as resp:
+                if resp.status >= 400:
+                    text = (await resp.text(errors="replace"))[:300]
+                    if self.shape.learn(resp.status, text, body):
+                        yield None
+                        return
+                    kind: ErrorKind = ("http_429" if resp.status == 429 else
+                                       "http_5xx" if resp.status >= 500 else "http_4xx")
+                    raise AdapterError(kind, self._redact(f"HTTP {resp.status} from {path}: {text}"))
+                if resp.content_type == "application/json":
+                    text = (await resp.text(errors="replace"))[:200]
+                    raise AdapterError("stream", f"server answered JSON, not an event stream (no streaming?): {text}")
+                decoder = SSEDecoder()
+                async for raw in resp.content.iter_any():
+                    t_ns = time.perf_counter_ns()
+                    for payload in decoder.feed(raw):
+                        chunk = counter.feed(payload, t_ns)
+                        if chunk is not None:
+                            yield chunk
+                for payload in decoder.flush():
+                    counter.feed(payload, time.perf_counter_ns())
+        except AdapterError as e:
+            raise AdapterError(e.kind, self._redact(str(e))) from None
+        except TimeoutError as e:
+            raise AdapterError("timeout", f"no complete response within timeout_s={self.timeout_s:g}") from e
+        except aiohttp.ClientError as e:
+            raise AdapterError("connection", self._redact(f"{type(e).__name__}: {e}")) from e
+        if not counter.done:
+            raise AdapterError("stream", "stream ended without data: [DONE] (truncated response)")
+        yield counter.finish()
+
+    def _prompt_text(self, req: RequestSpec) -> str:
+        if req.prompt_text is not None:
+            return req.prompt_text
+        if self._tok is None:
+            raise AdapterError("refused", "this server needs text prompts and the request has none: "
+                               "pass tokenizer=<model folder> so token ids can be decoded")
+        return str(self._tok.decode(list(req.prompt_ids), skip_special_tokens=True))
+
+    def _count_text(self, text: str) -> int:
+        return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def _headers(self) -> dict[str, str]:
+        key = os.environ.get(self.api_key_env)
+        if key:
+            return {"Authorization": f"Bearer {key}"}
+        if self._basic:
+            token = base64.b64encode(f"{self._basic[0]}:{self._basic[1]}".encode()).decode()
+            return {"Authorization": f"Basic {token}"}
+        return {}
+
+    def _redact(self, message: str) -> str:
+        """Remove the API key (and URL credentials) from a message that may echo them."""
+        secrets = [os.environ.get(self.api_key_env) or "", *(self._basic or ())]
+        if self._basic:
+            secrets.append(base64.b64encode(f"{self._basic[0]}:{self._basic[1]}".encode()).decode())
+        for secret in secrets:
+            if len(secret) >= 4:
+                message = message.replace(secret, "***")
+        return message
+
+    def _session(self) -> Any:
+        """One pooled ClientSession per event loop, created inside it (no per-host connection limit)."""
+        import aiohttp
+
+        loop = asyncio.get_running_loop()
+        if self._http is None or self._http.closed or self._http_loop is not loop:
+            _raise_open_files_limit()
+            if self._http is not None:
+                self._http.detach()  # belongs to another (finished) loop
+            connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0, ttl_dns_cache=300)
+            self._http = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
+            self._http_loop = loop
+        return self._http
+
+    def _find_metrics(self) -> str | None:
+        """The server's Prometheus endpoint (vLLM, TGI, SGLang, llama.cpp --metrics: /metrics; trtllm-serve)."""
+        from advisor.launch import http_ok
+
+        for path in ("/metrics", "/prometheus/metrics"):
+            if http_ok(self.url + path, timeout_s=5):
+                return self.url + path
+        return None
+
+    def _get_json(self, path: str) -> Any:
+        """Blocking GET used by start() only (before or outside the event loop); None if unreachable."""
+        request = urllib.request.Request(self.url + path, headers=self._headers())
+        try:
+            with urllib.request.urlopen(request, timeout=10) as resp:
+                return json.loads(resp.read().decode("utf-8", errors="replace"))
+        except (urllib.error.URLError, OSError, ValueError):
+            return None
+
+
+def _raise_open_files_limit() -> None:
+    """Thousands of concurrent streams need as many sockets: lift the soft fd limit to the hard one."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _first_int(items: list[dict[str, Any]], key: str) -> int | None:
+    value = items[0].get(key) if items else None
+    return value if isinstance(value, int) else None
+
+
+def _load_tokenizer(path: str) -> Any:
+    from tokenizers import Tokenizer
+
+    p = Path(path)
+    file = p / "tokenizer.json" if p.is_dir() else p
+    if not file.is_file():
+        raise EngineUnavailable(f"no tokenizer.json at {file}: pass tokenizer=<HF model folder or tokenizer.json>")
+    return Tokenizer.from_file(str(file))
+

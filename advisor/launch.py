@@ -1,0 +1,157 @@
+"""Managed server launch: start a server command, wait until it is healthy, stop it.
+
+`ManagedServer("python -m vllm.entrypoints.openai.api_server --model m --port 8000",
+health_urls=["http://127.0.0.1:8000/v1/models"], log_path="run/server.log")`
+starts the command in its own process group (no shell: leading `VAR=value`
+words become environment variables), writes its stdout and stderr to the log,
+polls the health URLs until one answers 200, and `stop()` sends SIGTERM to the
+whole group, then SIGKILL after a grace period. It knows nothing about
+benchmarking; the `openai` adapter uses it for `--launch`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shlex
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from adapters.base import EngineUnavailable
+
+_ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def split_command(command: str) -> tuple[list[str], dict[str, str]]:
+    """Split a command line into argv and the `VAR=value` assignments written before it."""
+    words = shlex.split(command)
+    env: dict[str, str] = {}
+    while words and _ENV_WORD.match(words[0]):
+        key, _, value = words.pop(0).partition("=")
+        env[key] = value
+    if not words:
+        raise ValueError(f"launch command has no program to run: {command!r}")
+    return words, env
+
+
+_SECRET_WORD = re.compile(r"key|token|secret|password", re.IGNORECASE)
+
+
+def redacted_command(command: str) -> str:
+    """The command with secret-looking values hidden (`--api-key X`, `--hf-token=X`, `API_KEY=X`), for results."""
+    words = shlex.split(command)
+    out: list[str] = []
+    hide_next = False
+    for w in words:
+        name, eq, _ = w.partition("=")
+        if hide_next:
+            out.append("REDACTED")
+            hide_next = False
+        elif eq and _SECRET_WORD.search(name):
+            out.append(f"{name}=REDACTED")
+        else:
+            out.append(w)
+            hide_next = w.startswith("-") and bool(_SECRET_WORD.search(w)) and not eq
+    return shlex.join(out)
+
+
+def http_ok(url: str, timeout_s: float = 2.0) -> bool:
+    """True when GET url answers 2xx within the timeout."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            return 200 <= resp.status < 300
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+class ManagedServer:
+    """One server process group started from a command line and stopped at the end."""
+
+    def __init__(self, command: str, *, health_urls: list[str], log_path: str | Path,
+                 health_timeout_s: float = 300.0, grace_s: float = 15.0) -> None:
+        self.argv, self.env = split_command(command)
+        if not health_urls:
+            raise ValueError("ManagedServer needs at least one health URL")
+        if health_timeout_s <= 0 or grace_s < 0:
+            raise ValueError(f"health_timeout_s must be > 0 and grace_s >= 0, got {health_timeout_s}, {grace_s}")
+        self.command = command
+        self.health_urls = list(health_urls)
+        self.log_path = Path(log_path)
+        self.health_timeout_s = float(health_timeout_s)
+        self.grace_s = float(grace_s)
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> int:
+        """Start the command and block until it is healthy; returns its pid."""
+        assert self._proc is None, "ManagedServer.start() called twice"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        try:
+            self._proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          env={**os.environ, **self.env}, start_new_session=True)
+        except OSError as e:
+            raise EngineUnavailable(f"could not start launch command {self.argv[0]!r}: {e}; "
+                                    "check the command in --launch") from e
+        finally:
+            log.close()  # the child holds its own descriptor
+        atexit.register(self.stop)
+        self._wait_healthy()
+        return self._proc.pid
+
+    def _wait_healthy(self) -> None:
+        assert self._proc is not None
+        deadline = time.monotonic() + self.health_timeout_s
+        while time.monotonic() < deadline:
+            code = self._proc.poll()
+            if code is not None:
+                self._proc = None
+                raise EngineUnavailable(f"launched server exited with code {code} before becoming healthy; "
+                                        f"last lines of {self.log_path}:\n{self.log_tail()}")
+            if any(http_ok(u) for u in self.health_urls):
+                return
+            time.sleep(0.5)
+        self.stop()
+        raise EngineUnavailable(f"launched server not healthy after {self.health_timeout_s:.0f} s "
+                                f"(polled {', '.join(self.health_urls)}); raise health_timeout_s or check "
+                                f"{self.log_path}:\n{self.log_tail()}")
+
+    def stop(self) -> int | None:
+        """SIGTERM the process group, SIGKILL after the grace period; returns the exit code."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return None
+        atexit.unregister(self.stop)
+        if proc.poll() is None:
+            self._signal(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=self.grace_s)
+            except subprocess.TimeoutExpired:
+                self._signal(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        # children that outlived the leader (e.g. engine workers) share its group
+        self._signal(proc.pid, signal.SIGKILL)
+        return proc.returncode
+
+    @staticmethod
+    def _signal(pgid: int, sig: signal.Signals) -> None:
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            pass  # the group is already gone: nothing left to stop
+
+    def log_tail(self, n_lines: int = 20) -> str:
+        """The last lines of the server log (for error messages)."""
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        return "\n".join(lines[-n_lines:])
