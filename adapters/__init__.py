@@ -87,7 +87,7 @@ register(Entry("own", "adapters.own:OwnAdapter", ("torch",), None,
                "own_engine: built-in PyTorch engine, continuous batching + paged KV cache (CPU, CUDA)"))
 register(Entry("own-static", "adapters.own:OwnStaticAdapter", ("torch",), None,
                "own_engine in naive static-batching mode: the plain-PyTorch serving baseline"))
-register(Entry("llama_cpp", "adapters.llama_cpp:LlamaCppAdapter", ("llama_cpp",), "llamacpp",
+register(Entry("llama_cpp", "adapters.llama_cpp:LlamaCppAdapter", ("llama_cpp", "gguf"), "llamacpp",
                "llama.cpp through llama-cpp-python, in-process, GGUF"))
 register(Entry("onnxruntime", "adapters.onnxruntime:OnnxRuntimeAdapter", ("onnxruntime_genai",), "onnx",
                "ONNX Runtime through onnxruntime-genai's generation loop"))

@@ -35,10 +35,19 @@ script_group() {  # name, script
     bash "$2" || failed+=("$1")
 }
 
+need_nginx() {  # the slow group streams from a real nginx zero-work server (../shared/bench/zero-sse)
+    command -v nginx >/dev/null && return
+    if [ "$(id -u)" -eq 0 ]; then
+        (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx) >/dev/null || echo "could not install nginx"
+    else
+        echo "nginx missing: 'sudo apt-get install -y nginx' (its tests skip without it)"
+    fi
+}
+
 for g in $GROUPS_TO_RUN; do
     case $g in
         fast) pytest_group fast ;;
-        slow) pytest_group slow -m slow ;;
+        slow) need_nginx; pytest_group slow -m slow ;;
         engines) script_group engines scripts/test_engines.sh ;;
         vllm) script_group vllm scripts/test_vllm.sh ;;
         browser) script_group browser scripts/test_browser.sh ;;

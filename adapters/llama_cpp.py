@@ -1,0 +1,323 @@
+"""The `llama_cpp` adapter: llama.cpp through llama-cpp-python's low-level API, in-process, on GGUF.
+
+The HF folder is converted on first use (`advisor.convert.convert(..., "gguf")`,
+cached and logit-checked). The high-level `Llama` class serves one sequence
+at a time and silently reuses a matching prompt prefix, so this adapter
+drives llama.cpp's C API directly (as llama.cpp's own server does): one
+context with `parallel` sequence slots over a unified KV cache, one engine
+thread that admits new requests between steps and packs every active
+sequence's next token (and pending prompt chunks) into one `llama_batch`
+per `llama_decode`. That is continuous batching; with `parallel=1` requests
+queue and EngineInfo says batching="none". Each request's KV is removed when
+it ends, so no prefix is ever reused. The KV cache is f16 by default, as in
+llama.cpp itself (ggml's CPU attention over an f32 KV cache is ~5x slower per
+batched step); `kv_cache_precision="f32"` gives exact fp32 agreement. Greedy/sampled selection is done here
+on the engine's logits (numpy), with EOS masked for exact output lengths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import json
+import os
+import queue
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from adapters.base import AdapterError, Chunk, EngineInfo, RequestSpec
+
+_DONE = object()
+
+
+@dataclass
+class _Seq:
+    req: RequestSpec
+    loop: asyncio.AbstractEventLoop
+    out: asyncio.Queue
+    seq_id: int = -1
+    fed: int = 0  # prompt tokens already in the KV cache
+    last: int = -1  # last sampled token, fed at the next step
+    produced: int = 0
+    cancelled: bool = False
+    rng: Any = None
+    ids: list[int] = field(default_factory=list)
+
+    def put(self, item: object) -> None:
+        self.loop.call_soon_threadsafe(self.out.put_nowait, item)
+
+
+class LlamaCppAdapter:
+    name: ClassVar[str] = "llama_cpp"
+
+    def __init__(self, model: str | None = None, *, precision: str = "fp32", threads: int | None = None,
+                 n_ctx: int | None = None, n_batch: int = 512, parallel: int = 1, kv_cache_precision: str = "f16",
+                 extra_buffers: bool | None = None, flash_attn: bool | None = None, device: str = "cpu",
+                 decode_text: bool = True) -> None:
+        if device.lower() not in ("cpu", "auto"):
+            raise ValueError(f"the llama_cpp adapter runs on the CPU here (device='cpu'), got device={device!r}")
+        if parallel < 1:
+            raise ValueError(f"parallel must be >= 1, got {parallel}")
+        if n_batch < 1:
+            raise ValueError(f"n_batch must be >= 1, got {n_batch}")
+        if kv_cache_precision not in ("f32", "f16"):
+            raise ValueError(f"kv_cache_precision must be f32 or f16, got {kv_cache_precision!r}")
+        self.model = model
+        self.precision = precision
+        self.threads = int(threads) if threads else (os.cpu_count() or 1)
+        self.n_ctx = n_ctx
+        self.n_batch = int(n_batch)
+        self.parallel = int(parallel)
+        self.kv_cache_precision = kv_cache_precision
+        self.extra_buffers = extra_buffers  # None: llama.cpp's repacking buffers unless the CPU advertises AMX
+        self.flash_attn = flash_attn  # None: llama.cpp's default (auto)
+        self.decode_text = decode_text
+        self._ll: Any = None  # the llama_cpp module
+        self._model: Any = None
+        self._ctx: Any = None
+        self._n_vocab = 0
+        self._eos: set[int] = set()
+        self._max_len = 0
+        self._inbox: queue.Queue[_Seq] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._stats: dict[str, float] = {}
+        self._tok: Any = None
+        self.keep_token_ids = False  # keep each request's output ids (`advisor verify`); benchmarks leave it off
+        self._token_ids: dict[str, list[int]] = {}
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> EngineInfo:
+        import llama_cpp as ll
+
+        from advisor.convert import convert, normalize_precision
+        from advisor.convert.gguf import FILENAME, extra_buffers_default, load
+        from own_engine.paths import resolve_model
+
+        src = resolve_model(self.model)
+        self.precision = normalize_precision("gguf", self.precision)  # int8 -> q8_0 etc.; refuses unknown ones
+        path = convert(src, "gguf", self.precision) / FILENAME
+        cfg = json.loads((src / "config.json").read_text())
+        self._ll = ll
+        train_ctx = int(cfg.get("max_position_embeddings", 2048))  # what the GGUF was written with
+        self._max_len = min(train_ctx, int(self.n_ctx or train_ctx))
+        # unified KV cache of max_len per slot: every slot can reach the full length
+        self._model, self._ctx = load(path, n_ctx=self._max_len * self.parallel, n_batch=self.n_batch,
+                                      n_seq=self.parallel, threads=self.threads,
+                                      kv_f32=self.kv_cache_precision == "f32", extra_buffers=self.extra_buffers,
+                                      flash_attn=self.flash_attn)
+        vocab = ll.llama_model_get_vocab(self._model)
+        self._n_vocab = int(ll.llama_vocab_n_tokens(vocab))
+        self._eos = {t for t in range(self._n_vocab) if ll.llama_vocab_is_eog(vocab, t)}
+        self._eos.update(t for t in (int(ll.llama_vocab_eos(vocab)), *_config_eos(cfg)) if 0 <= t < self._n_vocab)
+        if self.decode_text and (src / "tokenizer.json").is_file():
+            from tokenizers import Tokenizer
+
+            self._tok = Tokenizer.from_file(str(src / "tokenizer.json"))
+        self._thread = threading.Thread(target=self._run, name="llama-cpp-engine", daemon=True)
+        self._thread.start()
+        self._warm_up()
+        batching = "continuous" if self.parallel > 1 else "none"
+        notes = (f"llama.cpp batched decode over {self.parallel} sequence slots (unified KV cache); new requests "
+                 "join between steps" if self.parallel > 1 else
+                 "parallel=1: llama.cpp serves one sequence at a time; overlapping requests queue",
+                 "no prompt-prefix reuse: each request's KV is removed when it ends")
+        return EngineInfo(
+            adapter=self.name, engine="llama.cpp (llama-cpp-python)", version=ll.__version__, device="cpu",
+            model=str(src), format="gguf", precision=self.precision, batching=batching,  # type: ignore[arg-type]
+            threads=self.threads, kv_cache_dtype=self.kv_cache_precision, max_batch=self.parallel,
+            vocab_size=int(cfg["vocab_size"]), max_model_len=self._max_len, pid=os.getpid(),
+            extra={"gguf": str(path), "n_ctx_total": int(ll.llama_n_ctx(self._ctx)), "n_batch": self.n_batch,
+                   "extra_buffers": extra_buffers_default() if self.extra_buffers is None else self.extra_buffers,
+                   "flash_attn": "auto" if self.flash_attn is None else self.flash_attn},
+            notes=notes)
+
+    def _warm_up(self) -> None:
+        """Two requests through the engine thread (prefill and batched decode), before any timing.
+
+        Run on a private event loop in a helper thread, so start() also works when called from async code.
+        """
+        async def one(i: int, n: int) -> None:
+            spec = RequestSpec(f"warmup-{i}", tuple(t % self._n_vocab for t in range(5, 5 + n)), max_tokens=4)
+            async for _ in self.stream(spec):
+                pass
+
+        async def both() -> None:
+            await asyncio.gather(one(0, 8), one(1, 3))
+
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                asyncio.run(both())
+            except BaseException as e:  # re-raised in the caller's thread below
+                errors.append(e)
+
+        t = threading.Thread(target=run, name="warm-up")
+        t.start()
+        t.join()
+        if errors:
+            raise AdapterError("engine", f"warm-up failed: {errors[0]}") from errors[0]
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        self._free()
+
+    def _free(self) -> None:
+        if self._ctx:
+            self._ll.llama_free(self._ctx)
+        if self._model:
+            self._ll.llama_model_free(self._model)
+        self._ctx = self._model = None
+
+    def stats(self) -> dict[str, float]:
+        return dict(self._stats)
+
+    def token_ids_of(self, request_id: str) -> list[int] | None:
+        """Output ids of a finished request, when `keep_token_ids` was on."""
+        return self._token_ids.get(request_id)
+
+    # ---- requests --------------------------------------------------------------------------------
+    async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
+        if self._ctx is None or self._thread is None:
+            raise AdapterError("engine", "the llama_cpp adapter was not started; call start() first")
+        if req.n_in == 0:
+            raise AdapterError("refused", "empty prompt: give at least one token id")
+        if req.n_in + req.max_tokens > self._max_len:
+            raise AdapterError("refused", f"prompt {req.n_in} + max_tokens {req.max_tokens} exceeds the context of "
+                                          f"{self._max_len} tokens per sequence (n_ctx=)")
+        bad = [t for t in req.prompt_ids if not 0 <= t < self._n_vocab]
+        if bad:
+            raise AdapterError("refused", f"token ids {bad[:5]} are outside the vocab [0, {self._n_vocab})")
+        s = _Seq(req, asyncio.get_running_loop(), asyncio.Queue(),
+                 rng=np.random.default_rng(req.seed) if req.temperature > 0 else None)
+        self._inbox.put(s)
+        first = True
+        kept = self._token_ids.setdefault(req.request_id, []) if self.keep_token_ids else None
+        try:
+            while True:
+                item = await s.out.get()
+                if item is _DONE:
+                    return
+                if isinstance(item, AdapterError):
+                    raise item
+                t_ns, tok = item
+                if kept is not None:
+                    kept.append(tok)
+                text = self._tok.decode([tok]) if self._tok is not None else None
+                yield Chunk(t_ns, 1, text=text, n_prompt=req.n_in if first else None)
+                first = False
+        finally:
+            s.cancelled = True
+
+    # ---- engine thread ---------------------------------------------------------------------------
+    def _select(self, s: _Seq, logits: np.ndarray) -> int:
+        x = logits.astype(np.float64, copy=True)
+        if s.req.ignore_eos or s.produced < s.req.min_tokens:
+            x[list(self._eos)] = -np.inf
+        if s.rng is None:
+            return int(np.argmax(x))
+        x /= s.req.temperature
+        if s.req.top_k > 0:
+            kth = np.partition(x, -s.req.top_k)[-s.req.top_k]
+            x[x < kth] = -np.inf
+        p = np.exp(x - x.max())
+        p /= p.sum()
+        if s.req.top_p < 1.0:
+            order = np.argsort(-p)
+            keep = np.cumsum(p[order]) - p[order] < s.req.top_p
+            mask = np.zeros_like(p, dtype=bool)
+            mask[order[keep]] = True
+            p = np.where(mask, p, 0.0)
+            p /= p.sum()
+        return int(s.rng.choice(len(p), p=p))
+
+    def _run(self) -> None:
+        ll = self._ll
+        batch = ll.llama_batch_init(self.n_batch, 0, 1)
+        mem = ll.llama_get_memory(self._ctx)
+        free_slots = list(range(self.parallel))
+        active: list[_Seq] = []
+        try:
+            while not self._stop.is_set():
+                try:
+                    block = not active
+                    while free_slots:
+                        s = self._inbox.get(timeout=0.05) if block else self._inbox.get_nowait()
+                        block = False
+                        s.seq_id = free_slots.pop(0)
+                        active.append(s)
+                except queue.Empty:
+                    pass
+                for s in [s for s in active if s.cancelled]:
+                    ll.llama_memory_seq_rm(mem, s.seq_id, -1, -1)
+                    free_slots.append(s.seq_id)
+                    active.remove(s)
+                if not active:
+                    continue
+                # pack: one decode token per generating sequence, then prompt chunks while the batch has room
+                n = 0
+                wants: list[tuple[_Seq, int]] = []  # (sequence, batch index whose logits it needs)
+                for s in active:
+                    if s.fed == s.req.n_in:
+                        _put(batch, n, s.last, s.req.n_in + s.produced - 1, s.seq_id, True)
+                        wants.append((s, n))
+                        n += 1
+                for s in active:
+                    while s.fed < s.req.n_in and n < self.n_batch:
+                        last = s.fed == s.req.n_in - 1
+                        _put(batch, n, s.req.prompt_ids[s.fed], s.fed, s.seq_id, last)
+                        if last:
+                            wants.append((s, n))
+                        s.fed += 1
+                        n += 1
+                batch.n_tokens = n
+                rc = ll.llama_decode(self._ctx, batch)
+                if rc != 0:
+                    for s in active:
+                        ll.llama_memory_seq_rm(mem, s.seq_id, -1, -1)
+                        free_slots.append(s.seq_id)
+                        s.put(AdapterError("engine", f"llama_decode failed with code {rc}"))
+                    active.clear()
+                    continue
+                t_ns = time.perf_counter_ns()
+                for s, idx in wants:
+                    ptr = ll.llama_get_logits_ith(self._ctx, idx)
+                    logits = np.ctypeslib.as_array(ptr, shape=(self._n_vocab,))
+                    tok = self._select(s, logits)
+                    s.last = tok
+                    s.produced += 1
+                    s.put((t_ns, tok))
+                    if s.produced == s.req.max_tokens:
+                        s.put(_DONE)
+                        ll.llama_memory_seq_rm(mem, s.seq_id, -1, -1)
+                        free_slots.append(s.seq_id)
+                        active.remove(s)
+                used = sum(s.fed + s.produced for s in active)
+                self._stats = {"running": float(len(active)), "waiting": float(self._inbox.qsize()),
+                               "kv_tokens_used": float(used), "kv_tokens_total": float(self._max_len * self.parallel)}
+            for s in active:  # closed while requests were in flight
+                s.put(AdapterError("cancelled", "the llama_cpp adapter was closed"))
+        finally:
+            ll.llama_batch_free(batch)
+
+
+def _config_eos(cfg: dict) -> list[int]:
+    eos = cfg.get("eos_token_id")
+    return [int(e) for e in eos] if isinstance(eos, list) else ([] if eos is None else [int(eos)])
+
+
+def _put(batch: Any, i: int, token: int, pos: int, seq_id: int, logits: bool) -> None:
+    batch.token[i] = token
+    batch.pos[i] = pos
+    batch.n_seq_id[i] = 1
+    batch.seq_id[i][0] = seq_id
+    batch.logits[i] = ctypes.c_int8(1 if logits else 0).value

@@ -1,0 +1,254 @@
+"""The `openvino` adapter: openvino-genai's ContinuousBatchingPipeline, in-process, on an OpenVINO IR.
+
+The HF folder is converted on first use (`advisor.convert.convert(..., "openvino")`,
+cached and logit-checked). One engine thread owns the pipeline: it admits new
+requests between steps (`add_request` with token ids), calls `step()`, and
+reads each request's new tokens right after the step that produced them, so
+overlapping requests are batched the way openvino-genai batches them
+(continuous batching over a paged KV cache). Chunk timestamps are taken in
+that thread; one chunk per step per request. Prefix caching is off so every
+request does its full prefill (equal work across engines).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import queue
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from adapters.base import AdapterError, Chunk, EngineInfo, RequestSpec
+
+_DONE = object()
+
+
+@dataclass
+class _Pending:
+    req: RequestSpec
+    loop: asyncio.AbstractEventLoop
+    out: asyncio.Queue
+    handle: Any = None
+    produced: int = 0
+    cancelled: bool = False
+
+    def put(self, item: object) -> None:
+        self.loop.call_soon_threadsafe(self.out.put_nowait, item)
+
+
+class OpenVINOAdapter:
+    name: ClassVar[str] = "openvino"
+
+    def __init__(self, model: str | None = None, *, precision: str = "fp32", threads: int | None = None,
+                 kv_cache_precision: str = "f32", device: str = "CPU", max_batch: int = 16,
+                 cache_size_gb: float = 1.0, max_num_batched_tokens: int = 2048, decode_text: bool = True) -> None:
+        if kv_cache_precision not in ("f32", "f16", "bf16", "u8", "u4"):
+            raise ValueError(f"kv_cache_precision must be f32, f16, bf16, u8 or u4, got {kv_cache_precision!r}")
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        self.model = model
+        self.precision = precision
+        self.threads = None if threads is None else int(threads)
+        self.kv_cache_precision = kv_cache_precision
+        self.device = "CPU" if device.lower() == "auto" else device.upper()  # OpenVINO spells devices in capitals
+        self.max_batch = int(max_batch)
+        self.cache_size_gb = float(cache_size_gb)
+        self.max_num_batched_tokens = int(max_num_batched_tokens)
+        self.decode_text = decode_text
+        self._pipe: Any = None
+        self._inbox: queue.Queue[_Pending] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._stats: dict[str, float] = {}
+        self._ids = itertools.count()
+        self._max_len = 0
+        self._tok: Any = None
+        self.keep_token_ids = False  # keep each request's output ids (`advisor verify`); benchmarks leave it off
+        self._token_ids: dict[str, list[int]] = {}
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> EngineInfo:
+        import openvino_genai as ov_genai
+
+        from advisor.convert import ConversionError, convert, normalize_precision
+        from advisor.convert.openvino import compile_config
+        from own_engine.paths import resolve_model
+
+        src = resolve_model(self.model)
+        self.precision = normalize_precision("openvino", self.precision)  # int8 -> q8_0 etc.; refuses unknown ones
+        ir = convert(src, "openvino", self.precision)  # cached; ConversionError names the fix
+        cfg = json.loads((src / "config.json").read_text())
+        self._max_len = int(cfg.get("max_position_embeddings", 2048))
+        sc = ov_genai.SchedulerConfig()
+        sc.cache_size = max(1, int(round(self.cache_size_gb)))
+        sc.max_num_seqs = self.max_batch
+        sc.max_num_batched_tokens = max(self.max_num_batched_tokens, self._max_len)
+        sc.enable_prefix_caching = False  # equal work: no silent reuse of an earlier prompt's KV
+        sc.dynamic_split_fuse = True
+        props = compile_config(self.precision, self.kv_cache_precision, self.threads)
+        try:
+            self._pipe = ov_genai.ContinuousBatchingPipeline(str(ir), sc, self.device, props)
+        except RuntimeError as e:  # a damaged cached IR: the fix is to reconvert
+            raise ConversionError(f"openvino-genai could not load {ir}: {str(e)[:300]}; reconvert with "
+                                  f"`advisor models convert {src} --to openvino --precision {self.precision} --force`") from e
+        if self.decode_text and (src / "tokenizer.json").is_file():
+            from tokenizers import Tokenizer
+
+            self._tok = Tokenizer.from_file(str(src / "tokenizer.json"))
+        self._warm_up(int(cfg["vocab_size"]))
+        self._thread = threading.Thread(target=self._run, name="openvino-engine", daemon=True)
+        self._thread.start()
+        threads = self.threads or os.cpu_count()
+        return EngineInfo(
+            adapter=self.name, engine="OpenVINO GenAI", version=ov_genai.__version__.split("-")[0],
+            device=self.device.lower(), model=str(src), format="openvino-ir", precision=self.precision,
+            batching="continuous", threads=threads, kv_cache_dtype=self.kv_cache_precision,
+            max_batch=self.max_batch, vocab_size=int(cfg["vocab_size"]), max_model_len=self._max_len,
+            pid=os.getpid(), extra={"ir": str(ir), "cache_size_gb": sc.cache_size, "prefix_caching": False,
+                                    "max_num_batched_tokens": sc.max_num_batched_tokens, "plugin_config": props},
+            notes=("ContinuousBatchingPipeline: overlapping requests share decode steps (paged KV cache)",))
+
+    def _warm_up(self, vocab: int) -> None:
+        """Two overlapping requests through the pipeline (prefill and batched decode), before any timing."""
+        import numpy as np
+        import openvino as ov
+
+        prompts = [[t % vocab for t in range(5, 13)], [t % vocab for t in range(13, 16)]]
+        specs = [RequestSpec(f"warmup-{i}", tuple(p), max_tokens=4) for i, p in enumerate(prompts)]
+        self._pipe.generate([ov.Tensor(np.array([p], dtype=np.int64)) for p in prompts],
+                            [self._config(s) for s in specs])
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        self._pipe = None
+
+    def stats(self) -> dict[str, float]:
+        return dict(self._stats)
+
+    # ---- requests --------------------------------------------------------------------------------
+    async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
+        if self._pipe is None:
+            raise AdapterError("engine", "the openvino adapter was not started; call start() first")
+        if req.n_in == 0:
+            raise AdapterError("refused", "empty prompt: give at least one token id")
+        if req.n_in + req.max_tokens > self._max_len:
+            raise AdapterError("refused", f"prompt {req.n_in} + max_tokens {req.max_tokens} exceeds the model's "
+                                          f"context of {self._max_len} tokens")
+        p = _Pending(req, asyncio.get_running_loop(), asyncio.Queue())
+        self._inbox.put(p)
+        first = True
+        kept = self._token_ids.setdefault(req.request_id, []) if self.keep_token_ids else None
+        try:
+            while True:
+                item = await p.out.get()
+                if item is _DONE:
+                    return
+                if isinstance(item, AdapterError):
+                    raise item
+                t_ns, ids = item
+                if kept is not None:
+                    kept.extend(ids)
+                text = self._tok.decode(ids) if self._tok is not None else None
+                yield Chunk(t_ns, len(ids), text=text, n_prompt=req.n_in if first else None)
+                first = False
+        finally:
+            p.cancelled = True
+
+    def token_ids_of(self, request_id: str) -> list[int] | None:
+        """Output ids of a finished request, when `keep_token_ids` was on."""
+        return self._token_ids.get(request_id)
+
+    def _config(self, req: RequestSpec) -> Any:
+        import openvino_genai as ov_genai
+
+        gc = ov_genai.GenerationConfig()
+        gc.max_new_tokens = req.max_tokens
+        gc.min_new_tokens = req.max_tokens if req.ignore_eos else req.min_tokens
+        gc.ignore_eos = req.ignore_eos
+        if req.temperature > 0:
+            gc.do_sample = True
+            gc.temperature = req.temperature
+            gc.top_p = req.top_p
+            gc.top_k = req.top_k if req.top_k > 0 else 0
+            if req.seed is not None:
+                gc.rng_seed = int(req.seed)
+        else:
+            gc.do_sample = False
+        return gc
+
+    # ---- engine thread ---------------------------------------------------------------------------
+    def _run(self) -> None:
+        import numpy as np
+        import openvino as ov
+
+        active: list[_Pending] = []
+        while not self._stop.is_set():
+            try:
+                block = not active
+                while True:
+                    p = self._inbox.get(timeout=0.05) if block else self._inbox.get_nowait()
+                    block = False
+                    try:
+                        ids = ov.Tensor(np.array([p.req.prompt_ids], dtype=np.int64))
+                        p.handle = self._pipe.add_request(next(self._ids), ids, self._config(p.req))
+                        active.append(p)
+                    except Exception as e:  # bad parameters for this one request: fail it, keep serving
+                        p.put(AdapterError("refused", f"openvino-genai refused the request: {e}"))
+            except queue.Empty:
+                pass
+            if not active:
+                continue
+            for p in active:
+                if p.cancelled and p.handle is not None:
+                    p.handle.cancel()
+            try:
+                self._pipe.step()
+            except Exception as e:  # the pipeline failed: every request in flight fails, the thread goes on
+                for p in active:
+                    p.put(AdapterError("engine", f"openvino-genai step failed: {e}"))
+                active.clear()
+                continue
+            t_ns = time.perf_counter_ns()
+            still = []
+            for p in active:
+                try:
+                    if p.handle.can_read():
+                        for out in p.handle.read().values():
+                            new = list(out.generated_ids)
+                            if new:
+                                p.produced += len(new)
+                                p.put((t_ns, new))
+                    status = p.handle.get_status().name
+                except Exception as e:
+                    p.put(AdapterError("engine", f"openvino-genai: {e}"))
+                    continue
+                if status == "RUNNING":
+                    still.append(p)
+                elif status == "FINISHED" and not p.cancelled:
+                    p.put(_DONE if p.produced == p.req.max_tokens else AdapterError(
+                        "engine", f"openvino-genai stopped after {p.produced} of {p.req.max_tokens} tokens"))
+                elif not p.cancelled:
+                    p.put(AdapterError("engine", f"openvino-genai request ended with status {status}"))
+            active = still
+            m = self._pipe.get_metrics()
+            self._stats = {"kv_cache_usage_pct": float(m.cache_usage), "running": float(m.scheduled_requests),
+                           "waiting": float(max(0, m.requests - m.scheduled_requests)),
+                           "kv_cache_bytes": float(m.kv_cache_size_in_bytes)}
+        for p in active:  # closed while requests were in flight
+            p.put(AdapterError("cancelled", "the openvino adapter was closed"))
+
+
+def ir_path(model_dir: Path, precision: str = "fp32") -> Path:
+    """Where the converted IR of `model_dir` lives (for tools that want the files)."""
+    from advisor.convert import converted_dir
+
+    return converted_dir(model_dir, "openvino", precision)

@@ -1,0 +1,201 @@
+"""Convert one HF model folder into each CPU engine's format, cached next to the model and logit-checked.
+
+`convert(model, "gguf"|"onnx"|"openvino", precision)` writes
+`<model>/converted/<format>-<precision>/` with the engine's files and a
+`manifest.json` (source fingerprint, tool versions, the logit check's
+result). A second call with an unchanged source returns at once; a changed
+source (or `force=True`) reconverts. Every fresh conversion is checked
+against the fp32 reference and raises ConversionError on a mismatch; the
+conversion itself is done by each engine family's own tools (see the format
+modules).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from advisor.convert.check import ConversionError, Divergence, check_logits
+
+Format = Literal["gguf", "onnx", "openvino"]
+FORMATS: tuple[Format, ...] = ("gguf", "onnx", "openvino")
+MANIFEST = "manifest.json"
+_TOOLS = {"gguf": ("gguf", "llama-cpp-python"), "onnx": ("onnxruntime-genai", "onnxruntime"),
+          "openvino": ("openvino", "openvino-tokenizers")}
+
+__all__ = ["FORMATS", "ConversionError", "Divergence", "convert", "normalize_precision", "precisions",
+           "converted_dir", "read_manifest", "logits_fn"]
+
+
+def _module(fmt: str) -> Any:
+    if fmt == "gguf":
+        from advisor.convert import gguf as mod
+    elif fmt == "onnx":
+        from advisor.convert import onnx as mod
+    elif fmt == "openvino":
+        from advisor.convert import openvino as mod
+    else:
+        raise ConversionError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    return mod
+
+
+def precisions(fmt: str) -> tuple[str, ...]:
+    """Precisions a format can be converted to on this CPU build."""
+    return _module(fmt).PRECISIONS
+
+
+def normalize_precision(fmt: str, precision: str) -> str:
+    """Map aliases (int8 -> q8_0 for GGUF, ...) and refuse unsupported precisions with the valid list."""
+    mod = _module(fmt)
+    p = mod.ALIASES.get(precision.lower(), precision.lower())
+    if p not in mod.PRECISIONS:
+        raise ConversionError(f"{fmt} does not support precision {precision!r} here; choose one of: "
+                              f"{', '.join(mod.PRECISIONS)}")
+    return p
+
+
+def converted_dir(model_path: Path, fmt: str, precision: str) -> Path:
+    return Path(model_path) / "converted" / f"{fmt}-{normalize_precision(fmt, precision)}"
+
+
+def fingerprint(model_path: Path) -> str:
+    """Hash of the source folder: config/tokenizer contents, weight sizes, and each weight file's head and tail.
+
+    Reading only 1 MiB at each end keeps the cache check instant on large models
+    while catching any re-save (sizes, headers and tails change).
+    """
+    h = hashlib.sha256()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        f = model_path / name
+        if f.is_file():
+            h.update(name.encode() + f.read_bytes())
+    weights = sorted(model_path.glob("*.safetensors"))
+    for f in weights:
+        size = f.stat().st_size
+        h.update(f"{f.name}:{size}".encode())
+        with f.open("rb") as fh:
+            h.update(fh.read(1 << 20))
+            fh.seek(max(0, size - (1 << 20)))
+            h.update(fh.read(1 << 20))
+    return h.hexdigest()
+
+
+def read_manifest(out_dir: Path) -> dict[str, Any] | None:
+    f = out_dir / MANIFEST
+    if not f.is_file():
+        return None
+    try:
+        return json.loads(f.read_text())
+    except json.JSONDecodeError:
+        return None
+
+
+def _validate_source(model_path: Path) -> None:
+    if not model_path.is_dir():
+        raise ConversionError(f"model folder {model_path} does not exist; create it with `advisor models create` "
+                              "or pass a Hugging Face model folder")
+    if not (model_path / "config.json").is_file():
+        raise ConversionError(f"{model_path} has no config.json; point at a Hugging Face model folder")
+    try:
+        json.loads((model_path / "config.json").read_text())
+    except json.JSONDecodeError as e:
+        raise ConversionError(f"{model_path / 'config.json'} is not valid JSON ({e}); the model folder is corrupt") from e
+    weights = sorted(model_path.glob("*.safetensors"))
+    if not weights:
+        raise ConversionError(f"{model_path} has no *.safetensors weights; re-create or re-download the model")
+    for f in weights:
+        _check_safetensors(f)
+
+
+def _check_safetensors(f: Path) -> None:
+    """Cheap structural check (header JSON and data size) so a truncated file fails before any converter runs."""
+    size = f.stat().st_size
+    try:
+        with f.open("rb") as fh:
+            n = int.from_bytes(fh.read(8), "little")
+            if not 0 < n <= min(size - 8, 100 << 20):
+                raise ValueError(f"header length {n} does not fit a {size}-byte file")
+            header = json.loads(fh.read(n))
+        end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+        if 8 + n + end != size:
+            raise ValueError(f"tensors need {8 + n + end} bytes, the file has {size}")
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        raise ConversionError(f"{f} is not a valid safetensors file ({e}); the model is corrupt: "
+                              "re-create it (`advisor models create --force`) or re-download it") from e
+
+
+def _versions(fmt: str) -> dict[str, str]:
+    out = {}
+    for pkg in _TOOLS[fmt]:
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _write(model_path: Path, fmt: str, precision: str, tmp: Path) -> None:
+    if fmt == "gguf":
+        from advisor.convert import gguf as g
+
+        if precision in ("fp32", "fp16"):
+            g.write_gguf(model_path, tmp / g.FILENAME, precision)
+        else:  # quantize from the (cached, checked) fp32 file with llama.cpp's quantizer
+            src = convert(model_path, "gguf", "fp32")
+            g.quantize(src / g.FILENAME, tmp / g.FILENAME, precision)
+    elif fmt == "onnx":
+        from advisor.convert import onnx as o
+
+        o.write_onnx(model_path, tmp, precision)
+    else:
+        from advisor.convert import openvino as v
+
+        v.write_openvino(model_path, tmp, precision)
+
+
+def logits_fn(fmt: str, out_dir: Path) -> Any:
+    """prompt ids -> logits [T, vocab] computed by the engine that runs `fmt` (for checks and `advisor verify`)."""
+    return _module(fmt).logits_fn(out_dir)
+
+
+def convert(model_path: Path, to: Format, precision: str = "fp32", *, force: bool = False,
+            check: bool = True) -> Path:
+    """Convert `model_path` to `to` at `precision`; returns the output folder (cached, idempotent)."""
+    model_path = Path(model_path).resolve()
+    precision = normalize_precision(to, precision)
+    _validate_source(model_path)
+    out = converted_dir(model_path, to, precision)
+    fp = fingerprint(model_path)
+    man = read_manifest(out)
+    if not force and man is not None and man.get("source_fingerprint") == fp and (check is False or man.get("check")):
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix=f".{to}-{precision}-", dir=out.parent))
+    try:
+        _write(model_path, to, precision, tmp)
+        div = None
+        if check:
+            cfg = json.loads((model_path / "config.json").read_text())
+            fn = logits_fn(to, tmp)
+            try:
+                div = check_logits(model_path, to, precision, fn, int(cfg["vocab_size"]))
+            finally:
+                getattr(fn, "close", lambda: None)()
+        manifest = {"source": str(model_path), "source_fingerprint": fp, "format": to, "precision": precision,
+                    "tools": _versions(to), "convert_s": round(time.perf_counter() - t0, 3),
+                    "check": div.to_dict() if div else None}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out

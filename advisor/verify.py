@@ -1,0 +1,180 @@
+"""`advisor verify`: prove every engine and format variant computes the same function before comparing speed.
+
+For one model (default: the built-in tiny model), each available variant
+(engine x format x precision) serves the same prompts greedily through its
+real adapter; its output ids are compared with own_engine's fp32 reference
+greedy ids (token agreement, first divergence), and its logits, computed by
+the same engine on the reference sequence (teacher-forced), are compared
+over the first steps (max abs difference, KL). fp32 variants, and fp16 ones
+whose engine computes in fp32 (OpenVINO), must agree token for token; the
+others report "quality drift", which the recommender reads from
+`VariantResult.to_dict()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+import adapters
+from adapters.base import RequestSpec
+from advisor.convert import ConversionError, convert, logits_fn, reference
+from advisor.convert.check import divergence
+
+Status = Literal["agree", "quality drift", "MISMATCH", "unavailable", "error"]
+
+
+@dataclass(frozen=True)
+class Variant:
+    adapter: str
+    format: str  # advisor.convert format name, or "hf-safetensors" for own_engine
+    precision: str
+    strict: bool = False  # must agree token for token: fp32, and fp16 where the engine computes in fp32
+
+
+VARIANTS: tuple[Variant, ...] = (
+    Variant("own", "hf-safetensors", "fp32", strict=True),
+    Variant("llama_cpp", "gguf", "fp32", strict=True),
+    Variant("llama_cpp", "gguf", "fp16"),  # ggml rounds activations to fp16 for fp16 weights: drift allowed
+    Variant("llama_cpp", "gguf", "q8_0"), Variant("llama_cpp", "gguf", "q4_0"),
+    Variant("onnxruntime", "onnx", "fp32", strict=True), Variant("onnxruntime", "onnx", "int8"),
+    Variant("onnxruntime", "onnx", "int4"),
+    Variant("openvino", "openvino", "fp32", strict=True),
+    Variant("openvino", "openvino", "fp16", strict=True),  # fp16 weights, fp32 compute (INFERENCE_PRECISION_HINT)
+)
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    """One variant's agreement with own_engine fp32 (what the recommender reads as quality drift)."""
+
+    adapter: str
+    engine: str
+    format: str
+    precision: str
+    status: Status
+    tokens_compared: int = 0
+    token_agreement: float | None = None  # fraction of generated tokens equal to the reference's
+    first_divergence: int | None = None  # earliest output position (over all prompts) that differs; None: none
+    logit_steps: int = 0
+    max_abs_diff: float | None = None
+    kl: float | None = None  # mean KL(reference || variant) per step, nats
+    version: str | None = None
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    model: str
+    n_tokens: int
+    prompts: tuple[tuple[int, ...], ...]
+    results: tuple[VariantResult, ...]
+
+    @property
+    def ok(self) -> bool:
+        """False when a variant that must agree (fp32, fp16 computed in fp32) disagrees, or an fp32 one failed."""
+        return not any(r.status == "MISMATCH" or (r.status == "error" and r.precision == "fp32") for r in self.results)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"model": self.model, "n_tokens": self.n_tokens, "prompts": [list(p) for p in self.prompts],
+                "ok": self.ok, "variants": [r.to_dict() for r in self.results]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1)
+
+
+def make_prompts(vocab_size: int, k: int, length: int = 16, seed: int = 7) -> list[list[int]]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(min(8, vocab_size // 2), vocab_size, size=length + 3 * i).tolist() for i in range(k)]
+
+
+def _generate(adapter_name: str, model: Path, precision: str, prompts: list[list[int]], n: int,
+              threads: int | None) -> tuple[list[list[int]], str, str]:
+    """Greedy ids per prompt through the adapter's real serving path; also its engine name and version."""
+    opts: dict[str, object] = {} if adapter_name == "own" else {"precision": precision}
+    if adapter_name == "own":
+        opts["device"] = "cpu"
+    if adapter_name in ("llama_cpp", "openvino"):
+        opts["kv_cache_precision"] = "f32"  # agreement is about the weights' format, not a lossy KV cache
+    if threads:
+        opts["threads"] = threads
+    ad = adapters.create(adapter_name, str(model), **opts)
+    info = ad.start()
+    ad.keep_token_ids = True  # type: ignore[attr-defined]
+    try:
+        async def one(i: int, ids: list[int]) -> list[int]:
+            req = RequestSpec(f"verify-{i}", tuple(ids), max_tokens=n, ignore_eos=True)
+            async for _ in ad.stream(req):
+                pass
+            return list(ad.token_ids_of(req.request_id) or [])  # type: ignore[attr-defined]
+
+        async def run_all() -> list[list[int]]:
+            return [await one(i, p) for i, p in enumerate(prompts)]  # one at a time: no batching effects
+
+        return asyncio.run(run_all()), info.engine, info.version
+    finally:
+        ad.close()
+
+
+def verify_variant(v: Variant, model: Path, prompts: list[list[int]], refs: list[list[int]], n: int,
+                   logit_steps: int = 8, threads: int | None = None) -> VariantResult:
+    why = adapters.why_unavailable(v.adapter)
+    if why:
+        return VariantResult(v.adapter, v.adapter, v.format, v.precision, "unavailable", detail=why)
+    try:
+        outs, engine, version = _generate(v.adapter, model, v.precision, prompts, n, threads)
+        div = None
+        if v.adapter != "own":
+            fn = logits_fn(v.format, convert(model, v.format, v.precision))  # type: ignore[arg-type]
+            try:
+                steps = min(logit_steps, n)
+                ref_l, got_l = [], []
+                for p, r in zip(prompts, refs, strict=True):
+                    seq = p + r[: steps - 1]
+                    ref_l.append(reference.logits(model, seq)[len(p) - 1:])
+                    got_l.append(np.asarray(fn(seq))[len(p) - 1:])
+                div = divergence(np.concatenate(ref_l), np.concatenate(got_l))
+            finally:
+                getattr(fn, "close", lambda: None)()
+    except (ConversionError, adapters.EngineUnavailable, FileNotFoundError) as e:
+        return VariantResult(v.adapter, v.adapter, v.format, v.precision, "error", detail=str(e))
+    except Exception as e:  # one broken variant is reported, the others still run
+        return VariantResult(v.adapter, v.adapter, v.format, v.precision, "error",
+                             detail=f"{type(e).__name__}: {e}")
+    same = sum(int(a == b) for o, r in zip(outs, refs, strict=True) for a, b in zip(o, r, strict=False))
+    total = sum(len(r) for r in refs)
+    firsts = [_first_diff(o, r) for o, r in zip(outs, refs, strict=True)]
+    first = min((f for f in firsts if f is not None), default=None)
+    exact = first is None
+    status: Status = "agree" if exact else ("MISMATCH" if v.strict else "quality drift")
+    return VariantResult(v.adapter, engine, v.format, v.precision, status, total, same / total if total else None,
+                         first, div.positions if div else 0, div.max_abs_diff if div else None,
+                         div.kl if div else None, version)
+
+
+def _first_diff(out: list[int], ref: list[int]) -> int | None:
+    for i, (a, b) in enumerate(zip(out, ref, strict=False)):
+        if a != b:
+            return i
+    return None if len(out) == len(ref) else min(len(out), len(ref))
+
+
+def verify(model: str | Path | None = None, *, n_tokens: int = 32, n_prompts: int = 3,
+           variants: tuple[Variant, ...] = VARIANTS, threads: int | None = None) -> VerifyReport:
+    """Run every variant on the same prompts and compare with own_engine fp32."""
+    from own_engine.paths import resolve_model
+
+    path = resolve_model(model)
+    vocab = int(json.loads((path / "config.json").read_text())["vocab_size"])
+    prompts = make_prompts(vocab, n_prompts)
+    refs = [reference.greedy(path, p, n_tokens) for p in prompts]
+    results = tuple(verify_variant(v, path, prompts, refs, n_tokens, threads=threads) for v in variants)
+    return VerifyReport(str(path), n_tokens, tuple(tuple(p) for p in prompts), results)

@@ -1,0 +1,133 @@
+"""The adapter contract, one suite for every adapter that can run here.
+
+Each adapter gets the same checks: a sane EngineInfo from start(), exactly
+`max_tokens` output tokens delivered one chunk per token with ordered
+timestamps, 8 overlapping requests that all complete (and really overlap for
+engines that say they batch, and really queue for those that say they don't),
+an over-long request refused with an AdapterError instead of a hang, and a
+clean close(). Engine adapters run in the `engines` group and skip with the
+reason when their package is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import adapters
+from adapters.base import AdapterError, Chunk, EngineInfo, RequestSpec
+from tests.convert.models import tiny_model
+
+ENGINE_OPTIONS: dict[str, dict] = {
+    "fake": {"tpot_ms": 1.0},
+    "own": {"device": "cpu"},
+    "own-static": {"device": "cpu"},
+    "llama_cpp": {"parallel": 8},
+    "onnxruntime": {"max_batch": 8, "max_length": 1024},
+    "openvino": {"max_batch": 8},
+}
+ENGINES = {"llama_cpp", "onnxruntime", "openvino"}
+N_OUT = 12
+
+
+def _param(name: str):
+    marks = [pytest.mark.engines] if name in ENGINES else []
+    return pytest.param(name, marks=marks, id=name)
+
+
+@pytest.fixture(scope="module", params=[_param(n) for n in ENGINE_OPTIONS])
+def started(request):
+    name = request.param
+    why = adapters.why_unavailable(name)
+    if why:
+        pytest.skip(f"{name}: {why}")
+    model = None if name == "fake" else str(tiny_model())
+    adapter = adapters.create(name, model, **ENGINE_OPTIONS[name])
+    info = adapter.start()
+    yield adapter, info
+    adapter.close()
+
+
+def _prompt(i: int, n: int = 10, vocab: int | None = None) -> tuple[int, ...]:
+    v = vocab or 2048
+    return tuple(3 + (i * 31 + j * 7) % (v - 3) for j in range(n))
+
+
+async def _collect(adapter, req: RequestSpec) -> list[Chunk]:
+    return [c async for c in adapter.stream(req)]
+
+
+def test_start_reports_what_is_measured(started):
+    adapter, info = started
+    assert isinstance(info, EngineInfo)
+    assert info.adapter == adapter.name
+    assert info.engine and info.version and info.device and info.format and info.precision
+    assert info.batching in ("continuous", "static", "none")
+    if info.batching == "none":
+        assert info.notes, "an engine that cannot batch must say so in EngineInfo.notes"
+    if adapter.name != "fake":
+        assert info.vocab_size and info.vocab_size > 0
+        assert info.max_model_len and info.max_model_len > N_OUT
+        assert info.threads and info.threads >= 1
+
+
+def test_exact_output_length_one_chunk_per_token(started):
+    adapter, info = started
+    req = RequestSpec("exact", _prompt(0, vocab=info.vocab_size), max_tokens=N_OUT)
+    chunks = asyncio.run(_collect(adapter, req))
+    assert sum(c.n_tokens for c in chunks) == N_OUT
+    assert len(chunks) == N_OUT and all(c.n_tokens == 1 for c in chunks)
+    assert all(a.t_ns <= b.t_ns for a, b in zip(chunks, chunks[1:], strict=False))
+    assert isinstance(adapter.stats(), dict)
+
+
+def test_eight_overlapping_requests_complete_and_are_served_as_claimed(started):
+    adapter, info = started
+
+    async def go() -> list[list[Chunk]]:
+        reqs = [RequestSpec(f"c{i}", _prompt(i, 8 + i, info.vocab_size), max_tokens=N_OUT) for i in range(8)]
+        return await asyncio.wait_for(asyncio.gather(*[_collect(adapter, r) for r in reqs]), timeout=120)
+
+    results = asyncio.run(go())
+    assert [sum(c.n_tokens for c in r) for r in results] == [N_OUT] * 8
+    spans = sorted((r[0].t_ns, r[-1].t_ns) for r in results)
+    overlapping = sum(1 for a, b in zip(spans, spans[1:], strict=False) if b[0] < a[1])
+    if info.batching in ("continuous", "static"):
+        assert overlapping >= 1, "an engine that batches must serve overlapping requests together"
+    else:
+        assert overlapping == 0, "batching='none' but requests overlapped: EngineInfo would mislead"
+
+
+def test_over_long_request_is_refused_not_hung(started):
+    adapter, info = started
+    if info.max_model_len is None:
+        pytest.skip(f"{adapter.name} has no context limit to exceed")
+    req = RequestSpec("too-long", _prompt(1, 16, info.vocab_size), max_tokens=info.max_model_len + 1)
+
+    async def go() -> None:
+        await asyncio.wait_for(_collect(adapter, req), timeout=60)
+
+    with pytest.raises(AdapterError) as err:
+        asyncio.run(go())
+    assert err.value.kind == "refused"
+
+
+def test_still_serves_after_a_refusal_and_closes_cleanly(started):
+    adapter, info = started
+    req = RequestSpec("after", _prompt(2, vocab=info.vocab_size), max_tokens=3)
+    assert sum(c.n_tokens for c in asyncio.run(_collect(adapter, req))) == 3
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in ENGINE_OPTIONS])
+def test_close_is_idempotent_and_stops_serving(name):
+    why = adapters.why_unavailable(name)
+    if why:
+        pytest.skip(f"{name}: {why}")
+    adapter = adapters.create(name, None if name == "fake" else str(tiny_model()), **ENGINE_OPTIONS[name])
+    info = adapter.start()
+    adapter.close()
+    adapter.close()
+    if name != "fake":
+        with pytest.raises(AdapterError):
+            asyncio.run(_collect(adapter, RequestSpec("late", _prompt(3, vocab=info.vocab_size), max_tokens=2)))

@@ -1,0 +1,69 @@
+"""`advisor verify`: per-variant agreement with own_engine fp32, the exit status, and the JSON document."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from advisor.cli_convert import verify_command
+from advisor.verify import VARIANTS, Variant, VariantResult, VerifyReport, verify
+from tests.convert.models import tiny_model
+
+
+def test_own_engine_fp32_agrees_with_its_reference():
+    report = verify(tiny_model(), n_tokens=8, n_prompts=2,
+                    variants=(Variant("own", "hf-safetensors", "fp32", strict=True),))
+    (r,) = report.results
+    assert r.status == "agree" and r.token_agreement == 1.0 and r.first_divergence is None
+    assert r.tokens_compared == 16 and report.ok
+
+
+def test_an_fp32_mismatch_fails_the_report_but_quantized_drift_does_not():
+    drift = VariantResult("onnxruntime", "ONNX Runtime GenAI", "onnx", "int4", "quality drift", 32, 0.5, 3)
+    assert VerifyReport("m", 32, ((1, 2),), (drift,)).ok
+    bad = VariantResult("llama_cpp", "llama.cpp", "gguf", "fp32", "MISMATCH", 32, 0.9, 17)
+    report = VerifyReport("m", 32, ((1, 2),), (drift, bad))
+    assert not report.ok
+    doc = json.loads(report.to_json())
+    assert doc["ok"] is False and doc["variants"][1]["first_divergence"] == 17
+
+
+def test_unavailable_engine_is_reported_not_fatal(monkeypatch):
+    import adapters
+
+    monkeypatch.setattr(adapters, "why_unavailable", lambda name: "missing package(s) x: pip install -e '.[x]'")
+    report = verify(tiny_model(), n_tokens=4, n_prompts=1, variants=(Variant("openvino", "openvino", "fp32"),))
+    assert report.results[0].status == "unavailable" and "pip install" in report.results[0].detail
+    assert report.ok
+
+
+def test_cli_json_is_one_document():
+    res = CliRunner().invoke(verify_command, ["--model", str(tiny_model()), "--tokens", "6", "--prompts", "1",
+                                              "--engine", "own", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert [v["adapter"] for v in doc["variants"]] == ["own"] and doc["variants"][0]["status"] == "agree"
+
+
+def test_cli_unknown_engine_lists_choices():
+    res = CliRunner().invoke(verify_command, ["--engine", "tflite"])
+    assert res.exit_code != 0 and "llama_cpp" in res.output
+
+
+@pytest.mark.engines
+def test_every_available_fp32_variant_agrees_token_for_token():
+    report = verify(tiny_model(), n_tokens=24, n_prompts=2)
+    ran = [r for r in report.results if r.status != "unavailable"]
+    assert len(ran) > 1, "no engine extra installed: install one to run this test"
+    strict = {(v.adapter, v.precision) for v in VARIANTS if v.strict}
+    for r in ran:
+        if (r.adapter, r.precision) in strict:
+            assert r.status == "agree", r
+            assert r.adapter == "own" or (r.kl is not None and r.kl < 1e-6)
+            assert r.first_divergence is None and r.token_agreement == 1.0
+        else:
+            assert r.status in ("agree", "quality drift"), r
+            assert r.token_agreement is not None
+    assert report.ok
