@@ -77,6 +77,19 @@ def quality_from_runs(runs: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+TEST_ENGINES = ("fake",)  # no model behind it: never a deployment to buy
+
+
+def _drop_test_engine(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+    """Leave the test engine out when real engines were measured; say so either way."""
+    real = [r for r in runs if (r.get("engine") or {}).get("adapter") not in TEST_ENGINES]
+    if len(real) == len(runs):
+        return runs, None
+    if real:
+        return real, f"{len(runs) - len(real)} run(s) of the test engine 'fake' left out: it serves no model"
+    return runs, "only runs of the test engine 'fake': this ranking shows how the tool works, not what to buy"
+
+
 def recommend(runs: list[dict[str, Any]], constraints: Constraints, catalog: Catalog,
               detected: Detected | None = None, quality: dict[str, float] | None = None) -> Recommendation:
     """Rank every measured and estimated deployment of `runs` against `constraints`."""
@@ -85,6 +98,7 @@ def recommend(runs: list[dict[str, Any]], constraints: Constraints, catalog: Cat
     if not runs:
         raise NoRunsError(f"no saved runs{' for scenario ' + repr(constraints.scenario) if constraints.scenario else ''}; "
                           "run `advisor bench` (or `advisor sweep`) first, or point --runs at the folder that holds them")
+    runs, test_note = _drop_test_engine(runs)
     if detected is not None and detected.catalog_id == "custom":
         catalog = catalog.with_hardware(detected.hardware)
     if constraints.hardware:
@@ -106,6 +120,8 @@ def recommend(runs: list[dict[str, Any]], constraints: Constraints, catalog: Cat
              f"$/1M at the SLO operating point (capacity); blended = {BLEND_INPUT_PER_OUTPUT:g}:1 input:output with an "
              f"output token weighted {OUTPUT_TOKEN_WEIGHT:g}x",
              "estimated rows extrapolate measured runs with a roofline model; see each row's assumptions and the backtest"]
+    if test_note:
+        notes.append(test_note)
     if constraints.max_quality_drift is not None and not quality:
         notes.append("quality drift unknown for every engine (no verify results given): not checked")
     unmapped = sorted({str((mr.run.get('manifest') or {}).get('hardware', {}).get('cpu_model')) for mr in resolved

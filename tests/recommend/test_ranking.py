@@ -123,3 +123,15 @@ def test_estimated_rows_are_labelled_with_assumptions(catalog):
     assert all(any("roofline" in a for a in x.candidate.assumptions) for x in est)
     assert "estimated" in est[0].why
     assert r.backtest.rows and r.backtest.rows[0].calibration in ("leave-one-out", "in-sample")
+
+
+def test_the_test_engine_is_never_recommended_next_to_real_engines():
+    from advisor.recommend.recommendation import _drop_test_engine
+
+    fake = {"engine": {"adapter": "fake"}}
+    own = {"engine": {"adapter": "own"}}
+    kept, note = _drop_test_engine([fake, own])
+    assert kept == [own] and "left out" in note
+    kept, note = _drop_test_engine([fake])
+    assert kept == [fake] and "not what to buy" in note
+    assert _drop_test_engine([own]) == ([own], None)
