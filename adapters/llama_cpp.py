@@ -17,42 +17,27 @@ on the engine's logits (numpy), with EOS masked for exact output lengths.
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
-import json
 import os
-import queue
-import threading
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from adapters.base import AdapterError, Chunk, EngineInfo, RequestSpec
-
-_DONE = object()
+from adapters.base import AdapterError, EngineInfo, RequestSpec
+from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
 
 
 @dataclass
-class _Seq:
-    req: RequestSpec
-    loop: asyncio.AbstractEventLoop
-    out: asyncio.Queue
-    seq_id: int = -1
+class _Seq(Pending):
+    seq_id: int = -1  # the llama.cpp sequence slot
     fed: int = 0  # prompt tokens already in the KV cache
     last: int = -1  # last sampled token, fed at the next step
-    produced: int = 0
-    cancelled: bool = False
     rng: Any = None
-    ids: list[int] = field(default_factory=list)
-
-    def put(self, item: object) -> None:
-        self.loop.call_soon_threadsafe(self.out.put_nowait, item)
 
 
-class LlamaCppAdapter:
+class LlamaCppAdapter(EngineThreadMixin):
     name: ClassVar[str] = "llama_cpp"
 
     def __init__(self, model: str | None = None, *, precision: str = "fp32", threads: int | None = None,
@@ -83,26 +68,16 @@ class LlamaCppAdapter:
         self._n_vocab = 0
         self._eos: set[int] = set()
         self._max_len = 0
-        self._inbox: queue.Queue[_Seq] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-        self._stats: dict[str, float] = {}
-        self._tok: Any = None
-        self.keep_token_ids = False  # keep each request's output ids (`advisor verify`); benchmarks leave it off
-        self._token_ids: dict[str, list[int]] = {}
+        self._init_engine_thread()
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def start(self) -> EngineInfo:
         import llama_cpp as ll
 
-        from advisor.convert import convert, normalize_precision
         from advisor.convert.gguf import FILENAME, extra_buffers_default, load
-        from own_engine.paths import resolve_model
 
-        src = resolve_model(self.model)
-        self.precision = normalize_precision("gguf", self.precision)  # int8 -> q8_0 etc.; refuses unknown ones
-        path = convert(src, "gguf", self.precision) / FILENAME
-        cfg = json.loads((src / "config.json").read_text())
+        src, self.precision, out, cfg = convert_on_first_use(self.model, "gguf", self.precision)
+        path = out / FILENAME
         self._ll = ll
         train_ctx = int(cfg.get("max_position_embeddings", 2048))  # what the GGUF was written with
         self._max_len = min(train_ctx, int(self.n_ctx or train_ctx))
@@ -115,13 +90,9 @@ class LlamaCppAdapter:
         self._n_vocab = int(ll.llama_vocab_n_tokens(vocab))
         self._eos = {t for t in range(self._n_vocab) if ll.llama_vocab_is_eog(vocab, t)}
         self._eos.update(t for t in (int(ll.llama_vocab_eos(vocab)), *_config_eos(cfg)) if 0 <= t < self._n_vocab)
-        if self.decode_text and (src / "tokenizer.json").is_file():
-            from tokenizers import Tokenizer
-
-            self._tok = Tokenizer.from_file(str(src / "tokenizer.json"))
-        self._thread = threading.Thread(target=self._run, name="llama-cpp-engine", daemon=True)
-        self._thread.start()
-        self._warm_up()
+        self._tok = load_tokenizer(src) if self.decode_text else None
+        self._start_engine_thread("llama-cpp-engine")
+        self._warm_up(self._n_vocab)
         batching = "continuous" if self.parallel > 1 else "none"
         notes = (f"llama.cpp batched decode over {self.parallel} sequence slots (unified KV cache); new requests "
                  "join between steps" if self.parallel > 1 else
@@ -137,38 +108,8 @@ class LlamaCppAdapter:
                    "flash_attn": "auto" if self.flash_attn is None else self.flash_attn},
             notes=notes)
 
-    def _warm_up(self) -> None:
-        """Two requests through the engine thread (prefill and batched decode), before any timing.
-
-        Run on a private event loop in a helper thread, so start() also works when called from async code.
-        """
-        async def one(i: int, n: int) -> None:
-            spec = RequestSpec(f"warmup-{i}", tuple(t % self._n_vocab for t in range(5, 5 + n)), max_tokens=4)
-            async for _ in self.stream(spec):
-                pass
-
-        async def both() -> None:
-            await asyncio.gather(one(0, 8), one(1, 3))
-
-        errors: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                asyncio.run(both())
-            except BaseException as e:  # re-raised in the caller's thread below
-                errors.append(e)
-
-        t = threading.Thread(target=run, name="warm-up")
-        t.start()
-        t.join()
-        if errors:
-            raise AdapterError("engine", f"warm-up failed: {errors[0]}") from errors[0]
-
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-            self._thread = None
+        self._stop_engine_thread()
         self._free()
 
     def _free(self) -> None:
@@ -178,45 +119,15 @@ class LlamaCppAdapter:
             self._ll.llama_model_free(self._model)
         self._ctx = self._model = None
 
-    def stats(self) -> dict[str, float]:
-        return dict(self._stats)
-
-    def token_ids_of(self, request_id: str) -> list[int] | None:
-        """Output ids of a finished request, when `keep_token_ids` was on."""
-        return self._token_ids.get(request_id)
-
     # ---- requests --------------------------------------------------------------------------------
-    async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
+    def _admit(self, req: RequestSpec) -> _Seq:
         if self._ctx is None or self._thread is None:
             raise AdapterError("engine", "the llama_cpp adapter was not started; call start() first")
-        if req.n_in == 0:
-            raise AdapterError("refused", "empty prompt: give at least one token id")
-        if req.n_in + req.max_tokens > self._max_len:
-            raise AdapterError("refused", f"prompt {req.n_in} + max_tokens {req.max_tokens} exceeds the context of "
-                                          f"{self._max_len} tokens per sequence (n_ctx=)")
+        self._refuse_unservable(req, self._max_len, f"the context of {self._max_len} tokens per sequence (n_ctx=)")
         bad = [t for t in req.prompt_ids if not 0 <= t < self._n_vocab]
         if bad:
             raise AdapterError("refused", f"token ids {bad[:5]} are outside the vocab [0, {self._n_vocab})")
-        s = _Seq(req, asyncio.get_running_loop(), asyncio.Queue(),
-                 rng=np.random.default_rng(req.seed) if req.temperature > 0 else None)
-        self._inbox.put(s)
-        first = True
-        kept = self._token_ids.setdefault(req.request_id, []) if self.keep_token_ids else None
-        try:
-            while True:
-                item = await s.out.get()
-                if item is _DONE:
-                    return
-                if isinstance(item, AdapterError):
-                    raise item
-                t_ns, tok = item
-                if kept is not None:
-                    kept.append(tok)
-                text = self._tok.decode([tok]) if self._tok is not None else None
-                yield Chunk(t_ns, 1, text=text, n_prompt=req.n_in if first else None)
-                first = False
-        finally:
-            s.cancelled = True
+        return _Seq(req, rng=np.random.default_rng(req.seed) if req.temperature > 0 else None)
 
     # ---- engine thread ---------------------------------------------------------------------------
     def _select(self, s: _Seq, logits: np.ndarray) -> int:
@@ -248,15 +159,10 @@ class LlamaCppAdapter:
         active: list[_Seq] = []
         try:
             while not self._stop.is_set():
-                try:
-                    block = not active
-                    while free_slots:
-                        s = self._inbox.get(timeout=0.05) if block else self._inbox.get_nowait()
-                        block = False
-                        s.seq_id = free_slots.pop(0)
-                        active.append(s)
-                except queue.Empty:
-                    pass
+                for s in self._take_new(wait=not active, most=len(free_slots)):
+                    assert isinstance(s, _Seq)
+                    s.seq_id = free_slots.pop(0)
+                    active.append(s)
                 for s in [s for s in active if s.cancelled]:
                     ll.llama_memory_seq_rm(mem, s.seq_id, -1, -1)
                     free_slots.append(s.seq_id)
@@ -289,21 +195,24 @@ class LlamaCppAdapter:
                     active.clear()
                     continue
                 t_ns = time.perf_counter_ns()
+                finished = []
                 for s, idx in wants:
                     ptr = ll.llama_get_logits_ith(self._ctx, idx)
                     logits = np.ctypeslib.as_array(ptr, shape=(self._n_vocab,))
                     tok = self._select(s, logits)
                     s.last = tok
                     s.produced += 1
-                    s.put((t_ns, tok))
+                    s.put((t_ns, [tok]))
                     if s.produced == s.req.max_tokens:
-                        s.put(_DONE)
+                        finished.append(s)
                         ll.llama_memory_seq_rm(mem, s.seq_id, -1, -1)
                         free_slots.append(s.seq_id)
                         active.remove(s)
                 used = sum(s.fed + s.produced for s in active)
                 self._stats = {"running": float(len(active)), "waiting": float(self._inbox.qsize()),
                                "kv_tokens_used": float(used), "kv_tokens_total": float(self._max_len * self.parallel)}
+                for s in finished:  # after the stats: a caller reading stats() once its stream ends sees this step
+                    s.put(DONE)
             for s in active:  # closed while requests were in flight
                 s.put(AdapterError("cancelled", "the llama_cpp adapter was closed"))
         finally:

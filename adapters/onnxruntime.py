@@ -13,37 +13,25 @@ until that batch finishes. EngineInfo says so (batching="static").
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import queue
 import threading
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from adapters.base import AdapterError, Chunk, EngineInfo, RequestSpec
-
-_DONE = object()
+from adapters.base import AdapterError, EngineInfo, RequestSpec
+from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
 
 
 @dataclass
-class _Pending:
-    req: RequestSpec
-    loop: asyncio.AbstractEventLoop
-    out: asyncio.Queue
-    request: Any = None
-    produced: int = 0
+class _Pending(Pending):
+    request: Any = None  # its og.Request, once the engine thread has begun its turn
     turn: int = 0
-    cancelled: bool = False
     cancel_sent: bool = False
 
-    def put(self, item: object) -> None:
-        self.loop.call_soon_threadsafe(self.out.put_nowait, item)
 
-
-class OnnxRuntimeAdapter:
+class OnnxRuntimeAdapter(EngineThreadMixin):
     name: ClassVar[str] = "onnxruntime"
 
     def __init__(self, model: str | None = None, *, precision: str = "fp32", threads: int | None = None,
@@ -67,25 +55,15 @@ class OnnxRuntimeAdapter:
         self._ready = threading.Event()
         self._start_error: str | None = None
         self._caps_max_batch = 0
-        self._inbox: queue.Queue[_Pending] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
         self._max_len = 0
-        self._tok: Any = None
-        self._stats: dict[str, float] = {}
-        self.keep_token_ids = False  # keep each request's output ids (`advisor verify`); benchmarks leave it off
-        self._token_ids: dict[str, list[int]] = {}
+        self._init_engine_thread()
 
     def start(self) -> EngineInfo:
         import onnxruntime_genai as og
 
-        from advisor.convert import ConversionError, convert, normalize_precision
-        from own_engine.paths import resolve_model
+        from advisor.convert import ConversionError
 
-        src = resolve_model(self.model)
-        self.precision = normalize_precision("onnx", self.precision)  # int8 -> q8_0 etc.; refuses unknown ones
-        out = convert(src, "onnx", self.precision)  # cached; ConversionError names the fix
-        cfg = json.loads((src / "config.json").read_text())
+        src, self.precision, out, cfg = convert_on_first_use(self.model, "onnx", self.precision)
         context = int(cfg.get("max_position_embeddings", 2048))
         # the KV buffer is preallocated to max_length for every batch slot: keep it as tight as the work allows
         self._max_len = min(context, int(self.max_length or context))
@@ -100,14 +78,10 @@ class OnnxRuntimeAdapter:
             config.clear_providers()
             config.append_provider(self.provider if self.provider == "cuda" else "NvTensorRtRtx")
         self._config = config
-        if self.decode_text and (src / "tokenizer.json").is_file():
-            from tokenizers import Tokenizer
-
-            self._tok = Tokenizer.from_file(str(src / "tokenizer.json"))
+        self._tok = load_tokenizer(src) if self.decode_text else None
         vocab = int(cfg["vocab_size"])
         # og.Engine must be created and driven by one thread: the engine thread owns it from the start
-        self._thread = threading.Thread(target=self._run, name="onnxruntime-engine", daemon=True)
-        self._thread.start()
+        self._start_engine_thread("onnxruntime-engine")
         self._ready.wait()
         if self._start_error is not None:
             self.close()
@@ -125,73 +99,15 @@ class OnnxRuntimeAdapter:
                    "arriving while a batch runs waits for that batch to finish",
                    "KV buffer preallocated to max_length per batch slot; memory from RSS only (no KV stats API)"))
 
-    def _warm_up(self, vocab: int) -> None:
-        """Two requests through the engine thread (prefill and batched decode), before any timing.
-
-        Run on a private event loop in a helper thread, so start() also works when called from async code.
-        """
-        async def one(i: int, n: int) -> None:
-            spec = RequestSpec(f"warmup-{i}", tuple(t % vocab for t in range(5, 5 + n)), max_tokens=4)
-            async for _ in self.stream(spec):
-                pass
-
-        async def both() -> None:
-            await asyncio.gather(one(0, 8), one(1, 3))
-
-        errors: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                asyncio.run(both())
-            except BaseException as e:  # re-raised in the caller's thread below
-                errors.append(e)
-
-        t = threading.Thread(target=run, name="warm-up")
-        t.start()
-        t.join()
-        if errors:
-            raise AdapterError("engine", f"warm-up failed: {errors[0]}") from errors[0]
-
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-            self._thread = None
+        self._stop_engine_thread()
 
-    def stats(self) -> dict[str, float]:
-        return dict(self._stats)
-
-    def token_ids_of(self, request_id: str) -> list[int] | None:
-        """Output ids of a finished request, when `keep_token_ids` was on."""
-        return self._token_ids.get(request_id)
-
-    async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
+    def _admit(self, req: RequestSpec) -> _Pending:
         if self._engine is None or self._thread is None:
             raise AdapterError("engine", "the onnxruntime adapter was not started; call start() first")
-        if req.n_in == 0:
-            raise AdapterError("refused", "empty prompt: give at least one token id")
-        if req.n_in + req.max_tokens > self._max_len:
-            raise AdapterError("refused", f"prompt {req.n_in} + max_tokens {req.max_tokens} exceeds max_length "
-                                          f"{self._max_len} (raise max_length=, up to the model's context)")
-        p = _Pending(req, asyncio.get_running_loop(), asyncio.Queue())
-        self._inbox.put(p)
-        first = True
-        kept = self._token_ids.setdefault(req.request_id, []) if self.keep_token_ids else None
-        try:
-            while True:
-                item = await p.out.get()
-                if item is _DONE:
-                    return
-                if isinstance(item, AdapterError):
-                    raise item
-                t_ns, ids = item
-                if kept is not None:
-                    kept.extend(ids)
-                text = self._tok.decode(ids) if self._tok is not None else None
-                yield Chunk(t_ns, len(ids), text=text, n_prompt=req.n_in if first else None)
-                first = False
-        finally:
-            p.cancelled = True
+        self._refuse_unservable(req, self._max_len, f"max_length {self._max_len} (raise max_length=, up to the "
+                                                    "model's context)")
+        return _Pending(req)
 
     def _begin(self, p: _Pending) -> None:
         import numpy as np
@@ -228,18 +144,13 @@ class OnnxRuntimeAdapter:
         buf = self._engine.create_event_buffer(4 * self.max_batch + 16)
         by_req: dict[int, _Pending] = {}
         while not self._stop.is_set():
-            try:
-                block = not by_req
-                while True:
-                    p = self._inbox.get(timeout=0.05) if block else self._inbox.get_nowait()
-                    block = False
-                    try:
-                        self._begin(p)
-                        by_req[id(p.request)] = p
-                    except Exception as e:  # this request's parameters were refused: fail it, keep serving
-                        p.put(AdapterError("refused", f"onnxruntime-genai refused the request: {e}"))
-            except queue.Empty:
-                pass
+            for p in self._take_new(wait=not by_req):
+                assert isinstance(p, _Pending)
+                try:
+                    self._begin(p)
+                    by_req[id(p.request)] = p
+                except Exception as e:  # this request's parameters were refused: fail it, keep serving
+                    p.put(AdapterError("refused", f"onnxruntime-genai refused the request: {e}"))
             if not by_req:
                 continue
             for p in list(by_req.values()):
@@ -271,7 +182,7 @@ class OnnxRuntimeAdapter:
                         p.produced += len(tokens[key])
                         p.put((t_ns, tokens.pop(key)))
                     if not p.cancelled:
-                        p.put(_DONE if p.produced == p.req.max_tokens else AdapterError(
+                        p.put(DONE if p.produced == p.req.max_tokens else AdapterError(
                             "engine", f"onnxruntime-genai stopped after {p.produced} of {p.req.max_tokens} tokens "
                                       f"({ev.finish_reason.name})"))
                     p.request.close()

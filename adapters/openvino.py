@@ -12,37 +12,23 @@ request does its full prefill (equal work across engines).
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import json
 import os
-import queue
-import threading
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from adapters.base import AdapterError, Chunk, EngineInfo, RequestSpec
-
-_DONE = object()
+from adapters.base import AdapterError, EngineInfo, RequestSpec
+from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
 
 
 @dataclass
-class _Pending:
-    req: RequestSpec
-    loop: asyncio.AbstractEventLoop
-    out: asyncio.Queue
-    handle: Any = None
-    produced: int = 0
-    cancelled: bool = False
-
-    def put(self, item: object) -> None:
-        self.loop.call_soon_threadsafe(self.out.put_nowait, item)
+class _Pending(Pending):
+    handle: Any = None  # its openvino-genai GenerationHandle, once added to the pipeline
 
 
-class OpenVINOAdapter:
+class OpenVINOAdapter(EngineThreadMixin):
     name: ClassVar[str] = "openvino"
 
     def __init__(self, model: str | None = None, *, precision: str = "fp32", threads: int | None = None,
@@ -62,28 +48,18 @@ class OpenVINOAdapter:
         self.max_num_batched_tokens = int(max_num_batched_tokens)
         self.decode_text = decode_text
         self._pipe: Any = None
-        self._inbox: queue.Queue[_Pending] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-        self._stats: dict[str, float] = {}
         self._ids = itertools.count()
         self._max_len = 0
-        self._tok: Any = None
-        self.keep_token_ids = False  # keep each request's output ids (`advisor verify`); benchmarks leave it off
-        self._token_ids: dict[str, list[int]] = {}
+        self._init_engine_thread()
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def start(self) -> EngineInfo:
         import openvino_genai as ov_genai
 
-        from advisor.convert import ConversionError, convert, normalize_precision
+        from advisor.convert import ConversionError
         from advisor.convert.openvino import compile_config
-        from own_engine.paths import resolve_model
 
-        src = resolve_model(self.model)
-        self.precision = normalize_precision("openvino", self.precision)  # int8 -> q8_0 etc.; refuses unknown ones
-        ir = convert(src, "openvino", self.precision)  # cached; ConversionError names the fix
-        cfg = json.loads((src / "config.json").read_text())
+        src, self.precision, ir, cfg = convert_on_first_use(self.model, "openvino", self.precision)
         self._max_len = int(cfg.get("max_position_embeddings", 2048))
         sc = ov_genai.SchedulerConfig()
         sc.cache_size = max(1, int(round(self.cache_size_gb)))
@@ -97,13 +73,9 @@ class OpenVINOAdapter:
         except RuntimeError as e:  # a damaged cached IR: the fix is to reconvert
             raise ConversionError(f"openvino-genai could not load {ir}: {str(e)[:300]}; reconvert with "
                                   f"`advisor models convert {src} --to openvino --precision {self.precision} --force`") from e
-        if self.decode_text and (src / "tokenizer.json").is_file():
-            from tokenizers import Tokenizer
-
-            self._tok = Tokenizer.from_file(str(src / "tokenizer.json"))
-        self._warm_up(int(cfg["vocab_size"]))
-        self._thread = threading.Thread(target=self._run, name="openvino-engine", daemon=True)
-        self._thread.start()
+        self._tok = load_tokenizer(src) if self.decode_text else None
+        self._warm_up_pipeline(int(cfg["vocab_size"]))
+        self._start_engine_thread("openvino-engine")
         threads = self.threads or os.cpu_count()
         return EngineInfo(
             adapter=self.name, engine="OpenVINO GenAI", version=ov_genai.__version__.split("-")[0],
@@ -114,8 +86,8 @@ class OpenVINOAdapter:
                                     "max_num_batched_tokens": sc.max_num_batched_tokens, "plugin_config": props},
             notes=("ContinuousBatchingPipeline: overlapping requests share decode steps (paged KV cache)",))
 
-    def _warm_up(self, vocab: int) -> None:
-        """Two overlapping requests through the pipeline (prefill and batched decode), before any timing."""
+    def _warm_up_pipeline(self, vocab: int) -> None:
+        """Two overlapping requests through the pipeline (prefill and batched decode), before the engine thread."""
         import numpy as np
         import openvino as ov
 
@@ -125,47 +97,15 @@ class OpenVINOAdapter:
                             [self._config(s) for s in specs])
 
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-            self._thread = None
+        self._stop_engine_thread()
         self._pipe = None
 
-    def stats(self) -> dict[str, float]:
-        return dict(self._stats)
-
     # ---- requests --------------------------------------------------------------------------------
-    async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
+    def _admit(self, req: RequestSpec) -> _Pending:
         if self._pipe is None:
             raise AdapterError("engine", "the openvino adapter was not started; call start() first")
-        if req.n_in == 0:
-            raise AdapterError("refused", "empty prompt: give at least one token id")
-        if req.n_in + req.max_tokens > self._max_len:
-            raise AdapterError("refused", f"prompt {req.n_in} + max_tokens {req.max_tokens} exceeds the model's "
-                                          f"context of {self._max_len} tokens")
-        p = _Pending(req, asyncio.get_running_loop(), asyncio.Queue())
-        self._inbox.put(p)
-        first = True
-        kept = self._token_ids.setdefault(req.request_id, []) if self.keep_token_ids else None
-        try:
-            while True:
-                item = await p.out.get()
-                if item is _DONE:
-                    return
-                if isinstance(item, AdapterError):
-                    raise item
-                t_ns, ids = item
-                if kept is not None:
-                    kept.extend(ids)
-                text = self._tok.decode(ids) if self._tok is not None else None
-                yield Chunk(t_ns, len(ids), text=text, n_prompt=req.n_in if first else None)
-                first = False
-        finally:
-            p.cancelled = True
-
-    def token_ids_of(self, request_id: str) -> list[int] | None:
-        """Output ids of a finished request, when `keep_token_ids` was on."""
-        return self._token_ids.get(request_id)
+        self._refuse_unservable(req, self._max_len, f"the model's context of {self._max_len} tokens")
+        return _Pending(req)
 
     def _config(self, req: RequestSpec) -> Any:
         import openvino_genai as ov_genai
@@ -192,19 +132,14 @@ class OpenVINOAdapter:
 
         active: list[_Pending] = []
         while not self._stop.is_set():
-            try:
-                block = not active
-                while True:
-                    p = self._inbox.get(timeout=0.05) if block else self._inbox.get_nowait()
-                    block = False
-                    try:
-                        ids = ov.Tensor(np.array([p.req.prompt_ids], dtype=np.int64))
-                        p.handle = self._pipe.add_request(next(self._ids), ids, self._config(p.req))
-                        active.append(p)
-                    except Exception as e:  # bad parameters for this one request: fail it, keep serving
-                        p.put(AdapterError("refused", f"openvino-genai refused the request: {e}"))
-            except queue.Empty:
-                pass
+            for p in self._take_new(wait=not active):
+                assert isinstance(p, _Pending)
+                try:
+                    ids = ov.Tensor(np.array([p.req.prompt_ids], dtype=np.int64))
+                    p.handle = self._pipe.add_request(next(self._ids), ids, self._config(p.req))
+                    active.append(p)
+                except Exception as e:  # bad parameters for this one request: fail it, keep serving
+                    p.put(AdapterError("refused", f"openvino-genai refused the request: {e}"))
             if not active:
                 continue
             for p in active:
@@ -234,7 +169,7 @@ class OpenVINOAdapter:
                 if status == "RUNNING":
                     still.append(p)
                 elif status == "FINISHED" and not p.cancelled:
-                    p.put(_DONE if p.produced == p.req.max_tokens else AdapterError(
+                    p.put(DONE if p.produced == p.req.max_tokens else AdapterError(
                         "engine", f"openvino-genai stopped after {p.produced} of {p.req.max_tokens} tokens"))
                 elif not p.cancelled:
                     p.put(AdapterError("engine", f"openvino-genai request ended with status {status}"))

@@ -18,7 +18,7 @@ step() { printf '\n=== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 
 step "set up $VENV"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" || exit 1
-"$VENV/bin/pip" install -q --disable-pip-version-check -e '.[dev]' || exit 1
+"$VENV/bin/pip" install -q --disable-pip-version-check -e '.[dev,dashboard]' || exit 1
 
 failed=()
 pytest_group() {  # name, pytest args...

@@ -1,0 +1,176 @@
+"""What the in-process CPU-engine adapters (llama_cpp, onnxruntime, openvino) share.
+
+Each of them runs its engine in one thread it owns: `stream()` puts a
+`Pending` record into that thread's inbox and yields `Chunk`s from the
+record's asyncio.Queue, which the engine thread fills with `(t_ns, new_ids)`
+items, then `DONE` or an `AdapterError`. `EngineThreadMixin` holds that
+plumbing (inbox, stop event, stats, kept token ids, warm-up, join); it never
+looks at which engine it serves. Each adapter keeps its own `start()`, its
+engine loop `_run()` and its own `Pending` subclass for per-engine state.
+`convert_on_first_use` and `load_tokenizer` are the model preparation the
+three share (HF folder -> cached engine format, tokenizer for chunk text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from adapters.base import AdapterError, Chunk, RequestSpec
+
+DONE = object()  # the engine thread's last item for a request that produced all its tokens
+
+
+@dataclass
+class Pending:
+    """One request in flight: made inside the requesting coroutine, so `loop` and `out` default to its own."""
+
+    req: RequestSpec
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
+    out: asyncio.Queue = field(default_factory=asyncio.Queue)
+    produced: int = 0
+    cancelled: bool = False  # set when the consumer stops reading; the engine thread then drops the request
+
+    def put(self, item: object) -> None:
+        """Hand `(t_ns, ids)`, `DONE` or an AdapterError to the requesting coroutine, from the engine thread."""
+        self.loop.call_soon_threadsafe(self.out.put_nowait, item)
+
+
+def convert_on_first_use(model: str | None, fmt: str, precision: str) -> tuple[Path, str, Path, dict[str, Any]]:
+    """The HF folder, the normalised precision, its `fmt` conversion (cached, logit-checked) and its config.json.
+
+    Raises ConversionError (naming the fix) when the conversion fails, ValueError for an unknown precision.
+    """
+    from advisor.convert import convert, normalize_precision
+    from own_engine.paths import resolve_model
+
+    src = resolve_model(model)
+    precision = normalize_precision(fmt, precision)  # int8 -> q8_0 etc.; refuses unknown ones
+    out = convert(src, fmt, precision)
+    return src, precision, out, json.loads((src / "config.json").read_text())
+
+
+def load_tokenizer(model_dir: Path) -> Any:
+    """The model's `tokenizer.json` (to decode chunk text), or None when the folder has none."""
+    if not (model_dir / "tokenizer.json").is_file():
+        return None
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+
+
+class EngineThreadMixin:
+    """Inbox, stream, warm-up, stats and shutdown of an adapter whose engine runs in one thread it owns.
+
+    The adapter calls `_init_engine_thread()` in its constructor, defines `_admit(req)` (refuse what its
+    engine cannot serve, make the Pending) and `_run()` (the engine loop: read `self._inbox` until `self._stop`
+    is set, `put()` results on each Pending, keep `self._stats` current), and starts the loop with
+    `_start_engine_thread(name)`.
+    """
+
+    keep_token_ids: bool
+
+    def _init_engine_thread(self) -> None:
+        self._inbox: queue.Queue[Pending] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._stats: dict[str, float] = {}
+        self._tok: Any = None  # a tokenizers.Tokenizer when chunks carry decoded text
+        self.keep_token_ids = False  # keep each request's output ids (`advisor verify`); benchmarks leave it off
+        self._token_ids: dict[str, list[int]] = {}
+
+    def _run(self) -> None:
+        raise NotImplementedError  # the adapter's engine loop
+
+    def _admit(self, req: RequestSpec) -> Pending:
+        raise NotImplementedError  # the adapter's checks of `req` (started? fits?) and its Pending for it
+
+    def _start_engine_thread(self, thread_name: str) -> None:
+        self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
+        self._thread.start()
+
+    def _stop_engine_thread(self) -> None:
+        """Ask the engine loop to end (it fails what is still in flight) and wait for it."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+
+    def _take_new(self, wait: bool, most: int | None = None) -> list[Pending]:
+        """For the engine loop: the requests in the inbox (at most `most`); with `wait`, up to 50 ms for the first."""
+        new: list[Pending] = []
+        try:
+            while most is None or len(new) < most:
+                new.append(self._inbox.get(timeout=0.05) if wait and not new else self._inbox.get_nowait())
+        except queue.Empty:
+            pass
+        return new
+
+    def stats(self) -> dict[str, float]:
+        return dict(self._stats)
+
+    def token_ids_of(self, request_id: str) -> list[int] | None:
+        """Output ids of a finished request, when `keep_token_ids` was on."""
+        return self._token_ids.get(request_id)
+
+    def _refuse_unservable(self, req: RequestSpec, max_len: int, limit: str) -> None:
+        """Refuse an empty prompt, or one that with its max_tokens goes past `max_len` (`limit` says which limit)."""
+        if req.n_in == 0:
+            raise AdapterError("refused", "empty prompt: give at least one token id")
+        if req.n_in + req.max_tokens > max_len:
+            raise AdapterError("refused", f"prompt {req.n_in} + max_tokens {req.max_tokens} exceeds {limit}")
+
+    async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
+        """Send `req` to the engine thread and yield its chunks until DONE; an AdapterError item is raised."""
+        p = self._admit(req)
+        self._inbox.put(p)
+        first = True
+        kept = self._token_ids.setdefault(req.request_id, []) if self.keep_token_ids else None
+        try:
+            while True:
+                item = await p.out.get()
+                if item is DONE:
+                    return
+                if isinstance(item, AdapterError):
+                    raise item
+                t_ns, ids = item
+                if kept is not None:
+                    kept.extend(ids)
+                text = self._tok.decode(ids) if self._tok is not None else None
+                yield Chunk(t_ns, len(ids), text=text, n_prompt=req.n_in if first else None)
+                first = False
+        finally:
+            p.cancelled = True
+
+    def _warm_up(self, vocab: int) -> None:
+        """Two requests through the engine thread (prefill and batched decode), before any timing.
+
+        Run on a private event loop in a helper thread, so start() also works when called from async code.
+        """
+        async def one(i: int, n: int) -> None:
+            spec = RequestSpec(f"warmup-{i}", tuple(t % vocab for t in range(5, 5 + n)), max_tokens=4)
+            async for _ in self.stream(spec):
+                pass
+
+        async def both() -> None:
+            await asyncio.gather(one(0, 8), one(1, 3))
+
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                asyncio.run(both())
+            except BaseException as e:  # re-raised in the caller's thread below
+                errors.append(e)
+
+        t = threading.Thread(target=run, name="warm-up")
+        t.start()
+        t.join()
+        if errors:
+            raise AdapterError("engine", f"warm-up failed: {errors[0]}") from errors[0]
