@@ -10,6 +10,8 @@ It computes no metrics: one `RequestRecord` per request, nothing else.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,6 +23,8 @@ from scenarios.types import Schedule
 # Sleep until this close to a send time, then yield to the loop until it is due:
 # asyncio.sleep alone overshoots by up to a millisecond or more.
 _SPIN_S = 0.0012
+# Young-generation garbage collection interval while a run is on (see _young_gc_only).
+_GC_INTERVAL_S = 0.5
 
 Progress = Callable[[int, int], None]  # (finished, total)
 
@@ -37,6 +41,12 @@ async def drive(adapter: Adapter, schedule: Schedule, specs: Sequence[RequestSpe
                 timeout_s: float = 600.0, max_run_s: float | None = None,
                 progress: Progress | None = None) -> LoadResult:
     """Run the whole schedule; never raises for a failed request (it becomes an errored record)."""
+    async with _young_gc_only():  # entered before t0: its one full collection must not delay the first send
+        return await _drive(adapter, schedule, specs, timeout_s, max_run_s, progress)
+
+
+async def _drive(adapter: Adapter, schedule: Schedule, specs: Sequence[RequestSpec], timeout_s: float,
+                 max_run_s: float | None, progress: Progress | None) -> LoadResult:
     assert len(specs) == len(schedule.requests)
     records = [RequestRecord(idx=r.idx, request_id=s.request_id, t_sched_ns=int(r.t_sched_s * 1e9),
                              n_in_client=s.n_in, max_tokens=s.max_tokens, warmup=r.warmup)
@@ -87,6 +97,36 @@ async def drive(adapter: Adapter, schedule: Schedule, specs: Sequence[RequestSpe
         if rec.t_send_ns is None and rec.error_kind is None:
             rec.error_kind, rec.error = "cancelled", "never sent: the run stopped first"
     return LoadResult(records, t0, (time.perf_counter_ns() - t0) / 1e9, interrupted)
+
+
+@contextlib.asynccontextmanager
+async def _young_gc_only():
+    """No full garbage collections during a run: they stall the loop for tens of ms.
+
+    Python's automatic GC eventually walks every object, records included, and on
+    a loaded run that pause shows up as send lag. Objects alive at the start are
+    frozen, automatic GC is off, and a task collects the young generations (cheap:
+    only recent objects) every _GC_INTERVAL_S so short-lived cycles are still freed.
+    """
+    if not gc.isenabled():  # the caller manages GC itself
+        yield
+        return
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+
+    async def collect_young() -> None:
+        while True:
+            await asyncio.sleep(_GC_INTERVAL_S)
+            gc.collect(1)
+
+    task = asyncio.create_task(collect_young())
+    try:
+        yield
+    finally:
+        task.cancel()
+        gc.unfreeze()
+        gc.enable()
 
 
 async def _stream_into(adapter: Adapter, rec: RequestRecord, spec: RequestSpec, t0: int) -> None:

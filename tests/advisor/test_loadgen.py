@@ -104,3 +104,11 @@ def test_offline_sends_everything_at_once():
 def test_request_spec_rejects_impossible_lengths(bad):
     with pytest.raises(ValueError, match="max_tokens"):
         RequestSpec("x", (1,), max_tokens=bad)
+
+
+def test_garbage_collection_is_restored_after_a_run():
+    import gc
+
+    assert gc.isenabled()
+    _run(FakeAdapter(tpot_ms=1), _schedule("open", [0.0, 0.6], n_out=3))
+    assert gc.isenabled() and gc.get_freeze_count() == 0
