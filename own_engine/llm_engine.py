@@ -34,6 +34,20 @@ class RequestRefused(ValueError):
     """The request can never be served by this engine configuration; the message says what to change."""
 
 
+def check_request(prompt_ids: list[int], params: SamplingParams, vocab: int, max_model_len: int) -> int:
+    """Refuse a request no engine mode can serve (empty, bad ids, too long); returns its total length."""
+    if not prompt_ids:
+        raise RequestRefused("the prompt is empty; send at least one token id")
+    if min(prompt_ids) < 0 or max(prompt_ids) >= vocab:
+        bad = next(t for t in prompt_ids if not 0 <= t < vocab)
+        raise RequestRefused(f"prompt token id {bad} is outside the model's vocab [0, {vocab})")
+    total = len(prompt_ids) + params.max_tokens
+    if total > max_model_len:
+        raise RequestRefused(f"prompt ({len(prompt_ids)}) + max_tokens ({params.max_tokens}) = {total} tokens "
+                             f"exceeds max_model_len {max_model_len}; shorten the request")
+    return total
+
+
 def pick_device(device: str) -> torch.device:
     """'auto' is CUDA when available, else CPU."""
     if device == "auto":
@@ -101,16 +115,7 @@ class LLMEngine:
 
     def add_request(self, prompt_ids: list[int], params: SamplingParams) -> int:
         """Queue one request; returns its seq_id. Raises RequestRefused if it can never be served."""
-        if not prompt_ids:
-            raise RequestRefused("the prompt is empty; send at least one token id")
-        vocab = self.config.vocab_size
-        if min(prompt_ids) < 0 or max(prompt_ids) >= vocab:
-            bad = next(t for t in prompt_ids if not 0 <= t < vocab)
-            raise RequestRefused(f"prompt token id {bad} is outside the model's vocab [0, {vocab})")
-        total = len(prompt_ids) + params.max_tokens
-        if total > self.max_model_len:
-            raise RequestRefused(f"prompt ({len(prompt_ids)}) + max_tokens ({params.max_tokens}) = {total} tokens "
-                                 f"exceeds max_model_len {self.max_model_len}; shorten the request")
+        total = check_request(prompt_ids, params, self.config.vocab_size, self.max_model_len)
         blocks = self.block_manager.blocks_needed(total)
         if blocks > self.num_kv_blocks:
             raise RequestRefused(f"the request needs {blocks} KV blocks but the whole cache has "

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from own_engine.llm_engine import RequestRefused, describe_model, pick_device, precision_name
+from own_engine.llm_engine import check_request, describe_model, pick_device, precision_name
 from own_engine.loader import load_model
 from own_engine.paths import resolve_model
 from own_engine.sampler import Sampler
@@ -87,15 +87,7 @@ class StaticBatchEngine:
         return precision_name(self.model.dtype)
 
     def add_request(self, prompt_ids: list[int], params: SamplingParams) -> int:
-        if not prompt_ids:
-            raise RequestRefused("the prompt is empty; send at least one token id")
-        vocab = self.config.vocab_size
-        if min(prompt_ids) < 0 or max(prompt_ids) >= vocab:
-            bad = next(t for t in prompt_ids if not 0 <= t < vocab)
-            raise RequestRefused(f"prompt token id {bad} is outside the model's vocab [0, {vocab})")
-        if len(prompt_ids) + params.max_tokens > self.max_model_len:
-            raise RequestRefused(f"prompt ({len(prompt_ids)}) + max_tokens ({params.max_tokens}) exceeds "
-                                 f"max_model_len {self.max_model_len}; shorten the request")
+        check_request(prompt_ids, params, self.config.vocab_size, self.max_model_len)
         seq = Sequence(list(prompt_ids), params)
         self.waiting.append(seq)
         return seq.seq_id
