@@ -21,7 +21,8 @@ PAGES = ("Runs", "Compare", "Recommend", "Run")
 
 st.set_page_config(page_title="advisor", layout="wide")
 root = dash.runs_root()
-all_runs = dash.load_runs(root)
+skipped: list[str] = []
+all_runs = dash.load_runs(root, skipped)
 by_id = {r.run_id: r for r in all_runs}
 labels = {r["id"]: r["run"] for r in dash.runs_table(all_runs)}
 if "selected" not in st.session_state:
@@ -33,6 +34,8 @@ selected = [by_id[rid] for rid in st.session_state.selected]
 
 page = st.sidebar.radio("Page", PAGES, key="page")
 st.sidebar.caption(f"runs folder: {root} ({len(all_runs)} runs)")
+for line in skipped:
+    st.sidebar.warning(line, icon="⚠️")
 st.sidebar.download_button(f"Download report ({len(selected)} run{'' if len(selected) == 1 else 's'})", data=lambda: dash.report_html(selected),
                            file_name="advisor-report.html", mime="text/html", disabled=not selected,
                            key="download", on_click="ignore")

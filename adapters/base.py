@@ -1,16 +1,28 @@
-"""The adapter contract: what every engine wrapper is given and what it reports.
+"""The adapter contract: what every engine wrapper is given, what it reports, and how it starts and stops.
 
 An adapter turns one `RequestSpec` into a stream of `Chunk`s stamped with
 `time.perf_counter_ns()` as they reach the client side. It reports raw facts
 only (timestamps, token counts from the engine or the server's usage); every
 metric is computed later, once, in `advisor.metrics`.
+
+`Adapter` is a base class, not a protocol to probe: `start()` is idempotent,
+keeps `info` and times the cold start; every adapter declares its typed
+`Options` and its `capabilities`; one warm-up (which is also the preflight
+request that proves the engine can serve) and one refusal check serve all.
+Nothing outside an adapter calls getattr/hasattr on it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 ErrorKind = Literal[
     "http_4xx",  # the server refused the request (400-499 except 429)
@@ -23,6 +35,9 @@ ErrorKind = Literal[
     "refused",  # the engine says the request can never fit (too long, bad params)
     "cancelled",  # the run was stopped before the request finished
 ]
+
+# Where a request's per-chunk token counts came from (docs/metrics.md, "Token counts").
+TokenSource = Literal["engine", "server_per_chunk", "tokenizer_aligned", "text_proportional", "client_chunks"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,19 +75,22 @@ class RequestSpec:
 class Chunk:
     """One streamed piece of output as it reached the client.
 
-    `n_tokens` is how many output tokens this chunk carried, as counted by the
-    engine (or derived from the server's cumulative usage). The optional
-    cumulative fields let HTTP adapters report the server's own counts and the
-    client's count side by side (METRICS.md: never re-tokenise chunk by chunk
-    to get the primary count).
+    `n_tokens` is how many output tokens this chunk carried (docs/metrics.md
+    says where the count comes from: `token_source`). The cumulative fields
+    let HTTP adapters report the server's own counts and the client's count
+    side by side. `t_engine_ns` is the engine's own stamp (same clock), kept
+    beside the client-side arrival `t_ns` for engines that report one.
     """
 
-    t_ns: int  # time.perf_counter_ns() at arrival
+    t_ns: int  # time.perf_counter_ns() at arrival on the client side
     n_tokens: int
     text: str | None = None
     n_prompt: int | None = None  # prompt tokens as the engine/server counted them
     n_out_total: int | None = None  # server's cumulative completion tokens so far
     n_out_client: int | None = None  # client's own cumulative count so far
+    token_ids: tuple[int, ...] | None = None  # the ids, where the engine reports them
+    t_engine_ns: int | None = None  # when the engine produced them (perf_counter_ns, same clock as t_ns)
+    token_source: TokenSource | None = None
 
 
 class AdapterError(Exception):
@@ -82,9 +100,12 @@ class AdapterError(Exception):
         super().__init__(message)
         self.kind: ErrorKind = kind
 
+    def __reduce__(self) -> tuple[Any, ...]:  # crosses the engine-process boundary intact
+        return (AdapterError, (self.kind, str(self)))
+
 
 class EngineUnavailable(RuntimeError):
-    """The adapter cannot be created here; the message says why and how to fix it."""
+    """The adapter cannot be created or started here; the message says why and how to fix it."""
 
 
 @dataclass(frozen=True)
@@ -105,28 +126,168 @@ class EngineInfo:
     vocab_size: int | None = None
     max_model_len: int | None = None
     pid: int | None = None  # process whose memory and CPU telemetry should sample
+    ready_s: float | None = None  # cold start: from start() until the warm-up request was served
+    placement: dict[str, Any] = field(default_factory=dict)  # engine process and CPUs, client CPUs
     extra: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
 
-@runtime_checkable
-class Adapter(Protocol):
-    """Every engine wrapper. Created by the registry; heavy imports happen in `__init__`/`start`."""
+@dataclass(frozen=True)
+class Capabilities:
+    """What an adapter is, declared once per class."""
+
+    served: bool  # reached over the network (openai); else the engine is loaded by advisor itself
+    per_chunk_tokens: bool  # every chunk carries the engine's own exact token count
+    own_process: bool = False  # loaded by advisor and run in a child process of its own (adapters.engine_process)
+
+
+class EngineOptions(BaseModel):
+    """Options every adapter takes; each adapter extends this with its own (one spelling each).
+
+    Unknown keys are errors that list the valid options (`advisor engines --json` shows them).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    device: str = Field("auto", description="where the engine runs: auto, cpu, cuda[:N]")
+    threads: int | None = Field(None, ge=1, le=1024, description="engine CPU threads (default: the engine's cores)")
+    max_batch: int | None = Field(None, ge=1, le=65536, description="most requests the engine serves at once")
+
+
+class InProcessOptions(EngineOptions):
+    """Options of engines advisor loads itself."""
+
+    isolate: bool = Field(True, description="run the engine in its own process (false: on the client's "
+                                            "interpreter, only to compare; send lag suffers)")
+
+
+WARMUP_PROMPTS: tuple[tuple[int, ...], ...] = ((5, 6, 7, 8, 9, 10, 11, 12), (13, 14, 15))
+WARMUP_TOKENS = 4
+
+
+class Adapter(ABC):
+    """Every engine wrapper. Created by the registry (`adapters.create`); heavy imports happen in `_start`."""
 
     name: ClassVar[str]
+    Options: ClassVar[type[EngineOptions]] = EngineOptions
+    capabilities: ClassVar[Capabilities]
 
+    def __init__(self, model: str | None, options: EngineOptions | None = None) -> None:
+        self.model = model
+        self.options = options if options is not None else self.Options()
+        assert isinstance(self.options, self.Options), (type(self.options), self.Options)
+        self._info: EngineInfo | None = None
+        self._notes: list[str] = []  # learned while serving (a server that refused a field, ...)
+
+    # ---- lifecycle (shared) --------------------------------------------------------------------
     def start(self) -> EngineInfo:
-        """Load the model and warm up; returns what is being measured."""
-        ...
+        """Load the model, warm up with a real request; idempotent: a started adapter returns its info."""
+        if self._info is not None:
+            return self._info
+        t0 = time.perf_counter()
+        info = self._start()
+        try:
+            self._warm_up(info)
+        except BaseException:
+            self.close()
+            raise
+        self._info = replace(info, ready_s=round(time.perf_counter() - t0, 4))
+        return self._info
 
-    def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
-        """Serve one request; raise AdapterError for a failed request."""
-        ...
+    @property
+    def started(self) -> bool:
+        return self._info is not None
+
+    @property
+    def info(self) -> EngineInfo:
+        if self._info is None:
+            raise RuntimeError(f"the {self.name} adapter is not started: call start() first")
+        return self._info
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Facts learned while serving, for the result (EngineInfo holds those known at start)."""
+        return tuple(self._notes)
+
+    def close(self) -> None:
+        """Release the engine; safe to call twice. After close(), start() starts it again."""
+        self._close()
+        self._info = None
+
+    async def aclose(self) -> None:  # noqa: B027 (optional hook)
+        """Release resources bound to the current event loop (HTTP sessions, readers); the engine stays up."""
 
     def stats(self) -> dict[str, float]:
         """Engine-side gauges if any (kv_blocks_used, kv_blocks_total, running, waiting, preemptions)."""
-        ...
+        return {}
 
-    def close(self) -> None:
-        """Release the engine. An adapter may also define `async aclose()`, awaited first."""
-        ...
+    # ---- what each adapter implements ------------------------------------------------------------
+    @abstractmethod
+    def _start(self) -> EngineInfo:
+        """Load the model and make the engine ready to serve; return what is being measured."""
+
+    @abstractmethod
+    def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
+        """Serve one request; raise AdapterError for a failed request."""
+
+    def _close(self) -> None:  # noqa: B027 (optional hook)
+        """Release what `_start` acquired; must tolerate being called when not started."""
+
+    # ---- shared helpers --------------------------------------------------------------------------
+    @staticmethod
+    def refuse_unservable(req: RequestSpec, max_len: int | None, limit: str) -> None:
+        """The one refusal check: an empty prompt, or prompt + max_tokens past `max_len` (`limit` names it)."""
+        if req.n_in == 0:
+            raise AdapterError("refused", "empty prompt: give at least one token id")
+        if max_len is not None and req.n_in + req.max_tokens > max_len:
+            raise AdapterError("refused", f"prompt {req.n_in} + max_tokens {req.max_tokens} = "
+                               f"{req.n_in + req.max_tokens} tokens exceeds {limit}")
+
+    def warmup_requests(self, info: EngineInfo) -> list[RequestSpec]:
+        """Two small requests (prefill and batched decode paths); ids kept inside the vocabulary."""
+        vocab = info.vocab_size or 32000
+        return [RequestSpec(f"warmup-{i}", tuple(t % vocab for t in ids), max_tokens=WARMUP_TOKENS)
+                for i, ids in enumerate(WARMUP_PROMPTS)]
+
+    def _warm_up(self, info: EngineInfo) -> None:
+        """Serve the warm-up requests before any timing; they are also the preflight.
+
+        An engine that cannot serve them (no tokenizer for a text-only server, model not loaded)
+        fails here, before anything is measured, with the engine's own words and the fix.
+        Run on a private event loop in a helper thread, so start() also works from async code.
+        """
+        reqs = self.warmup_requests(info)
+
+        async def one(req: RequestSpec) -> None:
+            n = 0
+            async for ch in self.stream(req):
+                n += ch.n_tokens
+            if n < 1:
+                raise AdapterError("stream", "the warm-up request returned no output token")
+
+        async def all_of_them() -> None:
+            try:
+                await asyncio.gather(*(one(r) for r in reqs))
+            finally:
+                await self.aclose()
+
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                asyncio.run(all_of_them())
+            except BaseException as e:  # re-raised in the caller's thread below
+                errors.append(e)
+
+        t = threading.Thread(target=run, name=f"{self.name}-warm-up")
+        t.start()
+        t.join()
+        if errors:
+            e = errors[0]
+            detail = f"{e.kind}: {e}" if isinstance(e, AdapterError) else f"{type(e).__name__}: {e}"
+            raise EngineUnavailable(f"engine '{self.name}' started but could not serve a warm-up request "
+                                    f"({detail}); {self.preflight_hint(e)}") from e
+
+    def preflight_hint(self, error: BaseException) -> str:
+        """What to do when the warm-up request failed (adapters refine this)."""
+        return "check the model and the engine's log"

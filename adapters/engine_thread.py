@@ -4,8 +4,8 @@ Each of them runs its engine in one thread it owns: `stream()` puts a
 `Pending` record into that thread's inbox and yields `Chunk`s from the
 record's asyncio.Queue, which the engine thread fills with `(t_ns, new_ids)`
 items, then `DONE` or an `AdapterError`. `EngineThreadMixin` holds that
-plumbing (inbox, stop event, stats, kept token ids, warm-up, join); it never
-looks at which engine it serves. Each adapter keeps its own `start()`, its
+plumbing (inbox, stop event, stats, join); it never
+looks at which engine it serves. Each adapter keeps its own `_start()`, its
 engine loop `_run()` and its own `Pending` subclass for per-engine state.
 `convert_on_first_use` and `load_tokenizer` are the model preparation the
 three share (HF folder -> cached engine format, tokenizer for chunk text).
@@ -66,7 +66,7 @@ def load_tokenizer(model_dir: Path) -> Any:
 
 
 class EngineThreadMixin:
-    """Inbox, stream, warm-up, stats and shutdown of an adapter whose engine runs in one thread it owns.
+    """Inbox, stream, stats and shutdown of an adapter whose engine runs in one thread it owns.
 
     The adapter calls `_init_engine_thread()` in its constructor, defines `_admit(req)` (refuse what its
     engine cannot serve, make the Pending) and `_run()` (the engine loop: read `self._inbox` until `self._stop`
@@ -74,16 +74,12 @@ class EngineThreadMixin:
     `_start_engine_thread(name)`.
     """
 
-    keep_token_ids: bool
-
     def _init_engine_thread(self) -> None:
         self._inbox: queue.Queue[Pending] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._stats: dict[str, float] = {}
         self._tok: Any = None  # a tokenizers.Tokenizer when chunks carry decoded text
-        self.keep_token_ids = False  # keep each request's output ids (`advisor verify`); benchmarks leave it off
-        self._token_ids: dict[str, list[int]] = {}
 
     def _run(self) -> None:
         raise NotImplementedError  # the adapter's engine loop
@@ -92,6 +88,7 @@ class EngineThreadMixin:
         raise NotImplementedError  # the adapter's checks of `req` (started? fits?) and its Pending for it
 
     def _start_engine_thread(self, thread_name: str) -> None:
+        self._stop.clear()  # a closed adapter can be started again
         self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
         self._thread.start()
 
@@ -115,23 +112,11 @@ class EngineThreadMixin:
     def stats(self) -> dict[str, float]:
         return dict(self._stats)
 
-    def token_ids_of(self, request_id: str) -> list[int] | None:
-        """Output ids of a finished request, when `keep_token_ids` was on."""
-        return self._token_ids.get(request_id)
-
-    def _refuse_unservable(self, req: RequestSpec, max_len: int, limit: str) -> None:
-        """Refuse an empty prompt, or one that with its max_tokens goes past `max_len` (`limit` says which limit)."""
-        if req.n_in == 0:
-            raise AdapterError("refused", "empty prompt: give at least one token id")
-        if req.n_in + req.max_tokens > max_len:
-            raise AdapterError("refused", f"prompt {req.n_in} + max_tokens {req.max_tokens} exceeds {limit}")
-
     async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
         """Send `req` to the engine thread and yield its chunks until DONE; an AdapterError item is raised."""
         p = self._admit(req)
         self._inbox.put(p)
         first = True
-        kept = self._token_ids.setdefault(req.request_id, []) if self.keep_token_ids else None
         try:
             while True:
                 item = await p.out.get()
@@ -140,37 +125,9 @@ class EngineThreadMixin:
                 if isinstance(item, AdapterError):
                     raise item
                 t_ns, ids = item
-                if kept is not None:
-                    kept.extend(ids)
                 text = self._tok.decode(ids) if self._tok is not None else None
-                yield Chunk(t_ns, len(ids), text=text, n_prompt=req.n_in if first else None)
+                yield Chunk(t_ns, len(ids), text=text, n_prompt=req.n_in if first else None, token_ids=tuple(ids),
+                            t_engine_ns=t_ns, token_source="engine")
                 first = False
         finally:
             p.cancelled = True
-
-    def _warm_up(self, vocab: int) -> None:
-        """Two requests through the engine thread (prefill and batched decode), before any timing.
-
-        Run on a private event loop in a helper thread, so start() also works when called from async code.
-        """
-        async def one(i: int, n: int) -> None:
-            spec = RequestSpec(f"warmup-{i}", tuple(t % vocab for t in range(5, 5 + n)), max_tokens=4)
-            async for _ in self.stream(spec):
-                pass
-
-        async def both() -> None:
-            await asyncio.gather(one(0, 8), one(1, 3))
-
-        errors: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                asyncio.run(both())
-            except BaseException as e:  # re-raised in the caller's thread below
-                errors.append(e)
-
-        t = threading.Thread(target=run, name="warm-up")
-        t.start()
-        t.join()
-        if errors:
-            raise AdapterError("engine", f"warm-up failed: {errors[0]}") from errors[0]

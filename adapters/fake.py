@@ -1,80 +1,103 @@
 """A deterministic engine with known delays and no model, for tests and load-generator benchmarks.
 
-`FakeAdapter(None, ttft_ms=20, tpot_ms=5, tokens_per_chunk=1)` streams exactly
+`fake` with `ttft_ms=20, tpot_ms=5, tokens_per_chunk=1` streams exactly
 `max_tokens` tokens: the first after `ttft_ms`, then one chunk every
 `tpot_ms * tokens_per_chunk`. With all delays at 0 it is a zero-work engine
-that measures the load generator itself. `fail_every=N` makes every N-th
-request fail with an 'engine' error, `max_concurrency` queues requests beyond
-it (a crude capacity model for saturation tests).
+that measures the load generator itself. `jitter_ms` adds a seeded random
+delay (uniform in [0, jitter_ms)) to each request's first token, so repeats
+differ by a known amount. `fail_every=N` makes every N-th request (warm-up
+excluded) fail with an 'engine' error; `max_batch` queues requests beyond it
+(a crude capacity model for saturation tests).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import random
 import time
 from collections.abc import AsyncIterator
 from typing import ClassVar
 
-from adapters.base import AdapterError, Chunk, EngineInfo, RequestSpec
+from pydantic import Field
+
+from adapters.base import Adapter, AdapterError, Capabilities, Chunk, EngineInfo, EngineOptions, RequestSpec
 
 
-class FakeAdapter:
+class FakeOptions(EngineOptions):
+    ttft_ms: float = Field(0.0, ge=0, description="delay before the first token")
+    tpot_ms: float = Field(0.0, ge=0, description="delay per later token")
+    tokens_per_chunk: int = Field(1, ge=1, description="tokens carried by each chunk after the first")
+    jitter_ms: float = Field(0.0, ge=0, description="seeded random extra delay before the first token")
+    seed: int = Field(0, ge=0, description="seed of the jitter")
+    fail_every: int = Field(0, ge=0, description="every N-th request fails (0: none)")
+    vocab_size: int = Field(32000, ge=16, description="vocabulary size it reports")
+    max_model_len: int | None = Field(None, ge=2, description="context limit it enforces (None: none)")
+
+
+class FakeAdapter(Adapter):
     name: ClassVar[str] = "fake"
+    Options: ClassVar[type[FakeOptions]] = FakeOptions
+    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True)
 
-    def __init__(self, model: str | None = None, *, ttft_ms: float = 0.0, tpot_ms: float = 0.0,
-                 tokens_per_chunk: int = 1, fail_every: int = 0, max_concurrency: int = 0,
-                 vocab_size: int = 32000) -> None:
-        if ttft_ms < 0 or tpot_ms < 0:
-            raise ValueError("fake adapter delays must be >= 0")
-        if tokens_per_chunk < 1:
-            raise ValueError("tokens_per_chunk must be >= 1")
-        self.ttft_s = float(ttft_ms) / 1e3
-        self.tpot_s = float(tpot_ms) / 1e3
-        self.tokens_per_chunk = int(tokens_per_chunk)
-        self.fail_every = int(fail_every)
-        self.max_concurrency = int(max_concurrency)
-        self.vocab_size = int(vocab_size)
+    def __init__(self, model: str | None = None, options: FakeOptions | None = None) -> None:
+        super().__init__(model, options)
+        o = self.options
+        assert isinstance(o, FakeOptions)
+        self.o = o
         self._count = 0
         self._running = 0
+        self._rng = random.Random(o.seed)
         self._sem: asyncio.Semaphore | None = None
+        self._sem_loop: asyncio.AbstractEventLoop | None = None
 
-    def start(self) -> EngineInfo:
+    def _start(self) -> EngineInfo:
+        o = self.o
         return EngineInfo(adapter="fake", engine="fake", version="0", device="none", model="none",
-                          format="none", precision="none", batching="continuous" if not self.max_concurrency else "static",
-                          vocab_size=self.vocab_size, pid=os.getpid(),
-                          extra={"ttft_ms": self.ttft_s * 1e3, "tpot_ms": self.tpot_s * 1e3,
-                                 "tokens_per_chunk": self.tokens_per_chunk})
+                          format="none", precision="none", batching="static" if o.max_batch else "continuous",
+                          max_batch=o.max_batch, vocab_size=o.vocab_size, max_model_len=o.max_model_len,
+                          pid=os.getpid(),
+                          extra={"ttft_ms": o.ttft_ms, "tpot_ms": o.tpot_ms, "tokens_per_chunk": o.tokens_per_chunk,
+                                 "jitter_ms": o.jitter_ms})
+
+    def _semaphore(self) -> asyncio.Semaphore | None:
+        if not self.o.max_batch:
+            return None
+        loop = asyncio.get_running_loop()
+        if self._sem is None or self._sem_loop is not loop:
+            self._sem, self._sem_loop = asyncio.Semaphore(self.o.max_batch), loop
+        return self._sem
 
     async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
-        self._count += 1
-        if self.fail_every and self._count % self.fail_every == 0:
-            raise AdapterError("engine", f"fake failure on request {req.request_id}")
-        if self.max_concurrency:
-            if self._sem is None:
-                self._sem = asyncio.Semaphore(self.max_concurrency)
-            await self._sem.acquire()
+        o = self.o
+        self.refuse_unservable(req, o.max_model_len, f"max_model_len {o.max_model_len}")
+        if not req.request_id.startswith("warmup-"):
+            self._count += 1
+            if o.fail_every and self._count % o.fail_every == 0:
+                raise AdapterError("engine", f"fake failure on request {req.request_id}")
+        jitter_s = self._rng.random() * o.jitter_ms / 1e3 if o.jitter_ms else 0.0
+        sem = self._semaphore()
+        if sem is not None:
+            await sem.acquire()
         self._running += 1
         try:
-            if self.ttft_s:
-                await asyncio.sleep(self.ttft_s)
+            if o.ttft_ms or jitter_s:
+                await asyncio.sleep(o.ttft_ms / 1e3 + jitter_s)
             left = req.max_tokens
             first = True
             while left > 0:
-                n = 1 if first else min(self.tokens_per_chunk, left)
+                n = 1 if first else min(o.tokens_per_chunk, left)
                 if not first:
                     # zero delay still yields to the loop: each chunk is its own loop turn, as when streamed
-                    await asyncio.sleep(self.tpot_s * n)
+                    await asyncio.sleep(o.tpot_ms / 1e3 * n)
                 left -= n
                 first = False
-                yield Chunk(time.perf_counter_ns(), n, n_prompt=req.n_in if left == 0 else None)
+                yield Chunk(time.perf_counter_ns(), n, n_prompt=req.n_in if left == 0 else None,
+                            token_source="engine")
         finally:
             self._running -= 1
-            if self._sem is not None:
-                self._sem.release()
+            if sem is not None:
+                sem.release()
 
     def stats(self) -> dict[str, float]:
         return {"running": float(self._running)}
-
-    def close(self) -> None:
-        pass

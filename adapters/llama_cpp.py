@@ -4,10 +4,10 @@ The HF folder is converted on first use (`advisor.convert.convert(..., "gguf")`,
 cached and logit-checked). The high-level `Llama` class serves one sequence
 at a time and silently reuses a matching prompt prefix, so this adapter
 drives llama.cpp's C API directly (as llama.cpp's own server does): one
-context with `parallel` sequence slots over a unified KV cache, one engine
+context with `max_batch` sequence slots over a unified KV cache, one engine
 thread that admits new requests between steps and packs every active
 sequence's next token (and pending prompt chunks) into one `llama_batch`
-per `llama_decode`. That is continuous batching; with `parallel=1` requests
+per `llama_decode`. That is continuous batching; with `max_batch=1` requests
 queue and EngineInfo says batching="none". Each request's KV is removed when
 it ends, so no prefix is ever reused. The KV cache is f16 by default, as in
 llama.cpp itself (ggml's CPU attention over an f32 KV cache is ~5x slower per
@@ -21,11 +21,12 @@ import ctypes
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import Field
 
-from adapters.base import AdapterError, EngineInfo, RequestSpec
+from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
 
 
@@ -37,31 +38,36 @@ class _Seq(Pending):
     rng: Any = None
 
 
-class LlamaCppAdapter(EngineThreadMixin):
-    name: ClassVar[str] = "llama_cpp"
+class LlamaCppOptions(InProcessOptions):
+    precision: str = Field("fp32", description="GGUF weights: fp32, fp16, q8_0 (int8), q4_0 (int4)")
+    n_ctx: int | None = Field(None, ge=16, description="context per sequence (default: the model's)")
+    n_batch: int = Field(512, ge=1, description="tokens per llama_decode call")
+    kv_cache_precision: Literal["f32", "f16"] = Field("f16", description="KV cache type (f32 for exact agreement)")
+    extra_buffers: bool | None = Field(None, description="llama.cpp's repacking buffers (default: unless AMX)")
+    flash_attn: bool | None = Field(None, description="flash attention (default: llama.cpp's auto)")
+    decode_text: bool = Field(True, description="decode each chunk's text with the model's tokenizer")
 
-    def __init__(self, model: str | None = None, *, precision: str = "fp32", threads: int | None = None,
-                 n_ctx: int | None = None, n_batch: int = 512, parallel: int = 1, kv_cache_precision: str = "f16",
-                 extra_buffers: bool | None = None, flash_attn: bool | None = None, device: str = "cpu",
-                 decode_text: bool = True) -> None:
-        if device.lower() not in ("cpu", "auto"):
-            raise ValueError(f"the llama_cpp adapter runs on the CPU here (device='cpu'), got device={device!r}")
-        if parallel < 1:
-            raise ValueError(f"parallel must be >= 1, got {parallel}")
-        if n_batch < 1:
-            raise ValueError(f"n_batch must be >= 1, got {n_batch}")
-        if kv_cache_precision not in ("f32", "f16"):
-            raise ValueError(f"kv_cache_precision must be f32 or f16, got {kv_cache_precision!r}")
-        self.model = model
-        self.precision = precision
-        self.threads = int(threads) if threads else (os.cpu_count() or 1)
-        self.n_ctx = n_ctx
-        self.n_batch = int(n_batch)
-        self.parallel = int(parallel)
-        self.kv_cache_precision = kv_cache_precision
-        self.extra_buffers = extra_buffers  # None: llama.cpp's repacking buffers unless the CPU advertises AMX
-        self.flash_attn = flash_attn  # None: llama.cpp's default (auto)
-        self.decode_text = decode_text
+
+class LlamaCppAdapter(EngineThreadMixin, Adapter):
+    name: ClassVar[str] = "llama_cpp"
+    Options: ClassVar[type[LlamaCppOptions]] = LlamaCppOptions
+    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=True)
+
+    def __init__(self, model: str | None = None, options: LlamaCppOptions | None = None) -> None:
+        super().__init__(model, options)
+        o = self.options
+        assert isinstance(o, LlamaCppOptions)
+        if o.device.lower() not in ("cpu", "auto"):
+            raise ValueError(f"the llama_cpp adapter runs on the CPU here (device='cpu'), got device={o.device!r}")
+        self.precision = o.precision
+        self.threads = o.threads or (os.cpu_count() or 1)
+        self.n_ctx = o.n_ctx
+        self.n_batch = o.n_batch
+        self.parallel = o.max_batch or 1
+        self.kv_cache_precision = o.kv_cache_precision
+        self.extra_buffers = o.extra_buffers  # None: llama.cpp's repacking buffers unless the CPU advertises AMX
+        self.flash_attn = o.flash_attn  # None: llama.cpp's default (auto)
+        self.decode_text = o.decode_text
         self._ll: Any = None  # the llama_cpp module
         self._model: Any = None
         self._ctx: Any = None
@@ -71,7 +77,7 @@ class LlamaCppAdapter(EngineThreadMixin):
         self._init_engine_thread()
 
     # ---- lifecycle -------------------------------------------------------------------------------
-    def start(self) -> EngineInfo:
+    def _start(self) -> EngineInfo:
         import llama_cpp as ll
 
         from advisor.convert.gguf import FILENAME, extra_buffers_default, load
@@ -92,11 +98,10 @@ class LlamaCppAdapter(EngineThreadMixin):
         self._eos.update(t for t in (int(ll.llama_vocab_eos(vocab)), *_config_eos(cfg)) if 0 <= t < self._n_vocab)
         self._tok = load_tokenizer(src) if self.decode_text else None
         self._start_engine_thread("llama-cpp-engine")
-        self._warm_up(self._n_vocab)
         batching = "continuous" if self.parallel > 1 else "none"
         notes = (f"llama.cpp batched decode over {self.parallel} sequence slots (unified KV cache); new requests "
                  "join between steps" if self.parallel > 1 else
-                 "parallel=1: llama.cpp serves one sequence at a time; overlapping requests queue",
+                 "max_batch=1: llama.cpp serves one sequence at a time; overlapping requests queue",
                  "no prompt-prefix reuse: each request's KV is removed when it ends")
         return EngineInfo(
             adapter=self.name, engine="llama.cpp (llama-cpp-python)", version=ll.__version__, device="cpu",
@@ -108,7 +113,7 @@ class LlamaCppAdapter(EngineThreadMixin):
                    "flash_attn": "auto" if self.flash_attn is None else self.flash_attn},
             notes=notes)
 
-    def close(self) -> None:
+    def _close(self) -> None:
         self._stop_engine_thread()
         self._free()
 
@@ -123,7 +128,7 @@ class LlamaCppAdapter(EngineThreadMixin):
     def _admit(self, req: RequestSpec) -> _Seq:
         if self._ctx is None or self._thread is None:
             raise AdapterError("engine", "the llama_cpp adapter was not started; call start() first")
-        self._refuse_unservable(req, self._max_len, f"the context of {self._max_len} tokens per sequence (n_ctx=)")
+        self.refuse_unservable(req, self._max_len, f"the context of {self._max_len} tokens per sequence (n_ctx=)")
         bad = [t for t in req.prompt_ids if not 0 <= t < self._n_vocab]
         if bad:
             raise AdapterError("refused", f"token ids {bad[:5]} are outside the vocab [0, {self._n_vocab})")

@@ -18,9 +18,11 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from adapters.base import AdapterError, EngineInfo, RequestSpec
+from pydantic import Field
+
+from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
 
 
@@ -31,25 +33,33 @@ class _Pending(Pending):
     cancel_sent: bool = False
 
 
-class OnnxRuntimeAdapter(EngineThreadMixin):
-    name: ClassVar[str] = "onnxruntime"
+class OnnxRuntimeOptions(InProcessOptions):
+    precision: str = Field("fp32", description="ONNX weights: fp32, fp16, int8, int4")
+    provider: Literal["cpu", "cuda", "tensorrt"] = Field("cpu", description="execution provider")
+    max_length: int | None = Field(None, ge=16, description="KV buffer per sequence (default: the model's context)")
+    decode_text: bool = Field(True, description="decode each chunk's text with the model's tokenizer")
 
-    def __init__(self, model: str | None = None, *, precision: str = "fp32", threads: int | None = None,
-                 provider: str = "cpu", max_batch: int = 8, max_length: int | None = None,
-                 device: str | None = None, decode_text: bool = True) -> None:
-        if device is not None and device.lower() != "auto":  # `advisor bench --device` maps onto the provider
-            provider = "cuda" if device.lower().startswith("cuda") else device.lower()
+
+class OnnxRuntimeAdapter(EngineThreadMixin, Adapter):
+    name: ClassVar[str] = "onnxruntime"
+    Options: ClassVar[type[OnnxRuntimeOptions]] = OnnxRuntimeOptions
+    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=True)
+
+    def __init__(self, model: str | None = None, options: OnnxRuntimeOptions | None = None) -> None:
+        super().__init__(model, options)
+        o = self.options
+        assert isinstance(o, OnnxRuntimeOptions)
+        provider = o.provider
+        if o.device.lower() != "auto":  # `advisor bench --device` maps onto the provider
+            provider = "cuda" if o.device.lower().startswith("cuda") else o.device.lower()
         if provider not in ("cpu", "cuda", "tensorrt"):
             raise ValueError(f"provider must be cpu, cuda or tensorrt, got {provider!r}")
-        if max_batch < 1:
-            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
-        self.model = model
-        self.precision = precision
-        self.threads = None if threads is None else int(threads)
+        self.precision = o.precision
+        self.threads = o.threads
         self.provider = provider
-        self.max_batch = int(max_batch)
-        self.max_length = max_length
-        self.decode_text = decode_text
+        self.max_batch = o.max_batch or 8
+        self.max_length = o.max_length
+        self.decode_text = o.decode_text
         self._engine: Any = None
         self._config: Any = None
         self._ready = threading.Event()
@@ -58,7 +68,7 @@ class OnnxRuntimeAdapter(EngineThreadMixin):
         self._max_len = 0
         self._init_engine_thread()
 
-    def start(self) -> EngineInfo:
+    def _start(self) -> EngineInfo:
         import onnxruntime_genai as og
 
         from advisor.convert import ConversionError
@@ -81,13 +91,14 @@ class OnnxRuntimeAdapter(EngineThreadMixin):
         self._tok = load_tokenizer(src) if self.decode_text else None
         vocab = int(cfg["vocab_size"])
         # og.Engine must be created and driven by one thread: the engine thread owns it from the start
+        self._ready.clear()
+        self._start_error = None
         self._start_engine_thread("onnxruntime-engine")
         self._ready.wait()
         if self._start_error is not None:
-            self.close()
+            self._close()
             raise ConversionError(f"onnxruntime-genai could not load {out}: {self._start_error[:300]}; reconvert with "
                                   f"`advisor models convert {src} --to onnx --precision {self.precision} --force`")
-        self._warm_up(vocab)
         return EngineInfo(
             adapter=self.name, engine="ONNX Runtime GenAI", version=og.__version__, device=self.provider,
             model=str(src), format="onnx", precision=self.precision, batching="static",
@@ -99,13 +110,13 @@ class OnnxRuntimeAdapter(EngineThreadMixin):
                    "arriving while a batch runs waits for that batch to finish",
                    "KV buffer preallocated to max_length per batch slot; memory from RSS only (no KV stats API)"))
 
-    def close(self) -> None:
+    def _close(self) -> None:
         self._stop_engine_thread()
 
     def _admit(self, req: RequestSpec) -> _Pending:
         if self._engine is None or self._thread is None:
             raise AdapterError("engine", "the onnxruntime adapter was not started; call start() first")
-        self._refuse_unservable(req, self._max_len, f"max_length {self._max_len} (raise max_length=, up to the "
+        self.refuse_unservable(req, self._max_len, f"max_length {self._max_len} (raise max_length=, up to the "
                                                     "model's context)")
         return _Pending(req)
 

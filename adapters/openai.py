@@ -4,7 +4,7 @@ Sends `/v1/completions` (prompt as token ids where the server takes them, else
 text) or `/v1/chat/completions`, asks for usage in the stream and for exact
 output length (`ignore_eos`, `min_tokens`), and turns every failure into an
 `AdapterError` with its kind. Token accounting lives in `openai_stream`, SSE
-framing in `sse`, server start/stop for `launch=` in `advisor.launch`. The API
+framing in `sse`, server start/stop for `launch=` in `adapters.launch`. The API
 key is read from the environment at request time and never stored or logged.
 """
 
@@ -19,12 +19,23 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from adapters.base import AdapterError, Chunk, EngineInfo, EngineUnavailable, ErrorKind, RequestSpec
+from pydantic import Field
+
+from adapters.base import (
+    Adapter,
+    AdapterError,
+    Capabilities,
+    Chunk,
+    EngineInfo,
+    EngineOptions,
+    EngineUnavailable,
+    ErrorKind,
+    RequestSpec,
+)
 from adapters.openai_request import RequestShape
 from adapters.openai_stream import StreamCounter
 from adapters.sse import SSEDecoder
@@ -51,41 +62,55 @@ def public_url(url: str) -> str:
     return urllib.parse.urlunsplit((p.scheme, netloc, p.path, "", ""))
 
 
-class OpenAIAdapter:
-    name: ClassVar[str] = "openai"
+class OpenAIOptions(EngineOptions):
+    url: str | None = Field(None, description="server URL, e.g. http://127.0.0.1:8000 (or /v1)")
+    endpoint: Literal["completions", "chat"] = Field("completions", description="which API to call")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key")
+    timeout_s: float = Field(600, gt=0, description="per-request timeout of the HTTP client")
+    prompt_mode: Literal["auto", "ids", "text"] = Field("auto", description="send token ids or decoded text")
+    tokenizer: str | None = Field(None, description="HF model folder or tokenizer.json: text prompts, exact counts")
+    served_model: str | None = Field(None, description="model name the server serves (default: asked)")
+    launch: str | None = Field(None, description="server command advisor starts, benchmarks and stops")
+    log_dir: str | None = Field(None, description="folder for a launched server's log")
+    health_timeout_s: float = Field(300, gt=0, description="how long a launched server may take to be healthy")
+    max_connections: int = Field(0, ge=0, description="HTTP connection cap (0: none)")
 
-    def __init__(self, model: str | None, *, url: str, endpoint: Literal["completions", "chat"] = "completions",
-                 api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 600, prompt_mode: Literal["auto", "ids", "text"] = "auto",
-                 tokenizer: str | None = None, served_model: str | None = None, launch: str | None = None,
-                 log_dir: str | None = None, health_timeout_s: float = 300, max_connections: int = 0) -> None:
-        if endpoint not in ("completions", "chat"):
-            raise ValueError(f"endpoint must be 'completions' or 'chat', got {endpoint!r}")
-        if prompt_mode not in ("auto", "ids", "text"):
-            raise ValueError(f"prompt_mode must be 'auto', 'ids' or 'text', got {prompt_mode!r}")
-        if endpoint == "chat" and prompt_mode == "ids":
+
+class OpenAIAdapter(Adapter):
+    name: ClassVar[str] = "openai"
+    Options: ClassVar[type[OpenAIOptions]] = OpenAIOptions
+    capabilities: ClassVar[Capabilities] = Capabilities(served=True, per_chunk_tokens=False)
+
+    def __init__(self, model: str | None, options: OpenAIOptions | None = None) -> None:
+        super().__init__(model, options)
+        o = self.options
+        assert isinstance(o, OpenAIOptions)
+        if not o.url:
+            raise ValueError("the openai engine needs the server's address: --url http://HOST:PORT "
+                             "(with --launch \"COMMAND\" when advisor should start the server)")
+        if o.endpoint == "chat" and o.prompt_mode == "ids":
             raise ValueError("the chat endpoint takes text only: use prompt_mode='text' or 'auto'")
-        if timeout_s <= 0 or health_timeout_s <= 0 or max_connections < 0:
-            raise ValueError("timeout_s and health_timeout_s must be > 0 and max_connections >= 0")
-        self.model = model
+        url = o.url
         self.url = base_url(url)
         parts = urllib.parse.urlsplit(url.strip())
         # user:password in the URL becomes Basic auth, kept apart so it never reaches results
         self._basic = (urllib.parse.unquote(parts.username), urllib.parse.unquote(parts.password or "")) \
             if parts.username else None
-        self.endpoint = endpoint
-        self.api_key_env = api_key_env
-        self.timeout_s = float(timeout_s)
-        self.prompt_mode = prompt_mode
+        self.endpoint = o.endpoint
+        self.api_key_env = o.api_key_env
+        self.timeout_s = float(o.timeout_s)
+        self.prompt_mode = o.prompt_mode
+        tokenizer = o.tokenizer
         if tokenizer is None and model is not None and Path(model).is_dir():
             tokenizer = model  # a local HF folder: its tokenizer gives text prompts and client counts
         self.tokenizer_path = tokenizer
-        self.served_model = served_model
-        self.launch = launch
-        self.log_dir = log_dir
-        self.health_timeout_s = float(health_timeout_s)
-        self.max_connections = int(max_connections)
-        self.shape = RequestShape(endpoint, prompt_mode)  # what we send, and what the server refused
-        self.notes = self.shape.notes
+        self.served_model = o.served_model
+        self.launch = o.launch
+        self.log_dir = o.log_dir
+        self.health_timeout_s = float(o.health_timeout_s)
+        self.max_connections = int(o.max_connections)
+        self.shape = RequestShape(self.endpoint, self.prompt_mode)  # what we send, and what the server refused
+        self._notes = self.shape.notes
         self.short_requests = 0  # ignore_eos asked, fewer/more tokens came back
         self.usage_modes: dict[str, int] = {}
         self._tok: Any = None
@@ -96,11 +121,11 @@ class OpenAIAdapter:
         self.metrics_url: str | None = None  # the server's Prometheus endpoint, found by start()
 
     # ---- lifecycle -------------------------------------------------------------------------
-    def start(self) -> EngineInfo:
+    def _start(self) -> EngineInfo:
         pid = None
         extra: dict[str, Any] = {}
         if self.launch:
-            from advisor.launch import ManagedServer, redacted_command
+            from adapters.launch import ManagedServer, redacted_command
 
             log_dir = Path(self.log_dir or tempfile.mkdtemp(prefix="advisor-server-"))
             self._server = ManagedServer(self.launch, health_urls=[f"{self.url}/v1/models", f"{self.url}/health"],
@@ -111,7 +136,7 @@ class OpenAIAdapter:
         try:
             return self._describe(pid, extra)
         except BaseException:
-            self.close()  # never leave a launched server behind a failed start
+            self._close()  # never leave a launched server behind a failed start
             raise
 
     def _describe(self, pid: int | None, extra: dict[str, Any]) -> EngineInfo:
@@ -151,7 +176,17 @@ class OpenAIAdapter:
             await self._http.close()
         self._http = None
 
-    def close(self) -> None:
+    def preflight_hint(self, error: BaseException) -> str:
+        kind = error.kind if isinstance(error, AdapterError) else ""
+        if kind == "connection":
+            return f"is the server at {public_url(self.url)} up and reachable?"
+        if kind.startswith("http_"):
+            return "check the model name (--model / --opt served_model=) and the server's log"
+        if kind == "refused":
+            return "nothing was measured"
+        return "check the server's log"
+
+    def _close(self) -> None:
         if self._http is not None:
             self._http.detach()  # its loop is gone if aclose() was not awaited; don't leak a warning
             self._http = None
@@ -161,30 +196,27 @@ class OpenAIAdapter:
 
     # ---- requests --------------------------------------------------------------------------
     async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
+        """One streamed request; its chunks, with settled token counts, are handed over when it ends."""
         self._running += 1
         try:
             for _attempt in range(3):  # at most one retry per optional field the server rejects
                 body = self.shape.body(req, self.served_model or self.model, self._prompt_text)
-                counter = StreamCounter(self.endpoint, self._count_text if self._tok is not None else None)
-                retry = False
-                async with aclosing(self._post(body, counter)) as attempt:
-                    async for chunk in attempt:
-                        if chunk is None:
-                            retry = True
-                            break
-                        yield chunk
-                if not retry:
+                counter = StreamCounter(self.endpoint, self._token_ends if self._tok is not None else None)
+                if await self._post(body, counter):
                     break
             else:
                 raise AdapterError("http_4xx", "server kept rejecting the request after dropping optional fields")
+            chunks = counter.finish()
             if req.ignore_eos and counter.n_out != req.max_tokens:
                 self.short_requests += 1
             self.usage_modes[counter.usage_mode] = self.usage_modes.get(counter.usage_mode, 0) + 1
         finally:
             self._running -= 1
+        for chunk in chunks:
+            yield chunk
 
-    async def _post(self, body: dict[str, Any], counter: StreamCounter) -> AsyncGenerator[Chunk | None, None]:
-        """One HTTP attempt; yields None (and stops) when the server rejected an optional field."""
+    async def _post(self, body: dict[str, Any], counter: StreamCounter) -> bool:
+        """One HTTP attempt, fed into `counter`; False when the server rejected an optional field (retry)."""
         import aiohttp
 
         path = "/v1/chat/completions" if self.endpoint == "chat" else "/v1/completions"
@@ -194,8 +226,7 @@ class OpenAIAdapter:
                 if resp.status >= 400:
                     text = (await resp.text(errors="replace"))[:300]
                     if self.shape.learn(resp.status, text, body):
-                        yield None
-                        return
+                        return False
                     kind: ErrorKind = ("http_429" if resp.status == 429 else
                                        "http_5xx" if resp.status >= 500 else "http_4xx")
                     raise AdapterError(kind, self._redact(f"HTTP {resp.status} from {path}: {text}"))
@@ -206,9 +237,7 @@ class OpenAIAdapter:
                 async for raw in resp.content.iter_any():
                     t_ns = time.perf_counter_ns()
                     for payload in decoder.feed(raw):
-                        chunk = counter.feed(payload, t_ns)
-                        if chunk is not None:
-                            yield chunk
+                        counter.feed(payload, t_ns)
                 for payload in decoder.flush():
                     counter.feed(payload, time.perf_counter_ns())
         except AdapterError as e:
@@ -219,18 +248,21 @@ class OpenAIAdapter:
             raise AdapterError("connection", self._redact(f"{type(e).__name__}: {e}")) from e
         if not counter.done:
             raise AdapterError("stream", "stream ended without data: [DONE] (truncated response)")
-        yield counter.finish()
+        return True
 
     def _prompt_text(self, req: RequestSpec) -> str:
         if req.prompt_text is not None:
             return req.prompt_text
         if self._tok is None:
-            raise AdapterError("refused", "this server needs text prompts and the request has none: "
-                               "pass tokenizer=<model folder> so token ids can be decoded")
+            raise AdapterError("refused", "this server needs text prompts and advisor has no tokenizer to decode "
+                               "the token ids: pass --opt tokenizer=<HF model folder or tokenizer.json>, or "
+                               "--model <HF model folder>")
         return str(self._tok.decode(list(req.prompt_ids), skip_special_tokens=True))
 
-    def _count_text(self, text: str) -> int:
-        return len(self._tok.encode(text, add_special_tokens=False).ids)
+    def _token_ends(self, text: str) -> list[int]:
+        """End offset of each token of `text` under the model's tokenizer (one encode per request)."""
+        return [end if end > start else start + 1
+                for start, end in self._tok.encode(text, add_special_tokens=False).offsets]
 
     def _headers(self) -> dict[str, str]:
         key = os.environ.get(self.api_key_env)
@@ -267,7 +299,7 @@ class OpenAIAdapter:
 
     def _find_metrics(self) -> str | None:
         """The server's Prometheus endpoint (vLLM, TGI, SGLang, llama.cpp --metrics: /metrics; trtllm-serve)."""
-        from advisor.launch import http_ok
+        from adapters.launch import http_ok
 
         for path in ("/metrics", "/prometheus/metrics"):
             if http_ok(self.url + path, timeout_s=5):

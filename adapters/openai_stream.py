@@ -1,51 +1,95 @@
 """Token accounting for one OpenAI-style streamed response (completions or chat).
 
-Servers report tokens three ways, and `StreamCounter` copes with each:
-- per-chunk usage (vLLM with `continuous_usage_stats`): a chunk's tokens are
-  the difference of the server's cumulative `usage.completion_tokens`;
-- final usage only (OpenAI, SGLang, TGI, llama.cpp server): each non-empty
-  content chunk counts 1 (the client's count), and the final usage corrects
-  the total on the last content chunk;
-- no usage at all (llama-cpp-python's server): the client's count stands.
-To apply the correction without moving timestamps, each chunk is held back
-until the next event arrives; its `t_ns` is still its own arrival time.
+A chunk's token count comes from the first of these sources that exists
+(docs/metrics.md, "Token counts"):
+
+1. `server_per_chunk`: the server's cumulative `usage.completion_tokens` on
+   every content chunk (vLLM with `continuous_usage_stats`); a chunk's count
+   is the difference to the previous one.
+2. `tokenizer_aligned`: the model's own tokenizer on the whole streamed text,
+   run once when the request has ended (never per chunk: no O(n^2)
+   re-encoding), each token given to the chunk in which its last character
+   arrived.
+3. `text_proportional`: no tokenizer, but the server's final total: that total
+   spread over the content chunks in proportion to their text length.
+4. `client_chunks`: neither: one token per content chunk (the client's count).
+
+Whatever the source, counts are never negative and sum to the server's final
+total when it gave one: a residual is spread over the chunks (largest
+remainder, by text length), never put on one chunk. Every chunk keeps its own
+arrival time; the counts are settled when the stream ends, so chunks are
+handed over then.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from adapters.base import AdapterError, Chunk
+from adapters.base import AdapterError, Chunk, TokenSource
 
 UsageMode = Literal["per_chunk", "final", "none"]
+# full text -> the end offset (exclusive, in characters) of each of its tokens
+TokenEnds = Callable[[str], list[int]]
+
+
+def spread(counts: Sequence[int], total: int, weights: Sequence[float]) -> list[int]:
+    """`counts` moved to sum to `total`: the difference shared out by `weights` (largest remainder), none below 0."""
+    out = list(counts)
+    diff = total - sum(out)
+    if diff == 0 or not out:
+        return out
+    w = list(weights) if diff > 0 else [float(c) for c in out]  # removing: in proportion to what each has
+    if sum(w) <= 0:
+        w = [1.0] * len(out)
+    amount = abs(diff)
+    quotas = [amount * x / sum(w) for x in w]
+    shares = [int(q) for q in quotas]
+    order = sorted(range(len(out)), key=lambda i: (quotas[i] - shares[i], w[i]), reverse=True)
+    for i in order[: amount - sum(shares)]:
+        shares[i] += 1
+    sign = 1 if diff > 0 else -1
+    out = [c + sign * s for c, s in zip(out, shares, strict=True)]
+    assert min(out) >= 0 and sum(out) == total, (out, total)
+    return out
+
+
+def align(texts: Sequence[str], token_ends: list[int]) -> list[int]:
+    """Tokens per chunk: each token counts for the chunk holding its last character."""
+    bounds: list[int] = []  # end offset of each chunk's text in the whole text
+    pos = 0
+    for t in texts:
+        pos += len(t)
+        bounds.append(pos)
+    counts = [0] * len(texts)
+    for end in token_ends:
+        i = bisect.bisect_left(bounds, max(end, 1))  # chunk whose text holds character end-1
+        counts[min(i, len(texts) - 1)] += 1
+    return counts
 
 
 class StreamCounter:
-    """Feed decoded SSE payloads in arrival order; get Chunks out, the last one from `finish()`."""
+    """Feed decoded SSE payloads in arrival order; `finish()` gives the chunks with their settled counts."""
 
-    def __init__(self, endpoint: Literal["completions", "chat"],
-                 count_text: Callable[[str], int] | None = None) -> None:
+    def __init__(self, endpoint: Literal["completions", "chat"], token_ends: TokenEnds | None = None) -> None:
         self.endpoint = endpoint
-        self.count_text = count_text  # tokenizer count of the whole output text, run once at the end
+        self.token_ends = token_ends
         self.done = False  # saw `data: [DONE]`
         self.finish_reason: str | None = None
         self.usage_mode: UsageMode = "none"
         self.final_total: int | None = None  # server's completion_tokens at the end
         self.n_prompt: int | None = None
-        self._server_total = 0  # last cumulative completion_tokens seen on a content chunk
-        self._sum = 0  # tokens put on chunks so far (held chunk included)
-        self._client_chunks = 0
-        self._texts: list[str] = []
-        self._held: Chunk | None = None
+        self.source: TokenSource | None = None
+        # per content chunk: arrival time, text, the server's cumulative count on it (or None)
+        self._events: list[tuple[int, str, int | None]] = []
 
-    def feed(self, payload: str, t_ns: int) -> Chunk | None:
-        """One event's data; returns the previously held chunk when a new one replaces it."""
+    def feed(self, payload: str, t_ns: int) -> None:
+        """One event's data."""
         if payload.strip() == "[DONE]":
             self.done = True
-            return None
+            return
         if self.done:
             raise AdapterError("stream", f"data after [DONE]: {payload[:120]!r}")
         try:
@@ -61,56 +105,80 @@ class StreamCounter:
             self._read_usage(usage)
         choices = obj.get("choices") or []
         if not choices:
-            return None  # usage-only chunk (include_usage) or keep-alive object
+            return  # usage-only chunk (include_usage) or keep-alive object
         choice = choices[0]
+        if not isinstance(choice, dict):
+            raise AdapterError("stream", f"stream choice is not an object: {payload[:120]!r}")
         text = self._text(choice)
         if choice.get("finish_reason"):
             self.finish_reason = str(choice["finish_reason"])
         ct = usage.get("completion_tokens") if usage is not None else None
-        if isinstance(ct, int):
+        cumulative = ct if isinstance(ct, int) and not isinstance(ct, bool) else None
+        if cumulative is not None:
             self.usage_mode = "per_chunk"
-            n = max(ct - self._server_total, 0)
-            self._server_total = ct
-        else:
-            n = 1 if text else 0
-        if text:
-            self._client_chunks += 1
-            self._texts.append(text)
-        if n == 0 and not text:
-            return None  # role-only or empty finish chunk: carries nothing
-        self._sum += n
-        chunk = Chunk(t_ns, n, text or None, n_out_total=self._server_total if self.usage_mode == "per_chunk" else None,
-                      n_out_client=self._client_chunks)
-        out, self._held = self._held, chunk
-        return out
+        if text or (cumulative is not None and cumulative > self._last_cumulative()):
+            self._events.append((t_ns, text, cumulative))
 
-    def finish(self) -> Chunk:
-        """End of a stream that saw [DONE]: the last chunk, corrected to the server's total."""
-        if self._held is None or self._sum == 0 and not self.final_total:
+    def _last_cumulative(self) -> int:
+        for _, _, c in reversed(self._events):
+            if c is not None:
+                return c
+        return 0
+
+    def finish(self) -> list[Chunk]:
+        """End of a stream that saw [DONE]: every content chunk with its token count (docs/metrics.md)."""
+        if not self._events:
             raise AdapterError("stream", "stream ended without any output token")
-        total = self.final_total if self.final_total is not None else (
-            self._server_total if self.usage_mode == "per_chunk" else None)
-        n_last = self._held.n_tokens
-        if total is not None and total != self._sum:
-            n_last = max(n_last + total - self._sum, 0)
-        client = self.count_text("".join(self._texts)) if self.count_text else self._client_chunks
-        last = replace(self._held, n_tokens=n_last, n_prompt=self.n_prompt,
-                       n_out_total=total, n_out_client=client)
-        self._held = None
-        return last
+        texts = [e[1] for e in self._events]
+        weights = [float(len(t)) for t in texts]
+        total = self.final_total
+        cumulative = [e[2] for e in self._events]
+        if all(c is not None for c in cumulative):
+            counts, prev = [], 0
+            for c in cumulative:
+                assert c is not None
+                counts.append(max(c - prev, 0))
+                prev = max(prev, c)
+            self.source = "server_per_chunk"
+            total = total if total is not None else prev
+        elif self.token_ends is not None:
+            counts = align(texts, self.token_ends("".join(texts)))
+            self.source = "tokenizer_aligned"
+        elif total is not None:
+            counts = [0] * len(texts)
+            self.source = "text_proportional"
+        else:
+            counts = [1 if t else 0 for t in texts]
+            self.source = "client_chunks"
+        if total is not None:
+            counts = spread(counts, total, weights)
+        if sum(counts) == 0:
+            raise AdapterError("stream", "stream ended without any output token (the server counted 0)")
+        client = len(self.token_ends("".join(texts))) if self.token_ends is not None else sum(1 for t in texts if t)
+        last = len(self._events) - 1
+        return [Chunk(t, n, text or None, token_source=self.source,
+                      n_prompt=self.n_prompt if i == last else None,
+                      n_out_total=total if i == last else None,
+                      n_out_client=client if i == last else None)
+                for i, ((t, text, _), n) in enumerate(zip(self._events, counts, strict=True))]
 
     @property
     def n_out(self) -> int:
         """Output tokens by the best count available (server total, else the client's)."""
-        return self.final_total if self.final_total is not None else self._sum
+        if self.final_total is not None:
+            return self.final_total
+        return self._last_cumulative() or sum(1 for e in self._events if e[1])
 
     def _read_usage(self, usage: Any) -> None:
         if not isinstance(usage, dict):
             raise AdapterError("stream", f"usage is not an object: {str(usage)[:120]!r}")
-        if isinstance(usage.get("prompt_tokens"), int):
-            self.n_prompt = usage["prompt_tokens"]
-        if isinstance(usage.get("completion_tokens"), int):
-            self.final_total = usage["completion_tokens"]  # the last one seen is the final count
+        pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if isinstance(pt, int):
+            self.n_prompt = pt
+        if isinstance(ct, int):
+            if ct < 0:
+                raise AdapterError("stream", f"usage.completion_tokens is negative: {ct}")
+            self.final_total = ct  # the last one seen is the final count
             if self.usage_mode == "none":
                 self.usage_mode = "final"
 

@@ -17,9 +17,11 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from adapters.base import AdapterError, EngineInfo, RequestSpec
+from pydantic import Field
+
+from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
 
 
@@ -28,32 +30,39 @@ class _Pending(Pending):
     handle: Any = None  # its openvino-genai GenerationHandle, once added to the pipeline
 
 
-class OpenVINOAdapter(EngineThreadMixin):
-    name: ClassVar[str] = "openvino"
+class OpenVINOOptions(InProcessOptions):
+    precision: str = Field("fp32", description="IR weights: fp32, fp16, int8, int4")
+    kv_cache_precision: Literal["f32", "f16", "bf16", "u8", "u4"] = Field(
+        "f32", description="KV cache precision (OpenVINO's own default u8 changes greedy output)")
+    cache_size_gb: float = Field(1.0, gt=0, description="paged KV cache size in GiB")
+    max_num_batched_tokens: int = Field(2048, ge=1, description="prefill token budget per step")
+    decode_text: bool = Field(True, description="decode each chunk's text with the model's tokenizer")
 
-    def __init__(self, model: str | None = None, *, precision: str = "fp32", threads: int | None = None,
-                 kv_cache_precision: str = "f32", device: str = "CPU", max_batch: int = 16,
-                 cache_size_gb: float = 1.0, max_num_batched_tokens: int = 2048, decode_text: bool = True) -> None:
-        if kv_cache_precision not in ("f32", "f16", "bf16", "u8", "u4"):
-            raise ValueError(f"kv_cache_precision must be f32, f16, bf16, u8 or u4, got {kv_cache_precision!r}")
-        if max_batch < 1:
-            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
-        self.model = model
-        self.precision = precision
-        self.threads = None if threads is None else int(threads)
-        self.kv_cache_precision = kv_cache_precision
-        self.device = "CPU" if device.lower() == "auto" else device.upper()  # OpenVINO spells devices in capitals
-        self.max_batch = int(max_batch)
-        self.cache_size_gb = float(cache_size_gb)
-        self.max_num_batched_tokens = int(max_num_batched_tokens)
-        self.decode_text = decode_text
+
+class OpenVINOAdapter(EngineThreadMixin, Adapter):
+    name: ClassVar[str] = "openvino"
+    Options: ClassVar[type[OpenVINOOptions]] = OpenVINOOptions
+    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=True)
+
+    def __init__(self, model: str | None = None, options: OpenVINOOptions | None = None) -> None:
+        super().__init__(model, options)
+        o = self.options
+        assert isinstance(o, OpenVINOOptions)
+        self.precision = o.precision
+        self.threads = o.threads
+        self.kv_cache_precision = o.kv_cache_precision
+        self.device = "CPU" if o.device.lower() == "auto" else o.device.upper()  # OpenVINO spells devices in capitals
+        self.max_batch = o.max_batch or 16
+        self.cache_size_gb = o.cache_size_gb
+        self.max_num_batched_tokens = o.max_num_batched_tokens
+        self.decode_text = o.decode_text
         self._pipe: Any = None
         self._ids = itertools.count()
         self._max_len = 0
         self._init_engine_thread()
 
     # ---- lifecycle -------------------------------------------------------------------------------
-    def start(self) -> EngineInfo:
+    def _start(self) -> EngineInfo:
         import openvino_genai as ov_genai
 
         from advisor.convert import ConversionError
@@ -74,7 +83,6 @@ class OpenVINOAdapter(EngineThreadMixin):
             raise ConversionError(f"openvino-genai could not load {ir}: {str(e)[:300]}; reconvert with "
                                   f"`advisor models convert {src} --to openvino --precision {self.precision} --force`") from e
         self._tok = load_tokenizer(src) if self.decode_text else None
-        self._warm_up_pipeline(int(cfg["vocab_size"]))
         self._start_engine_thread("openvino-engine")
         threads = self.threads or os.cpu_count()
         return EngineInfo(
@@ -86,17 +94,7 @@ class OpenVINOAdapter(EngineThreadMixin):
                                     "max_num_batched_tokens": sc.max_num_batched_tokens, "plugin_config": props},
             notes=("ContinuousBatchingPipeline: overlapping requests share decode steps (paged KV cache)",))
 
-    def _warm_up_pipeline(self, vocab: int) -> None:
-        """Two overlapping requests through the pipeline (prefill and batched decode), before the engine thread."""
-        import numpy as np
-        import openvino as ov
-
-        prompts = [[t % vocab for t in range(5, 13)], [t % vocab for t in range(13, 16)]]
-        specs = [RequestSpec(f"warmup-{i}", tuple(p), max_tokens=4) for i, p in enumerate(prompts)]
-        self._pipe.generate([ov.Tensor(np.array([p], dtype=np.int64)) for p in prompts],
-                            [self._config(s) for s in specs])
-
-    def close(self) -> None:
+    def _close(self) -> None:
         self._stop_engine_thread()
         self._pipe = None
 
@@ -104,7 +102,7 @@ class OpenVINOAdapter(EngineThreadMixin):
     def _admit(self, req: RequestSpec) -> _Pending:
         if self._pipe is None:
             raise AdapterError("engine", "the openvino adapter was not started; call start() first")
-        self._refuse_unservable(req, self._max_len, f"the model's context of {self._max_len} tokens")
+        self.refuse_unservable(req, self._max_len, f"the model's context of {self._max_len} tokens")
         return _Pending(req)
 
     def _config(self, req: RequestSpec) -> Any:

@@ -1,56 +1,67 @@
-"""The `own` and `own-static` adapters: own_engine in-process, continuous or static batching.
+"""The `own` and `own-static` adapters: own_engine, continuous or static batching.
 
-The engine runs in its own thread (`AsyncLLMEngine`); chunk timestamps are
-taken on the engine side right after the step that produced the tokens.
-Device: CUDA when available, else CPU (`device=` overrides); `threads` sets
-torch's CPU thread count. `model=None` is the default model `tiny`, created
-in the model cache on first use. With `keep_token_ids = True` the adapter
-also keeps each request's output ids (`token_ids_of(request_id)`), which
-`advisor generate` uses; benchmarks leave it off.
+The registry runs them in a process of their own (`adapters.engine_process`);
+inside it, the engine runs in its own thread (`AsyncLLMEngine`) and chunks
+carry the token ids and the engine's stamp taken right after the step that
+produced them. Device: CUDA when available, else CPU (`device=` overrides);
+`threads` sets torch's CPU thread count. `model=None` is the default model
+`tiny`, created in the model cache on first use.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from adapters.base import AdapterError, Chunk, EngineInfo, RequestSpec
+from pydantic import Field
+
+from adapters.base import Adapter, AdapterError, Capabilities, Chunk, EngineInfo, InProcessOptions, RequestSpec
 from advisor import __version__ as advisor_version
 
-WARMUP_PROMPTS = [[5, 6, 7, 8, 9, 10, 11, 12], [13, 14, 15]]
+DEFAULT_MAX_BATCH = 64
 
 
-class OwnAdapter:
+class OwnStaticOptions(InProcessOptions):
+    dtype: Literal["auto", "fp32", "float32", "bf16", "bfloat16", "fp16", "float16"] = Field(
+        "auto", description="weights and KV cache precision (auto: bf16 on CUDA, fp32 on CPU)")
+    max_model_len: int | None = Field(None, ge=16, description="context length (default: the model's)")
+
+
+class OwnOptions(OwnStaticOptions):
+    max_num_batched_tokens: int | None = Field(None, ge=1, description="prefill token budget per step")
+    kv_cache_gb: float | None = Field(None, gt=0, description="KV cache size in GiB")
+    block_size: int = Field(16, ge=1, le=1024, description="KV cache block size in tokens")
+    cuda_graphs: bool | None = Field(None, description="CUDA graphs for decode (default: on for CUDA)")
+
+
+class OwnAdapter(Adapter):
     name: ClassVar[str] = "own"
+    Options: ClassVar[type[OwnStaticOptions]] = OwnOptions
+    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=True)
     batching: ClassVar[str] = "continuous"
 
-    def __init__(self, model: str | None = None, *, device: str = "auto", threads: int | None = None,
-                 dtype: str = "auto", max_num_seqs: int = 64, **engine_kwargs: Any) -> None:
-        self.model = model
-        self.device = device
-        self.threads = None if threads is None else int(threads)
-        self.dtype = dtype
-        self.max_num_seqs = int(max_num_seqs)
-        self.engine_kwargs = engine_kwargs
+    def __init__(self, model: str | None = None, options: OwnStaticOptions | None = None) -> None:
+        super().__init__(model, options)
         self._engine: Any = None
         self._front: Any = None
-        self.keep_token_ids = False
-        self._token_ids: dict[str, list[int]] = {}
+
+    def _engine_kwargs(self) -> dict[str, Any]:
+        o = self.options
+        return {"device": o.device, "dtype": o.dtype, "threads": o.threads, "max_model_len": o.max_model_len}
 
     def _make_engine(self) -> Any:
         from own_engine.llm_engine import LLMEngine
 
-        return LLMEngine(self.model, device=self.device, dtype=self.dtype, threads=self.threads,
-                         max_num_seqs=self.max_num_seqs, **self.engine_kwargs)
+        o = self.options
+        assert isinstance(o, OwnOptions)
+        return LLMEngine(self.model, max_num_seqs=o.max_batch or DEFAULT_MAX_BATCH,
+                         max_num_batched_tokens=o.max_num_batched_tokens, kv_cache_gb=o.kv_cache_gb,
+                         block_size=o.block_size, cuda_graphs=o.cuda_graphs, **self._engine_kwargs())
 
-    def start(self) -> EngineInfo:
+    def _start(self) -> EngineInfo:
         from own_engine.async_engine import AsyncLLMEngine
-        from own_engine.sampling_params import SamplingParams
 
         engine = self._make_engine()
-        vocab = engine.config.vocab_size
-        warm = [[t % vocab for t in p] for p in WARMUP_PROMPTS]
-        engine.generate(warm, SamplingParams(max_tokens=4, ignore_eos=True))  # prefill + batched decode paths
         self._engine = engine
         self._front = AsyncLLMEngine(engine)
         d = engine.describe()
@@ -60,7 +71,7 @@ class OwnAdapter:
         return EngineInfo(adapter=self.name, engine="own_engine", version=advisor_version, device=d["device"],
                           model=d["model_path"], format="hf-safetensors", precision=d["precision"],
                           batching=self.batching, threads=d["threads"],  # type: ignore[arg-type]
-                          kv_cache_dtype=d["precision"], max_batch=d["max_num_seqs"], vocab_size=vocab,
+                          kv_cache_dtype=d["precision"], max_batch=d["max_num_seqs"], vocab_size=engine.config.vocab_size,
                           max_model_len=d["max_model_len"], pid=d["pid"], extra=extra)
 
     async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
@@ -68,34 +79,29 @@ class OwnAdapter:
 
         if self._front is None:
             raise AdapterError("engine", "the own adapter was not started; call start() first")
+        self.refuse_unservable(req, self._engine.max_model_len, f"max_model_len {self._engine.max_model_len}")
         try:
             params = SamplingParams(temperature=req.temperature, top_p=req.top_p, top_k=req.top_k, seed=req.seed,
                                     max_tokens=req.max_tokens, min_tokens=req.min_tokens, ignore_eos=req.ignore_eos)
         except ValueError as e:
             raise AdapterError("refused", str(e)) from None
         first = True
-        kept = self._token_ids.setdefault(req.request_id, []) if self.keep_token_ids else None
         try:
             async for t_ns, ids in self._front.generate(list(req.prompt_ids), params, req.request_id):
-                if kept is not None:
-                    kept.extend(ids)
-                yield Chunk(t_ns, len(ids), n_prompt=req.n_in if first else None)
+                yield Chunk(t_ns, len(ids), n_prompt=req.n_in if first else None, token_ids=tuple(ids),
+                            t_engine_ns=t_ns, token_source="engine")
                 first = False
         except ValueError as e:  # RequestRefused: can never fit this engine
             raise AdapterError("refused", str(e)) from None
         except Exception as e:  # anything else the engine raised fails this request, not the run
             raise AdapterError("engine", f"{type(e).__name__}: {e}") from e
 
-    def token_ids_of(self, request_id: str) -> list[int] | None:
-        """Output ids of a finished request, when `keep_token_ids` was on."""
-        return self._token_ids.get(request_id)
-
     def stats(self) -> dict[str, float]:
         if self._front is None:
             return {}
         return {k: float(v) for k, v in self._front.stats().items()}
 
-    def close(self) -> None:
+    def _close(self) -> None:
         if self._front is not None:
             self._front.close()
             self._front = None
@@ -106,10 +112,11 @@ class OwnStaticAdapter(OwnAdapter):
     """own_engine in static-batching mode (plain `generate()` style): the baseline."""
 
     name: ClassVar[str] = "own-static"
+    Options: ClassVar[type[OwnStaticOptions]] = OwnStaticOptions  # type: ignore[assignment]
     batching: ClassVar[str] = "static"
 
     def _make_engine(self) -> Any:
         from own_engine.static_engine import StaticBatchEngine
 
-        return StaticBatchEngine(self.model, device=self.device, dtype=self.dtype, threads=self.threads,
-                                 max_batch_size=self.max_num_seqs, **self.engine_kwargs)
+        return StaticBatchEngine(self.model, max_batch_size=self.options.max_batch or DEFAULT_MAX_BATCH,
+                                 **self._engine_kwargs())

@@ -16,7 +16,18 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar, Literal
 
-from adapters.base import AdapterError, Chunk, EngineInfo, EngineUnavailable, RequestSpec
+from pydantic import Field
+
+from adapters.base import (
+    Adapter,
+    AdapterError,
+    Capabilities,
+    Chunk,
+    EngineInfo,
+    EngineUnavailable,
+    InProcessOptions,
+    RequestSpec,
+)
 
 
 def sampling_kwargs(req: RequestSpec) -> dict[str, Any]:
@@ -36,33 +47,41 @@ def sampling_kwargs(req: RequestSpec) -> dict[str, Any]:
     return kw
 
 
-class TensorRTLLMAdapter:
-    name: ClassVar[str] = "tensorrt_llm"
+class TensorRTLLMOptions(InProcessOptions):
+    backend: Literal["pytorch", "tensorrt", "_autodeploy"] = Field("pytorch", description="LLM API backend")
+    tensor_parallel_size: int = Field(1, ge=1, description="GPUs per model")
+    dtype: str = Field("auto", description="model dtype")
+    llm_kwargs: dict[str, Any] = Field(default_factory=dict, description="more LLM(...) arguments, by name")
 
-    def __init__(self, model: str | None, *, backend: Literal["pytorch", "tensorrt", "_autodeploy"] = "pytorch",
-                 tensor_parallel_size: int = 1, dtype: str = "auto", **llm_kwargs: Any) -> None:
+
+class TensorRTLLMAdapter(Adapter):
+    name: ClassVar[str] = "tensorrt_llm"
+    Options: ClassVar[type[TensorRTLLMOptions]] = TensorRTLLMOptions
+    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=True)
+
+    def __init__(self, model: str | None, options: TensorRTLLMOptions | None = None) -> None:
+        super().__init__(model, options)
+        o = self.options
+        assert isinstance(o, TensorRTLLMOptions)
         if not model:
             raise ValueError("the tensorrt_llm adapter needs a model (a local HF folder, or an engine folder)")
-        if backend not in ("pytorch", "tensorrt", "_autodeploy"):
-            raise ValueError(f"backend must be 'pytorch', 'tensorrt' or '_autodeploy', got {backend!r}")
-        if tensor_parallel_size < 1:
-            raise ValueError(f"tensor_parallel_size must be >= 1, got {tensor_parallel_size}")
         try:
             import tensorrt_llm  # noqa: F401  (imported only when the adapter is created)
         except ImportError as e:
             raise EngineUnavailable(f"TensorRT-LLM is not importable ({e}): it installs from NVIDIA's index on a "
                                     "CUDA machine: pip install tensorrt-llm --extra-index-url "
                                     "https://pypi.nvidia.com") from e
-        self.model = model
-        self.backend = backend
-        self.tensor_parallel_size = tensor_parallel_size
-        self.dtype = dtype
-        self.llm_kwargs = llm_kwargs
+        self.backend = o.backend
+        self.tensor_parallel_size = o.tensor_parallel_size
+        self.dtype = o.dtype
+        self.llm_kwargs = dict(o.llm_kwargs)
+        if o.max_batch is not None:
+            self.llm_kwargs.setdefault("max_batch_size", o.max_batch)
         self._llm: Any = None
         self._sp: Any = None
         self._running = 0
 
-    def start(self) -> EngineInfo:
+    def _start(self) -> EngineInfo:
         import tensorrt_llm
         from tensorrt_llm import SamplingParams
 
@@ -96,7 +115,8 @@ class TensorRTLLMAdapter:
                           notes=("written to TensorRT-LLM's documented LLM API; not exercised in this project's CI",))
 
     async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
-        assert self._llm is not None, "call start() before stream()"
+        if self._llm is None:
+            raise AdapterError("engine", "the tensorrt_llm adapter was not started; call start() first")
         try:
             params = self._sp(**sampling_kwargs(req))
         except (ValueError, TypeError) as e:
@@ -112,7 +132,8 @@ class TensorRTLLMAdapter:
                 total = len(comp.token_ids)
                 if n > 0 or out.finished:
                     yield Chunk(t_ns, max(n, 0), comp.text_diff or None,
-                                n_prompt=len(out.prompt_token_ids) if out.finished else None, n_out_total=total)
+                                n_prompt=len(out.prompt_token_ids) if out.finished else None, n_out_total=total,
+                                token_ids=tuple(comp.token_ids[total - max(n, 0):]), token_source="engine")
         except (ValueError, TypeError) as e:  # prompt too long for the engine, bad ids
             raise AdapterError("refused", f"TensorRT-LLM refused request {req.request_id}: {e}") from e
         except RuntimeError as e:  # tensorrt_llm's RequestError and executor failures derive from it
@@ -124,7 +145,7 @@ class TensorRTLLMAdapter:
         # iteration stats (KV blocks, queue) need enable_iter_perf_stats and an async poll: not wired yet
         return {"running": float(self._running)}
 
-    def close(self) -> None:
+    def _close(self) -> None:
         if self._llm is not None:
             self._llm.shutdown()
             self._llm = None

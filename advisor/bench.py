@@ -1,23 +1,32 @@
-"""One benchmark run: scenario -> schedule -> adapter -> records -> summary -> saved run.
+"""One benchmark run: plan -> started engine -> drive the schedule -> summary -> saved run.
 
-`run_bench(cfg)` is what `advisor bench`, the sweep and the dashboard call.
-Nothing measured is ever lost: a failed request is an errored record, and an
-interrupted or failing run still saves what it measured, marked INVALID.
+`plan(cfg)` checks everything that can be checked before an engine starts
+(scenario, overrides, engine options, the output folder). `open_engine(cfg)`
+creates and starts the engine once and always closes it. `run_bench(cfg,
+adapter)` measures one run on a started engine and saves it: a sweep calls it
+once per step on the same engine. Nothing measured is ever lost: a failed
+request is an errored record, and an interrupted run (SIGINT, SIGTERM, SIGHUP)
+is saved, marked INVALID, before `RunInterrupted` tells the caller.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import shutil
+import signal
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import adapters
-from adapters.base import Adapter, EngineInfo, RequestSpec
-from advisor import manifest
+from adapters.base import Adapter, EngineInfo, EngineOptions, RequestSpec
+from adapters.placement import client_pinned
+from advisor import interrupts, manifest
 from advisor.loadgen import LoadResult, drive
 from advisor.metrics import summarize, verdict
 from advisor.store import RunResult, new_run_id
@@ -25,6 +34,7 @@ from advisor.telemetry import Telemetry
 from scenarios.catalog import load_scenario
 from scenarios.prompts import make_prompt_ids
 from scenarios.schedule import Overrides, build_schedule, resolve
+from scenarios.spec import Scenario
 from scenarios.types import Schedule
 
 # Token ids below this are left out of synthetic prompts: they are special tokens
@@ -34,6 +44,14 @@ _FIRST_PROMPT_TOKEN = 3
 
 class BenchError(ValueError):
     """A benchmark that cannot run as asked; the message says what to change."""
+
+
+class RunInterrupted(interrupts.Interrupted):
+    """A signal stopped a run; the partial run was saved first (`result`)."""
+
+    def __init__(self, signum: int, result: RunResult) -> None:
+        super().__init__(signum)
+        self.result = result
 
 
 @dataclass(frozen=True)
@@ -47,61 +65,107 @@ class BenchConfig:
     timeout_s: float = 600.0  # per request
     max_run_s: float | None = None  # whole run; None: the schedule's length plus drain time
     telemetry_interval_s: float = 1.0
-    quiet: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_s", "max_run_s", "telemetry_interval_s"):
+            v = getattr(self, name)
+            if v is None and name == "max_run_s":
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+                flag = {"timeout_s": "--timeout"}.get(name, name)
+                raise BenchError(f"{flag} must be a finite number of seconds > 0, got {v!r}")
 
 
-def plan(cfg: BenchConfig) -> tuple[Any, Schedule]:
-    """Load the scenario and build its schedule (no engine involved)."""
+@dataclass(frozen=True)
+class Plan:
+    """What will run, settled before any engine starts."""
+
+    scenario: Scenario
+    schedule: Schedule
+    settings: dict[str, Any]  # the effective settings (scenario, fit, overrides)
+    options: EngineOptions  # the engine's typed options
+
+
+def plan(cfg: BenchConfig) -> Plan:
+    """Load the scenario, build its schedule, type the engine options, check the output folder."""
     scenario = load_scenario(cfg.scenario)
-    return scenario, build_schedule(scenario, seed=cfg.overrides.seed or 0, overrides=cfg.overrides)
+    seed = cfg.overrides.seed or 0
+    schedule = build_schedule(scenario, seed=seed, overrides=cfg.overrides)
+    if not schedule.requests:
+        raise BenchError(f"scenario '{scenario.name}' with these settings schedules no request; raise --duration "
+                         "or --rate")
+    options = adapters.parse_options(cfg.engine, cfg.engine_options)
+    check_out_dir(cfg.out_dir)
+    return Plan(scenario, schedule, resolve(scenario, cfg.overrides, seed=seed).to_dict(), options)
 
 
-def effective_settings(cfg: BenchConfig, scenario: Any) -> dict[str, Any]:
-    """What was actually run after the scenario's small-machine fit and the user's overrides."""
-    return resolve(scenario, cfg.overrides, seed=cfg.overrides.seed or 0).to_dict()
+def check_out_dir(out_dir: Path) -> None:
+    """Fail now, not after the run, when runs cannot be saved under `out_dir`."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".advisor-write-check-"):
+            pass
+    except OSError as e:
+        raise BenchError(f"cannot save runs under --out {out_dir}: {e.strerror or e}; choose a writable folder") \
+            from None
 
 
-def make_specs(schedule: Schedule, info: EngineInfo) -> list[RequestSpec]:
-    """Concrete prompts for this engine's vocabulary; refuses a schedule the model cannot hold."""
-    vocab = info.vocab_size or 32000
+@contextlib.contextmanager
+def open_engine(cfg: BenchConfig, options: EngineOptions | None = None) -> Iterator[Adapter]:
+    """Create and start the engine once; it is closed however the block ends (signals included)."""
+    adapter = adapters.create(cfg.engine, cfg.model, options if options is not None else cfg.engine_options)
+    try:
+        adapter.start()
+        yield adapter
+    finally:
+        adapter.close()
+
+
+def check_fits(schedule: Schedule, info: EngineInfo) -> None:
+    """Refuse a schedule the model cannot hold, before anything is measured."""
     longest = max((r.n_in + r.n_out for r in schedule.requests), default=0)
     if info.max_model_len and longest > info.max_model_len:
         raise BenchError(
             f"scenario '{schedule.scenario}' has requests of up to {longest} tokens (prompt + output) but the model "
             f"holds {info.max_model_len}: cap lengths with --max-input-tokens/--max-output-tokens or --length-scale")
-    return [RequestSpec(request_id=f"{schedule.scenario}-{r.idx}",
-                        prompt_ids=make_prompt_ids(r, schedule.seed, vocab, token_range=(_FIRST_PROMPT_TOKEN, vocab)),
-                        max_tokens=r.n_out, min_tokens=r.n_out, ignore_eos=True)
-            for r in schedule.requests]
 
 
-def run_bench(cfg: BenchConfig, adapter: Adapter | None = None,
-              progress: Callable[[int, int], None] | None = None) -> RunResult:
-    """Run one benchmark and save it under cfg.out_dir/<run_id>/.
+def spec_source(schedule: Schedule, info: EngineInfo) -> Callable[[int], RequestSpec]:
+    """Schedule index -> its concrete request for this engine's vocabulary, built when asked (never all at once)."""
+    vocab = info.vocab_size or 32000
+    token_range = (_FIRST_PROMPT_TOKEN, vocab)
 
-    A given `adapter` must be started already (a sweep reuses one engine); it is
-    left open. Otherwise the adapter is created, started and closed here.
+    def spec(i: int) -> RequestSpec:
+        r = schedule.requests[i]
+        return RequestSpec(request_id=f"{schedule.scenario}-{r.idx}",
+                           prompt_ids=make_prompt_ids(r, schedule.seed, vocab, token_range=token_range),
+                           max_tokens=r.n_out, min_tokens=r.n_out, ignore_eos=True)
+
+    return spec
+
+
+def run_bench(cfg: BenchConfig, adapter: Adapter, progress: Callable[[int, int], None] | None = None,
+              planned: Plan | None = None) -> RunResult:
+    """Measure one run on a started engine and save it under cfg.out_dir/<run_id>/; the engine stays up.
+
+    Raises RunInterrupted (after saving the partial run) when a signal stopped it.
     """
-    scenario, schedule = plan(cfg)
-    own_adapter = adapter is None
-    if adapter is None:
-        adapter = adapters.create(cfg.engine, cfg.model, **cfg.engine_options)
-        info = adapter.start()
-    else:
-        info = getattr(adapter, "info", None) or adapter.start()
-    try:
-        specs = make_specs(schedule, info)
-        run_id = new_run_id(schedule.scenario, info.adapter)
-        holder: dict[str, RunResult] = {}
-        asyncio.run(_run(cfg, scenario, schedule, adapter, info, specs, run_id, progress, holder))
-        return holder["result"]
-    finally:
-        if own_adapter:
-            close(adapter)
+    p = planned or plan(cfg)
+    info = adapter.info  # the engine is started once by the caller, never here
+    check_fits(p.schedule, info)
+    run_id = new_run_id(p.scenario.name, info.adapter)
+    with client_pinned(info.placement):
+        result, signum = asyncio.run(_measure(cfg, p, adapter, info, run_id, progress))
+    if signum is not None:
+        raise RunInterrupted(signum, result)
+    return result
 
 
-def close(adapter: Adapter) -> None:
-    adapter.close()
+def bench_once(cfg: BenchConfig, progress: Callable[[int, int], None] | None = None) -> RunResult:
+    """Plan, start the engine, measure one run, close the engine: what `advisor bench` does."""
+    p = plan(cfg)
+    with open_engine(cfg, p.options) as adapter:
+        return run_bench(cfg, adapter, progress, planned=p)
 
 
 def _max_run_s(cfg: BenchConfig, schedule: Schedule) -> float | None:
@@ -113,32 +177,36 @@ def _max_run_s(cfg: BenchConfig, schedule: Schedule) -> float | None:
     return None
 
 
-async def _run(cfg: BenchConfig, scenario: Any, schedule: Schedule, adapter: Adapter, info: EngineInfo,
-               specs: list[RequestSpec], run_id: str, progress: Callable[[int, int], None] | None,
-               holder: dict[str, RunResult]) -> None:
+async def _measure(cfg: BenchConfig, p: Plan, adapter: Adapter, info: EngineInfo, run_id: str,
+                   progress: Callable[[int, int], None] | None) -> tuple[RunResult, int | None]:
     telemetry = Telemetry(adapter, info.pid, cfg.telemetry_interval_s)
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    load: LoadResult | None = None
-    t0 = time.perf_counter_ns()
-    telemetry.start(t0)
+    t_start = time.perf_counter_ns()
+    telemetry.start(t_start)
+    task = asyncio.create_task(drive(adapter, p.schedule, spec_source(p.schedule, info), timeout_s=cfg.timeout_s,
+                                     max_run_s=_max_run_s(cfg, p.schedule), progress=progress))
+    signum: int | None = None
     try:
-        load = await drive(adapter, schedule, specs, timeout_s=cfg.timeout_s,
-                           max_run_s=_max_run_s(cfg, schedule), progress=progress)
+        with interrupts.cancelling(task, asyncio.get_running_loop()) as run:
+            try:
+                load = await asyncio.shield(task)
+            except asyncio.CancelledError:  # cancelled from outside (asyncio.run's own Ctrl-C handling)
+                task.cancel()
+                load = await task
+                run.signum = run.signum or signal.SIGINT
+            signum = run.signum
     finally:
         telemetry.stop()
-        aclose = getattr(adapter, "aclose", None)
-        if aclose is not None:  # loop-bound resources (HTTP sessions) end with this loop
-            await aclose()
-        if load is None:  # cancelled from outside (Ctrl-C): nothing was handed back
-            load = LoadResult([], t0, (time.perf_counter_ns() - t0) / 1e9, "interrupted before any record")
-        notes = tuple(getattr(adapter, "notes", None) or ())  # some are learned only while serving
-        if notes:
-            info = replace(info, notes=tuple(dict.fromkeys((*info.notes, *notes))))
-        holder["result"] = _finish(cfg, scenario, schedule, info, load, telemetry, run_id, created)
+        await adapter.aclose()  # loop-bound resources (HTTP sessions, engine channel) end with this loop
+    notes = adapter.notes  # some are learned only while serving
+    if notes:
+        info = replace(info, notes=tuple(dict.fromkeys((*info.notes, *notes))))
+    return _finish(cfg, p, info, load, telemetry, run_id, created, t_start, signum), signum
 
 
-def _finish(cfg: BenchConfig, scenario: Any, schedule: Schedule, info: EngineInfo, load: LoadResult,
-            telemetry: Telemetry, run_id: str, created: str) -> RunResult:
+def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telemetry: Telemetry, run_id: str,
+            created: str, t_start_ns: int, signum: int | None) -> RunResult:
+    schedule = p.schedule
     # Telemetry runs on its own clock from just before drive(); records are relative to load.t0_ns.
     shift_s = (load.t0_ns - telemetry.t0_ns) / 1e9
     window_ns = None
@@ -151,24 +219,31 @@ def _finish(cfg: BenchConfig, scenario: Any, schedule: Schedule, info: EngineInf
     v = verdict(summary, mode=schedule.mode)
     reasons = list(v.reasons)
     status = v.status
+    interrupted = None
     if load.interrupted:
-        status, reasons = "INVALID", [f"run {load.interrupted}; the results are partial", *reasons]
+        why = signal.Signals(signum).name if signum is not None else load.interrupted
+        interrupted = f"{why} after {load.n_finished} of {len(load.records)} requests"
+        status, reasons = "INVALID", [f"interrupted ({interrupted}); the results are partial", *reasons]
     window_s = (window_ns[0] / 1e9 + shift_s, window_ns[1] / 1e9 + shift_s) if window_ns else None
     # GPU energy is read over the window, so it is divided by the tokens that arrived inside it.
     tokens_in_window = (summary_d.get("output_tokens_per_s") or 0.0) * (summary_d.get("window_s") or 0.0)
     tele = telemetry.summary(window_s, round(tokens_in_window) or None)
+    first_send = min((r.t_send_ns for r in load.records if r.t_send_ns is not None), default=None)
     result = RunResult(
         run_id=run_id, created_utc=created,
-        scenario=scenario.model_dump(mode="json"),
+        scenario=p.scenario.model_dump(mode="json"),
         schedule={"mode": schedule.mode, "seed": schedule.seed, "overrides": dict(schedule.overrides),
                   "n_requests": len(schedule.requests), "offered_rps": offered, "warmup_s": schedule.warmup_s,
-                  "duration_s": schedule.duration_s, "concurrency": schedule.concurrency,
-                  "effective": effective_settings(cfg, scenario)},
+                  "duration_s": schedule.duration_s, "concurrency": schedule.concurrency, "effective": p.settings},
         slos={"ttft_ms": schedule.slos.ttft_ms, "tpot_ms": schedule.slos.tpot_ms, "e2e_ms": schedule.slos.e2e_ms,
               "percentile": schedule.slos.percentile},
         engine=_engine_dict(info), manifest=manifest.collect(), summary=summary_d, telemetry=tele,
         verdict={"status": status, "reasons": reasons},
-        loadgen={"lag_ms": summary_d.get("client_queue_ms"), "wall_s": load.wall_s, "interrupted": load.interrupted},
+        loadgen={"lag_ms": summary_d.get("client_queue_ms"), "lag_check": summary_d.get("lag_check"),
+                 "wall_s": load.wall_s, "interrupted": interrupted,
+                 "signal": signal.Signals(signum).name if signum is not None else None,
+                 "n_finished": load.n_finished, "timeout_s": cfg.timeout_s,
+                 "prepare_s": round((load.t0_ns - t_start_ns) / 1e9 + (first_send or 0) / 1e9, 4)},
     )
     folder = result.save(cfg.out_dir, load.records)
     server_log = info.extra.get("server_log")
@@ -189,5 +264,3 @@ def _engine_dict(info: EngineInfo) -> dict[str, Any]:
     d = asdict(info)
     d["notes"] = list(info.notes)
     return d
-
-

@@ -1,11 +1,13 @@
-"""Capacity from a rate sweep: the highest request rate that still meets every SLO.
+"""Capacity from a sweep: the highest request rate (or number of users) that still meets every SLO.
 
-A sweep step passes when its verdict is VALID, every set SLO is met (`slo_met`), errors
-stay under `MAX_ERROR_RATE` and the system kept up with the offered rate.
-A step is past saturation when the verdict says SATURATED, errors pass
-`MAX_ERROR_RATE`, or the achieved rate falls well short of the offered one. Capacity
-is the highest passing rate below the first failing step (later passes above a failure
-are treated as noise and reported, not trusted). Pure functions: no I/O.
+A sweep step passes when its verdict is VALID (which already bounds errors, send
+lag and saturation with the verdict's thresholds: `advisor.metrics.verdict`; the
+verdict compares completions with the arrivals that really happened, so Poisson
+noise in a short window is not mistaken for saturation) and every set SLO is met
+(`slo_met`). A step is past saturation when the verdict says SATURATED or FAILED.
+A sweep stops early when a step achieved less than half the offered rate. Capacity
+is the highest passing step below the first failing one (later passes above a
+failure are treated as noise and reported, not trusted). Pure functions: no I/O.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-MAX_ERROR_RATE = 0.05
-SATURATED_ACHIEVED_FRACTION = 0.8  # achieved < 80% of offered: the system no longer keeps up
+from advisor.metrics.verdict import MAX_ERROR_RATE
+
 CLEARLY_PAST_FRACTION = 0.5  # achieved < 50% of offered: stop the sweep now
 MIN_REQUESTS_TO_JUDGE_RATE = 20  # below this, achieved vs offered is Poisson noise, not saturation
 
@@ -31,16 +33,22 @@ class SweepPoint:
     slo_attainment: float | None = None
     reasons: tuple[str, ...] = ()
     n_requests: int | None = None  # measured requests; None: unknown (trusted)
+    concurrency: int | None = None  # closed-loop users of this step (a users sweep); rate_rps is then achieved
+
+    @property
+    def load(self) -> float:
+        """What the sweep varied: users for a users sweep, else the offered rate."""
+        return float(self.concurrency) if self.concurrency is not None else self.rate_rps
 
     @classmethod
-    def from_run(cls, rate_rps: float, run: dict[str, Any]) -> SweepPoint:
+    def from_run(cls, rate_rps: float, run: dict[str, Any], concurrency: int | None = None) -> SweepPoint:
         """From a saved run's dict (result.json schema)."""
         s, v = run["summary"], run.get("verdict") or {}
         return cls(rate_rps=float(rate_rps), run_id=str(run.get("run_id", "")), status=str(v.get("status", "INVALID")),
                    slo_met=dict(s.get("slo_met") or {}), error_rate=float(s.get("error_rate") or 0.0),
                    achieved_rps=float(s.get("requests_per_s") or 0.0), goodput_rps=float(s.get("goodput_rps") or 0.0),
                    slo_attainment=s.get("slo_attainment"), reasons=tuple(v.get("reasons") or ()),
-                   n_requests=s.get("n_requests"))
+                   n_requests=s.get("n_requests"), concurrency=concurrency)
 
     @property
     def slos_ok(self) -> bool:
@@ -48,18 +56,22 @@ class SweepPoint:
 
     def _short_of(self, fraction: float) -> bool:
         """Achieved fell below `fraction` of offered, with enough requests for that to mean something."""
+        if self.concurrency is not None:
+            return False  # a users sweep offers no rate: the engine sets the pace
         enough = self.n_requests is None or self.n_requests >= MIN_REQUESTS_TO_JUDGE_RATE
         return enough and self.achieved_rps < fraction * self.rate_rps
 
     @property
     def passes(self) -> bool:
-        return (self.status == "VALID" and self.slos_ok and self.error_rate <= MAX_ERROR_RATE
-                and not self._short_of(SATURATED_ACHIEVED_FRACTION))
+        return self.status == "VALID" and self.slos_ok and self.error_rate <= MAX_ERROR_RATE
 
     @property
     def saturated(self) -> bool:
-        return (self.status == "SATURATED" or self.error_rate > MAX_ERROR_RATE
-                or self._short_of(SATURATED_ACHIEVED_FRACTION))
+        return self.status in ("SATURATED", "FAILED")
+
+    def label(self) -> str:
+        """The step's load in words: '4 users' or '2 req/s'."""
+        return f"{self.concurrency} users" if self.concurrency is not None else f"{self.rate_rps:g} req/s"
 
     def failure(self) -> str:
         """Why this step fails, in words ('' if it passes)."""
@@ -68,8 +80,6 @@ class SweepPoint:
         why = [f"{k.upper()} SLO missed" for k, v in self.slo_met.items() if v is False]
         if self.error_rate > MAX_ERROR_RATE:
             why.append(f"error rate {self.error_rate:.1%}")
-        if self._short_of(SATURATED_ACHIEVED_FRACTION):
-            why.append(f"achieved {self.achieved_rps:.2f} of {self.rate_rps:.2f} req/s offered")
         if self.status != "VALID":
             why.append(f"verdict {self.status}" + (f" ({'; '.join(self.reasons)})" if self.reasons else ""))
         return ", ".join(why) or "failed"
@@ -85,16 +95,22 @@ class Capacity:
     first_failure: SweepPoint | None  # the lowest failing rate, if any
     reason: str
 
+    @property
+    def capacity_users(self) -> int | None:
+        """For a users sweep: the most concurrent users that met every SLO."""
+        return self.at.concurrency if self.at is not None else None
+
     def to_dict(self) -> dict[str, Any]:
-        return {"capacity_rps": self.capacity_rps, "at": self.at.to_dict() if self.at else None,
+        return {"capacity_rps": self.capacity_rps, "capacity_users": self.capacity_users,
+                "at": self.at.to_dict() if self.at else None,
                 "first_failure": self.first_failure.to_dict() if self.first_failure else None, "reason": self.reason}
 
 
 def capacity_from_sweep(points: list[SweepPoint] | tuple[SweepPoint, ...]) -> Capacity:
-    """The highest passing rate below the first failing rate."""
+    """The highest passing step below the first failing one."""
     if not points:
         raise ValueError("empty sweep: run at least one rate")
-    pts = sorted(points, key=lambda p: p.rate_rps)
+    pts = sorted(points, key=lambda p: p.load)
     best: SweepPoint | None = None
     first_fail: SweepPoint | None = None
     for p in pts:
@@ -105,17 +121,16 @@ def capacity_from_sweep(points: list[SweepPoint] | tuple[SweepPoint, ...]) -> Ca
     if best is None:
         assert first_fail is not None
         return Capacity(None, None, first_fail,
-                        f"even the lowest rate {first_fail.rate_rps:g} req/s fails: {first_fail.failure()}; "
-                        "sweep lower rates, run longer steps if n is too small, or relax the SLOs")
+                        f"even the lowest step, {first_fail.label()}, fails: {first_fail.failure()}; "
+                        "sweep lower loads, run longer steps if n is too small, or relax the SLOs")
     if first_fail is None:
         return Capacity(best.rate_rps, best, None,
-                        f"every rate up to {best.rate_rps:g} req/s met the SLOs; capacity is at least that "
-                        "(sweep higher rates to find the limit)")
-    later = [p.rate_rps for p in pts if p.rate_rps > first_fail.rate_rps and p.passes]
-    note = f"; passes again at {', '.join(f'{r:g}' for r in later)} req/s treated as noise" if later else ""
+                        f"every step up to {best.label()} met the SLOs; capacity is at least that "
+                        "(sweep higher loads to find the limit)")
+    later = [p.label() for p in pts if p.load > first_fail.load and p.passes]
+    note = f"; passes again at {', '.join(later)} treated as noise" if later else ""
     return Capacity(best.rate_rps, best, first_fail,
-                    f"meets every SLO at {best.rate_rps:g} req/s; fails at {first_fail.rate_rps:g} req/s "
-                    f"({first_fail.failure()}){note}")
+                    f"meets every SLO at {best.label()}; fails at {first_fail.label()} ({first_fail.failure()}){note}")
 
 
 def stop_reason(points: list[SweepPoint] | tuple[SweepPoint, ...]) -> str | None:
@@ -124,9 +139,9 @@ def stop_reason(points: list[SweepPoint] | tuple[SweepPoint, ...]) -> str | None
         return None
     last = points[-1]
     if last._short_of(CLEARLY_PAST_FRACTION):
-        return f"clearly past saturation at {last.rate_rps:g} req/s (achieved {last.achieved_rps:.2f} req/s)"
-    if last.saturated and not last.passes:
-        return f"saturated at {last.rate_rps:g} req/s: {last.failure()}"
+        return f"clearly past saturation at {last.label()} (achieved {last.achieved_rps:.2f} req/s)"
+    if last.saturated:
+        return f"{last.status.lower()} at {last.label()}: {last.failure()}"
     if len(points) >= 2 and not points[-1].passes and not points[-2].passes:
-        return f"failed at two rates in a row ({points[-2].rate_rps:g}, {last.rate_rps:g} req/s)"
+        return f"failed at two steps in a row ({points[-2].label()}, {last.label()})"
     return None

@@ -59,8 +59,17 @@ _attach()
 
 
 def main() -> None:
+    from advisor import interrupts
+
+    interrupts.install()  # SIGINT, SIGTERM and SIGHUP: save what was measured, stop engines and servers
     try:
         cli.main(standalone_mode=False)
+    except interrupts.Interrupted as e:
+        from advisor.bench import RunInterrupted
+
+        saved = f"; partial run saved: {e.result.path}" if isinstance(e, RunInterrupted) and e.result.path else ""
+        click.echo(f"interrupted by {e.name}{saved}", err=True)
+        sys.exit(e.exit_code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)

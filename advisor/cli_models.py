@@ -141,8 +141,6 @@ def generate_command(engine: str, model: str | None, prompt: str | None, prompt_
         adapter = adapters.create(engine, model)
     except EngineUnavailable as e:
         raise click.ClickException(str(e)) from None
-    if hasattr(adapter, "keep_token_ids"):
-        adapter.keep_token_ids = True
     req = RequestSpec("generate-0", ids, max_tokens=max_tokens, ignore_eos=False, temperature=temperature,
                       seed=seed, prompt_text=text_in)
     try:
@@ -153,7 +151,8 @@ def generate_command(engine: str, model: str | None, prompt: str | None, prompt_
         raise click.ClickException(f"{engine} failed ({e.kind}): {e}") from None
     finally:
         adapter.close()
-    out_ids = adapter.token_ids_of(req.request_id) if hasattr(adapter, "token_ids_of") else None
+    ids_seen = [c.token_ids for c in chunks]
+    out_ids = [t for ids in ids_seen for t in ids] if all(ids is not None for ids in ids_seen) else None
     texts = [c.text for c in chunks if c.text is not None]
     text = "".join(texts) if texts else (tok.decode(out_ids) if tok and out_ids is not None else None)
     n_out = sum(c.n_tokens for c in chunks)

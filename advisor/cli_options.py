@@ -1,22 +1,90 @@
-"""Shared CLI plumbing: scenario overrides and engine options from flags, and error exits."""
+"""Flags shared by `bench` and `sweep` (and later `matrix`), declared once, and their conversion.
+
+`engine_flags`, `scenario_flags` and `run_flags` are decorators; a command that
+takes them receives the values as keyword arguments and turns them into a
+`BenchConfig` with `bench_config(...)`. The scenario flags' names come from
+`scenarios.overrides.FLAGS` (the one flag-name map). A zero that means
+something is kept (`--warmup 0`); a bad value is a usage error naming the flag
+and the valid range, raised before anything runs.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+
+from scenarios.overrides import FLAGS
 
 
 def fail(message: str) -> NoReturn:
     raise click.UsageError(message)
 
 
-def overrides_from(flags: dict[str, Any]) -> Any:
-    """Overrides from the bench/sweep flags; a bad value fails with the flag's name."""
-    from scenarios.schedule import Overrides
+def _stack(options: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
+    def deco(f: Any) -> Any:
+        for o in reversed(options):
+            f = o(f)
+        return f
+    return deco
 
-    names = {"rate": "rate_rps", "duration": "duration_s", "warmup": "warmup_s"}
-    kwargs = {names.get(k, k): v for k, v in flags.items() if v not in (None, False)}
+
+_OVERRIDE_HELP = {
+    "rate_rps": ("Request rate (req/s) instead of the scenario's.", float),
+    "duration_s": ("Measurement window in seconds.", float),
+    "warmup_s": ("Warm-up seconds before the window (excluded; 0 for none).", float),
+    "concurrency": ("Closed-loop users (closed-loop scenarios).", int),
+    "max_requests": ("Cap the number of requests.", int),
+    "seed": ("Schedule seed (same seed, same requests).", int),
+    "length_scale": ("Multiply input and output token lengths.", float),
+    "max_input_tokens": ("Cap prompt lengths.", int),
+    "max_output_tokens": ("Cap output lengths.", int),
+}
+
+
+def scenario_flags(*, skip: tuple[str, ...] = ()) -> Callable[[Any], Any]:
+    """--scenario and the overrides that fit it to a machine (`skip`: fields a command sets itself)."""
+    opts = [click.option("--scenario", "-s", default=None,
+                         help="Scenario name (see `advisor scenarios`) or a path to a YAML file.")]
+    for name, (text, typ) in _OVERRIDE_HELP.items():
+        if name not in skip:
+            opts.append(click.option(FLAGS[name], name, type=typ, default=None, help=text))
+    opts.append(click.option("--full-scale", "full_scale", is_flag=True,
+                             help="Use the scenario's real traffic shape, not its small-machine fit."))
+    return _stack(opts)
+
+
+engine_flags = _stack([
+    click.option("--engine", "-e", default="own", show_default=True, help="Engine adapter (see `advisor engines`)."),
+    click.option("--model", "-m", default=None,
+                 help="Model folder or name in the model cache; default: the built-in tiny model."),
+    click.option("--threads", type=int, default=None,
+                 help="Engine CPU threads (default: all CPUs but one, the client's)."),
+    click.option("--device", default=None, help="Engine device (auto, cpu, cuda)."),
+    click.option("--url", default=None, help="Server URL for the openai engine."),
+    click.option("--launch", default=None, help="Server command advisor starts, benchmarks and stops (openai engine)."),
+    click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE",
+                 help="Engine option (repeatable); `advisor engines --json` lists each engine's options."),
+])
+
+run_flags = _stack([
+    click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
+                 show_default=True, help="Folder for saved runs."),
+    click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
+                 help="Per-request timeout (s)."),
+    click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else."),
+])
+
+
+def overrides_from(flags: dict[str, Any]) -> Any:
+    """Overrides from the scenario flags; given zeros are kept (and judged), a bad value fails with its flag."""
+    from scenarios.overrides import Overrides
+
+    kwargs = {k: v for k, v in flags.items() if k in _OVERRIDE_HELP and v is not None}
+    if flags.get("full_scale"):
+        kwargs["full_scale"] = True
     try:
         return Overrides(**kwargs)
     except (TypeError, ValueError) as e:
@@ -33,10 +101,27 @@ def _parse_value(v: str) -> Any:
 
 
 def engine_options(opts: tuple[str, ...], **named: Any) -> dict[str, Any]:
+    """`--opt KEY=VALUE` and the named engine flags as one mapping (typed later by the adapter's Options)."""
     out = {k: v for k, v in named.items() if v is not None}
     for o in opts:
         key, sep, value = o.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             fail(f"--opt expects KEY=VALUE, got {o!r}")
         out[key.strip().replace("-", "_")] = _parse_value(value.strip())
     return out
+
+
+def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: tuple[str, ...],
+                 threads: int | None, device: str | None, url: str | None, launch: str | None, out_dir: Path,
+                 timeout_s: float, **flags: Any) -> Any:
+    """The BenchConfig the shared flags describe; every problem is a usage error before anything starts."""
+    from advisor.bench import BenchConfig, BenchError
+
+    if not scenario:
+        fail("--scenario is required (see `advisor scenarios`)")
+    options = engine_options(opts, threads=threads, device=device, url=url, launch=launch)
+    try:
+        return BenchConfig(scenario=scenario, engine=engine, model=model, overrides=overrides_from(flags),
+                           engine_options=options, out_dir=out_dir, timeout_s=timeout_s)
+    except BenchError as e:
+        fail(str(e))

@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from advisor.cli_options import engine_flags, run_flags, scenario_flags
+
 
 def _catalog(prices: Path | None, price: tuple[str, ...]) -> Any:
     from advisor.catalog import CatalogError, load_catalog, parse_price_flags
@@ -91,7 +93,7 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
     from advisor.hardware_detect import detect
     from advisor.recommend import Constraints, ConstraintsError, NoRunsError, recommend
     from advisor.recommend.render import print_recommendation
-    from advisor.store import list_runs
+    from advisor.store import readable_runs
 
     try:
         base = Constraints.from_yaml(constraints_file) if constraints_file else Constraints()
@@ -101,7 +103,7 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
     catalog = _catalog(prices, price)
     if not root.is_dir():
         raise click.UsageError(f"no runs folder {root}; run `advisor bench` first or pass --runs DIR")
-    runs = [r.to_dict() for r in list_runs(root)]
+    runs = [r.to_dict() for r in readable_runs(root, lambda line: click.echo(line, err=True))]
     try:
         rec = recommend(runs, cons, catalog, detected=detect(catalog, measure=measure), quality=_quality(quality_file))
     except NoRunsError as e:
@@ -135,56 +137,73 @@ def hardware_command(measure: bool, price_tier: str, prices: Path | None, price:
         print_hardware(catalog, det, price_tier)
 
 
-def _rates(text: str | None) -> tuple[float, ...] | None:
+def _numbers(text: str | None, flag: str, conv: type) -> tuple | None:
     if not text:
         return None
     try:
-        return tuple(float(x) for x in text.split(",") if x.strip())
+        return tuple(conv(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise click.UsageError(f"--rates expects comma-separated numbers, e.g. 0.5,1,2,4; got {text!r}") from None
+        example = "0.5,1,2,4" if conv is float else "1,2,4,8"
+        raise click.UsageError(f"{flag} expects comma-separated numbers, e.g. {example}; got {text!r}") from None
 
 
 @click.command("sweep")
-@click.option("--scenario", "-s", required=True, help="Scenario name (see `advisor scenarios`).")
-@click.option("--engine", "-e", default="own", show_default=True, help="Engine adapter (see `advisor engines`).")
-@click.option("--model", "-m", default=None, help="Model folder or name; default: the built-in tiny model.")
+@scenario_flags(skip=("rate_rps", "concurrency"))
+@engine_flags
+@run_flags
 @click.option("--rates", default=None, help="Comma-separated request rates, e.g. 0.5,1,2,4.")
+@click.option("--concurrencies", default=None, help="Comma-separated closed-loop users, e.g. 1,2,4,8 "
+              "(closed-loop scenarios: capacity in concurrent users).")
 @click.option("--start", "start_rps", type=float, default=0.5, show_default=True, help="First rate (req/s).")
 @click.option("--factor", type=float, default=2.0, show_default=True, help="Rate multiplier per step.")
 @click.option("--max-steps", type=int, default=6, show_default=True)
-@click.option("--duration", type=float, default=None, help="Measurement window per step (s).")
-@click.option("--warmup", type=float, default=None, help="Warm-up per step (s).")
-@click.option("--max-requests", type=int, default=None, help="Cap requests per step.")
-@click.option("--seed", type=int, default=None)
-@click.option("--length-scale", type=float, default=None)
-@click.option("--max-input-tokens", type=int, default=None)
-@click.option("--max-output-tokens", type=int, default=None)
-@click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help="Extra engine option (repeatable).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
-              show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the sweep JSON document and nothing else.")
-def sweep_command(scenario: str, engine: str, model: str | None, rates: str | None, start_rps: float, factor: float,
-                  max_steps: int, opts: tuple[str, ...], out_dir: Path, as_json: bool, **flags: Any) -> None:
-    """Rising request rates until the SLOs break: the highest passing rate is the capacity."""
-    from advisor.cli_options import engine_options, overrides_from
-    from advisor.sweep import SweepConfig, SweepError, run_sweep
+@click.option("--resume", "resume_id", default=None, metavar="SWEEP_ID",
+              help="Go on with an interrupted sweep (its saved settings; finished steps are not run again).")
+def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float, factor: float, max_steps: int,
+                  resume_id: str | None, as_json: bool, **flags: Any) -> None:
+    """Rising request rates (or users) until the SLOs break: the highest passing step is the capacity.
 
+    \b
+    Examples:
+      advisor sweep --scenario copilot --rates 1,2,4,8
+      advisor sweep --scenario chat-closed --concurrencies 1,2,4,8
+      advisor sweep --resume 20261122-101500-sweep-copilot-own-3fa2c1
+    """
+    from advisor.bench import open_engine, plan
+    from advisor.cli_options import bench_config
+    from advisor.sweep import SweepConfig, SweepError, load_sweep, resume_config, run_sweep
+
+    resumed = None
     try:
-        cfg = SweepConfig(scenario=scenario, engine=engine, model=model, rates=_rates(rates), start_rps=start_rps,
-                          factor=factor, max_steps=max_steps, overrides=overrides_from(flags),
-                          engine_options=engine_options(opts), out_dir=out_dir)
+        if resume_id:
+            given = [name for name, v in (("scenario", flags.get("scenario")), ("rates", rates),
+                                          ("concurrencies", concurrencies)) if v]
+            if given:
+                raise click.UsageError(f"--resume takes every setting from the saved sweep; drop --{given[0]}")
+            resumed = load_sweep(resume_id, flags["out_dir"])
+            cfg = resume_config(resumed, flags["out_dir"])
+        else:
+            cfg = SweepConfig(bench_config(**flags), rates=_numbers(rates, "--rates", float),
+                              concurrencies=_numbers(concurrencies, "--concurrencies", int), start_rps=start_rps,
+                              factor=factor, max_steps=max_steps)
+        first = plan(cfg.step_config(cfg.load_plan()[0]))  # scenario, options, out dir: all checked now
     except SweepError as e:
         raise click.UsageError(str(e)) from None
 
     def show(p: Any) -> None:
         if not as_json:
-            click.echo(f"{p.rate_rps:g} req/s: {'pass' if p.passes else 'FAIL: ' + p.failure()} "
+            click.echo(f"{p.label()}: {'pass' if p.passes else 'FAIL: ' + p.failure()} "
                        f"(achieved {p.achieved_rps:.2f} req/s, run {p.run_id})")
 
-    res = run_sweep(cfg, on_step=show)
+    with open_engine(cfg.bench, first.options) as adapter:
+        res = run_sweep(cfg, adapter, on_step=show, resume=resumed)
     if as_json:
         click.echo(json.dumps(res.to_dict(), default=str))
     else:
         cap = res.capacity
-        click.echo(f"capacity: {'none' if cap.capacity_rps is None else f'{cap.capacity_rps:g} req/s'} - {cap.reason}")
+        if cap.capacity_users is not None:
+            what = f"{cap.capacity_users} users ({cap.capacity_rps:.2f} req/s)"
+        else:
+            what = "none" if cap.capacity_rps is None else f"{cap.capacity_rps:g} req/s"
+        click.echo(f"capacity: {what} - {cap.reason}")
         click.echo(f"stopped: {res.stop_reason}; saved {res.path}")

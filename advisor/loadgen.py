@@ -4,7 +4,9 @@ Open loop: each request goes out at its scheduled time whether or not earlier
 ones finished, and its lag (t_send - t_sched) is recorded, so client-side
 queueing can never hide. Closed loop: N users, each sending its next request
 after the previous one finished plus a think time. Offline: everything at t=0.
-It computes no metrics: one `RequestRecord` per request, nothing else.
+Prompts are built as requests go out (`specs(i)` is called once per request,
+a bounded number ahead of its send time), so memory does not grow with the
+schedule. It computes no metrics: one `RequestRecord` per request.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import asyncio
 import contextlib
 import gc
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.base import Adapter, AdapterError, RequestSpec
@@ -25,8 +27,12 @@ from scenarios.types import Schedule
 _SPIN_S = 0.0012
 # Young-generation garbage collection interval while a run is on (see _young_gc_only).
 _GC_INTERVAL_S = 0.5
+# Prompts built ahead of their send time: at most this many, and only while the next send is this far away.
+PREFETCH_MAX = 64
+_PREFETCH_MARGIN_NS = 3_000_000
 
 Progress = Callable[[int, int], None]  # (finished, total)
+SpecSource = Callable[[int], RequestSpec]  # schedule index -> the concrete request
 
 
 @dataclass
@@ -35,22 +41,24 @@ class LoadResult:
     t0_ns: int  # perf_counter_ns at the run's start; record times are relative to it
     wall_s: float
     interrupted: str | None = None  # why the run stopped early, if it did
+    n_finished: int = 0  # requests that ended (successfully or not) before the run stopped
 
 
-async def drive(adapter: Adapter, schedule: Schedule, specs: Sequence[RequestSpec], *,
-                timeout_s: float = 600.0, max_run_s: float | None = None,
-                progress: Progress | None = None) -> LoadResult:
-    """Run the whole schedule; never raises for a failed request (it becomes an errored record)."""
+async def drive(adapter: Adapter, schedule: Schedule, specs: SpecSource, *, timeout_s: float = 600.0,
+                max_run_s: float | None = None, progress: Progress | None = None) -> LoadResult:
+    """Run the whole schedule; never raises for a failed request (it becomes an errored record).
+
+    Cancelling the task that runs it stops the run: what was measured comes back with `interrupted` set.
+    """
     async with _young_gc_only():  # entered before t0: its one full collection must not delay the first send
         return await _drive(adapter, schedule, specs, timeout_s, max_run_s, progress)
 
 
-async def _drive(adapter: Adapter, schedule: Schedule, specs: Sequence[RequestSpec], timeout_s: float,
+async def _drive(adapter: Adapter, schedule: Schedule, specs: SpecSource, timeout_s: float,
                  max_run_s: float | None, progress: Progress | None) -> LoadResult:
-    assert len(specs) == len(schedule.requests)
-    records = [RequestRecord(idx=r.idx, request_id=s.request_id, t_sched_ns=int(r.t_sched_s * 1e9),
-                             n_in_client=s.n_in, max_tokens=s.max_tokens, warmup=r.warmup)
-               for r, s in zip(schedule.requests, specs)]
+    records = [RequestRecord(idx=r.idx, request_id=f"{schedule.scenario}-{r.idx}", t_sched_ns=int(r.t_sched_s * 1e9),
+                             n_in_client=r.n_in, max_tokens=r.n_out, warmup=r.warmup)
+               for r in schedule.requests]
     done = 0
     total = len(records)
     t0 = time.perf_counter_ns()
@@ -66,19 +74,22 @@ async def _drive(adapter: Adapter, schedule: Schedule, specs: Sequence[RequestSp
             rec.error_kind, rec.error = "cancelled", "the run was stopped before this request finished"
             raise
         finally:
-            done += 1
+            rec.t_end_ns = time.perf_counter_ns() - t0
+            if rec.error_kind != "cancelled":
+                done += 1
             if progress is not None:
                 progress(done, total)
 
-    tasks: list[asyncio.Task[None]] = []
+    tasks: set[asyncio.Task[None]] = set()
     if schedule.mode == "closed":
         runner = _closed_loop(schedule, records, specs, one, t0)
     else:
         runner = _open_loop(records, specs, one, t0, tasks)
+
     async def run_all() -> None:
         await runner
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        while tasks:
+            await asyncio.gather(*list(tasks), return_exceptions=True)
 
     interrupted = None
     try:
@@ -88,15 +99,18 @@ async def _drive(adapter: Adapter, schedule: Schedule, specs: Sequence[RequestSp
         interrupted = f"stopped after the run limit of {max_run_s:g} s"
     except asyncio.CancelledError:
         interrupted = "interrupted"
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()  # handled: what was measured is returned
     finally:
         for t in tasks:
             t.cancel()
         if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*list(tasks), return_exceptions=True)
     for rec in records:  # requests never sent because the run stopped early
         if rec.t_send_ns is None and rec.error_kind is None:
             rec.error_kind, rec.error = "cancelled", "never sent: the run stopped first"
-    return LoadResult(records, t0, (time.perf_counter_ns() - t0) / 1e9, interrupted)
+    return LoadResult(records, t0, (time.perf_counter_ns() - t0) / 1e9, interrupted, done)
 
 
 @contextlib.asynccontextmanager
@@ -131,6 +145,7 @@ async def _young_gc_only():
 
 async def _stream_into(adapter: Adapter, rec: RequestRecord, spec: RequestSpec, t0: int) -> None:
     rec.t_send_ns = time.perf_counter_ns() - t0
+    rec.n_in_client = spec.n_in
     n_prompt: int | None = None
     n_total: int | None = None
     n_client: int | None = None
@@ -138,12 +153,16 @@ async def _stream_into(adapter: Adapter, rec: RequestRecord, spec: RequestSpec, 
         async for ch in adapter.stream(spec):
             rec.chunk_t_ns.append(ch.t_ns - t0)
             rec.chunk_tokens.append(ch.n_tokens)
+            if ch.t_engine_ns is not None:
+                rec.chunk_t_engine_ns.append(ch.t_engine_ns - t0)
             if ch.n_prompt is not None:
                 n_prompt = ch.n_prompt
             if ch.n_out_total is not None:
                 n_total = ch.n_out_total
             if ch.n_out_client is not None:
                 n_client = ch.n_out_client
+            if ch.token_source is not None:
+                rec.token_source = ch.token_source
     except AdapterError as e:
         rec.error_kind, rec.error = e.kind, str(e)
     except Exception as e:  # an adapter bug must not end the run: record it and go on
@@ -152,6 +171,8 @@ async def _stream_into(adapter: Adapter, rec: RequestRecord, spec: RequestSpec, 
         rec.n_in = n_prompt if n_prompt is not None else rec.n_in_client
         rec.n_out = n_total if n_total is not None else sum(rec.chunk_tokens)
         rec.n_out_client = n_client
+        if rec.chunk_t_engine_ns and len(rec.chunk_t_engine_ns) != len(rec.chunk_t_ns):
+            rec.chunk_t_engine_ns.clear()  # only some chunks had one: keep none rather than misalign
 
 
 async def _sleep_until(t_target_ns: int) -> None:
@@ -162,16 +183,25 @@ async def _sleep_until(t_target_ns: int) -> None:
         await asyncio.sleep(0)
 
 
-async def _open_loop(records: list[RequestRecord], specs: Sequence[RequestSpec], one, t0: int,
-                     tasks: list[asyncio.Task[None]]) -> None:
+async def _open_loop(records: list[RequestRecord], specs: SpecSource, one, t0: int,
+                     tasks: set[asyncio.Task[None]]) -> None:
     order = sorted(range(len(records)), key=lambda i: records[i].t_sched_ns)
-    for i in order:
-        await _sleep_until(t0 + records[i].t_sched_ns)
-        tasks.append(asyncio.create_task(one(records[i], specs[i])))
+    ahead: dict[int, RequestSpec] = {}
+    built = 0  # position in `order` of the next prompt to build
+    for k, i in enumerate(order):
+        due = t0 + records[i].t_sched_ns
+        # build this request's prompt, then the next ones while the send is still comfortably far away
+        while built < len(order) and (built <= k or (built < k + PREFETCH_MAX
+                                                     and due - time.perf_counter_ns() > _PREFETCH_MARGIN_NS)):
+            ahead[order[built]] = specs(order[built])
+            built += 1
+        await _sleep_until(due)
+        task = asyncio.create_task(one(records[i], ahead.pop(i)))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
 
 
-async def _closed_loop(schedule: Schedule, records: list[RequestRecord], specs: Sequence[RequestSpec],
-                       one, t0: int) -> None:
+async def _closed_loop(schedule: Schedule, records: list[RequestRecord], specs: SpecSource, one, t0: int) -> None:
     users = max(1, schedule.concurrency or 1)
     queue = list(range(len(records)))
     queue.reverse()  # pop() from the end = schedule order
@@ -182,7 +212,8 @@ async def _closed_loop(schedule: Schedule, records: list[RequestRecord], specs: 
             think = schedule.requests[i].think_s
             if think > 0:
                 await asyncio.sleep(think)
+            spec = specs(i)
             records[i].t_sched_ns = time.perf_counter_ns() - t0  # a closed-loop user sends when ready
-            await one(records[i], specs[i])
+            await one(records[i], spec)
 
     await asyncio.gather(*(user() for _ in range(users)))

@@ -19,12 +19,15 @@ class RequestRecord:
     t_send_ns: int | None = None  # when it was actually sent (None: never sent)
     chunk_t_ns: list[int] = field(default_factory=list)  # arrival time of each chunk
     chunk_tokens: list[int] = field(default_factory=list)  # output tokens carried by each chunk
+    chunk_t_engine_ns: list[int] = field(default_factory=list)  # engine's own stamp per chunk, where it gives one
+    t_end_ns: int | None = None  # when the request ended: last chunk, error, timeout or cancel (None: never sent)
     n_in: int = 0  # prompt tokens as the engine/server counted them (else as sent)
     n_in_client: int = 0  # prompt tokens as the client sent them
     n_out: int = 0  # output tokens as the engine/server counted them
     n_out_client: int | None = None  # the client's own count, when it has one
     max_tokens: int = 0  # output tokens asked for
     warmup: bool = False  # sent during warm-up: excluded from measurement
+    token_source: str | None = None  # where the per-chunk token counts came from (adapters.base.TokenSource)
     error_kind: str | None = None
     error: str | None = None
 
@@ -54,4 +57,6 @@ class RequestRecord:
         d = dict(d)
         d["chunk_t_ns"] = [int(x) for x in d.get("chunk_t_ns") or []]
         d["chunk_tokens"] = [int(x) for x in d.get("chunk_tokens") or []]
-        return cls(**d)
+        d["chunk_t_engine_ns"] = [int(x) for x in d.get("chunk_t_engine_ns") or []]
+        known = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in d.items() if k in known})

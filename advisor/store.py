@@ -11,6 +11,7 @@ import json
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,9 +28,18 @@ RECORDS_FILE = "requests.parquet"
 _RECORD_SCHEMA = pa.schema([
     ("idx", pa.int64()), ("request_id", pa.string()), ("t_sched_ns", pa.int64()), ("t_send_ns", pa.int64()),
     ("chunk_t_ns", pa.list_(pa.int64())), ("chunk_tokens", pa.list_(pa.int32())),
+    ("chunk_t_engine_ns", pa.list_(pa.int64())), ("t_end_ns", pa.int64()),
     ("n_in", pa.int64()), ("n_in_client", pa.int64()), ("n_out", pa.int64()), ("n_out_client", pa.int64()),
-    ("max_tokens", pa.int64()), ("warmup", pa.bool_()), ("error_kind", pa.string()), ("error", pa.string()),
+    ("max_tokens", pa.int64()), ("warmup", pa.bool_()), ("token_source", pa.string()),
+    ("error_kind", pa.string()), ("error", pa.string()),
 ])
+# What a result.json must hold, and of which JSON type, to be read at all (older runs may lack the rest).
+_RESULT_TYPES: dict[str, type | tuple[type, ...]] = {
+    "run_id": str, "created_utc": str, "scenario": dict, "schedule": dict, "slos": dict, "engine": dict,
+    "manifest": dict, "summary": dict, "telemetry": dict, "verdict": dict}
+_SUMMARY_TYPES: dict[str, type | tuple[type, ...]] = {
+    "n_requests": int, "n_ok": int, "mode": str, "ttft_ms": dict, "tpot_ms": dict, "e2e_ms": dict,
+    "slo_met": dict, "errors_by_kind": dict}
 
 
 class StoreError(ValueError):
@@ -62,12 +72,19 @@ class RunResult:
     def from_dict(cls, d: dict[str, Any], path: Path | None = None) -> RunResult:
         if d.get("schema") != SCHEMA:
             raise StoreError(f"{path or 'result'}: not an advisor run (schema {d.get('schema')!r}, expected {SCHEMA!r})")
-        keys = ("run_id", "created_utc", "scenario", "schedule", "slos", "engine", "manifest", "summary",
-                "telemetry", "verdict")
-        missing = [k for k in keys if k not in d]
+        where = path or "result"
+        missing = [k for k in _RESULT_TYPES if k not in d]
         if missing:
-            raise StoreError(f"{path or 'result'}: missing {', '.join(missing)}; the file is damaged, re-run the benchmark")
-        return cls(**{k: d[k] for k in keys}, loadgen=d.get("loadgen", {}), path=path)
+            raise StoreError(f"{where}: missing {', '.join(missing)}; the file is damaged, re-run the benchmark")
+        _check_types(d, _RESULT_TYPES, where, "")
+        _check_types(d["summary"], _SUMMARY_TYPES, where, "summary.")
+        status = d["verdict"].get("status")
+        if not isinstance(status, str):
+            raise StoreError(f"{where}: verdict.status is {status!r}, not a status; the file is damaged")
+        loadgen = d.get("loadgen", {})
+        if not isinstance(loadgen, dict):
+            raise StoreError(f"{where}: loadgen is {type(loadgen).__name__}, not an object; the file is damaged")
+        return cls(**{k: d[k] for k in _RESULT_TYPES}, loadgen=loadgen, path=path)
 
     def records(self) -> list[RequestRecord]:
         """The per-request records, read from the run folder on first use."""
@@ -90,6 +107,13 @@ class RunResult:
         return folder
 
 
+def _check_types(d: dict[str, Any], types: dict[str, type | tuple[type, ...]], where: Any, prefix: str) -> None:
+    for key, typ in types.items():
+        if key in d and (not isinstance(d[key], typ) or isinstance(d[key], bool) and typ is int):
+            raise StoreError(f"{where}: {prefix}{key} is {type(d[key]).__name__}, expected "
+                             f"{getattr(typ, '__name__', typ)}; the file is damaged, re-run the benchmark")
+
+
 def new_run_id(scenario: str, engine: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{scenario}-{engine}")[:60].strip("-")
     return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{slug}-{secrets.token_hex(2)}"
@@ -106,7 +130,12 @@ def write_records(path: Path, records: list[RequestRecord]) -> None:
 def read_records(path: Path) -> list[RequestRecord]:
     if not path.exists():
         raise StoreError(f"{path}: missing per-request records; the run folder is incomplete, re-run the benchmark")
-    return [RequestRecord.from_dict(d) for d in pq.read_table(path).to_pylist()]
+    try:
+        rows = pq.read_table(path).to_pylist()  # older runs lack the newer columns: from_dict defaults them
+        return [RequestRecord.from_dict(d) for d in rows]
+    except (pa.ArrowException, OSError, TypeError, ValueError) as e:
+        raise StoreError(f"{path}: the per-request records cannot be read ({type(e).__name__}: {e}); the file is "
+                         "damaged, re-run the benchmark") from None
 
 
 def load_run(path_or_id: str | Path, root: Path = Path("runs")) -> RunResult:
@@ -126,12 +155,45 @@ def load_run(path_or_id: str | Path, root: Path = Path("runs")) -> RunResult:
     return RunResult.from_dict(d, path=p)
 
 
-def list_runs(root: Path = Path("runs")) -> list[RunResult]:
-    """Every readable run under `root`, oldest first (sweep folders and damaged runs skipped)."""
+def list_runs(root: Path = Path("runs"), skipped: list[tuple[Path, str]] | None = None) -> list[RunResult]:
+    """Every readable run under `root`, oldest first; a damaged one goes to `skipped` (folder, reason)."""
     out = []
     for f in sorted(Path(root).glob(f"*/{RESULT_FILE}")):
         try:
             out.append(load_run(f.parent))
-        except StoreError:
-            continue
+        except StoreError as e:
+            if skipped is not None:
+                skipped.append((f.parent, str(e)))
     return sorted(out, key=lambda r: r.created_utc)
+
+
+def check_records(folder: Path) -> None:
+    """Cheap check that a run's records file is whole (its footer reads); StoreError if not."""
+    path = folder / RECORDS_FILE
+    if not path.exists():
+        raise StoreError(f"{path}: missing per-request records; the run folder is incomplete, re-run the benchmark")
+    try:
+        pq.read_metadata(path)
+    except (pa.ArrowException, OSError) as e:
+        raise StoreError(f"{path}: the per-request records cannot be read ({type(e).__name__}: {e}); the file is "
+                         "damaged, re-run the benchmark") from None
+
+
+def readable_runs(root: Path, warn: Callable[[str], None]) -> list[RunResult]:
+    """`list_runs` with records checked too, and one `warn(line)` per skipped run naming it and why."""
+    skipped: list[tuple[Path, str]] = []
+    ok = []
+    for r in list_runs(root, skipped):
+        try:
+            check_records(r.path or Path(root) / r.run_id)
+        except StoreError as e:
+            skipped.append((r.path or Path(r.run_id), str(e)))
+            continue
+        ok.append(r)
+    for folder, why in skipped:
+        warn(skip_warning(folder, why))
+    return ok
+
+
+def skip_warning(folder: Path, why: str) -> str:
+    return f"warning: skipped run {Path(folder).name}: {why}"

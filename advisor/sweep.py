@@ -1,25 +1,34 @@
-"""`advisor sweep`: rising request rates for one engine and scenario until the SLOs break.
+"""`advisor sweep`: rising request rates (or users) on one engine until the SLOs break.
 
-The engine starts once and serves every step (`run_bench(cfg, adapter=...)`); each step
-is an ordinary saved run under runs/<run-id>/. The sweep stops early when a step is
-clearly past saturation (see `advisor.capacity.stop_reason`), and writes
-runs/<sweep-id>/sweep.json: run ids, rate per step, capacity and stop reason.
+The engine starts once and serves every step; each step is an ordinary saved
+run under runs/<run-id>/. `runs/<sweep-id>/sweep.json` is written when the
+sweep starts and after every step: its plan (so `--resume` can go on), each
+finished step, the step a signal interrupted, the capacity and why it
+stopped. The sweep stops early when a step is clearly past saturation
+(`advisor.capacity.stop_reason`). Capacity rests only on finished steps.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from adapters.base import Adapter
+from advisor.bench import BenchConfig, RunInterrupted, plan, run_bench
 from advisor.capacity import Capacity, SweepPoint, capacity_from_sweep, stop_reason
+from advisor.store import RunResult
 from scenarios.overrides import Overrides
 
-SCHEMA = "advisor.sweep/1"
+SCHEMA = "advisor.sweep/2"
+READABLE = ("advisor.sweep/1", SCHEMA)
 SWEEP_FILE = "sweep.json"
+MAX_STEPS = 50
 
 
 class SweepError(ValueError):
@@ -28,31 +37,63 @@ class SweepError(ValueError):
 
 @dataclass(frozen=True)
 class SweepConfig:
-    scenario: str
-    engine: str = "own"
-    model: str | None = None
+    bench: BenchConfig  # engine, scenario, model, options and overrides of every step
     rates: tuple[float, ...] | None = None  # explicit rates, else start x factor^i
+    concurrencies: tuple[int, ...] | None = None  # closed-loop users instead of rates
     start_rps: float = 0.5
     factor: float = 2.0
     max_steps: int = 6
-    overrides: Overrides = field(default_factory=Overrides)  # applied to every step (rate_rps is set per step)
-    engine_options: dict[str, Any] = field(default_factory=dict)
-    out_dir: Path = Path("runs")
 
     def __post_init__(self) -> None:
-        if self.rates is not None and (not self.rates or any(r <= 0 for r in self.rates)):
+        if self.rates is not None and self.concurrencies is not None:
+            raise SweepError("give --rates or --concurrencies, not both")
+        if self.rates is not None and (not self.rates or any(not 0 < r < float("inf") for r in self.rates)):
             raise SweepError(f"--rates must be positive numbers, e.g. 0.5,1,2,4; got {self.rates}")
-        if self.start_rps <= 0 or self.factor <= 1 or not 1 <= self.max_steps <= 50:
-            raise SweepError(f"need --start > 0, --factor > 1 and 1 <= --max-steps <= 50; got "
+        if self.concurrencies is not None and (not self.concurrencies or any(
+                isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in self.concurrencies)):
+            raise SweepError(f"--concurrencies must be whole numbers >= 1, e.g. 1,2,4,8; got {self.concurrencies}")
+        if not (0 < self.start_rps < float("inf")) or not (1 < self.factor < float("inf")) \
+                or not 1 <= self.max_steps <= MAX_STEPS:
+            raise SweepError(f"need --start > 0, --factor > 1 and 1 <= --max-steps <= {MAX_STEPS}; got "
                              f"{self.start_rps}, {self.factor}, {self.max_steps}")
+        if len(self.load_plan()) > MAX_STEPS:
+            raise SweepError(f"at most {MAX_STEPS} steps per sweep; got {len(self.load_plan())}")
 
-    def rate_plan(self) -> list[float]:
+    @property
+    def unit(self) -> Literal["rps", "users"]:
+        return "users" if self.concurrencies is not None else "rps"
+
+    def load_plan(self) -> list[float]:
+        if self.concurrencies is not None:
+            return [float(c) for c in sorted(set(self.concurrencies))]
         if self.rates is not None:
-            return sorted(self.rates)
+            return sorted(set(self.rates))
         return [round(self.start_rps * self.factor ** i, 6) for i in range(self.max_steps)]
 
+    def step_config(self, load: float) -> BenchConfig:
+        ov = (replace(self.bench.overrides, concurrency=int(load)) if self.unit == "users"
+              else replace(self.bench.overrides, rate_rps=load))
+        return replace(self.bench, overrides=ov)
 
-@dataclass(frozen=True)
+    def to_dict(self) -> dict[str, Any]:
+        b = self.bench
+        return {"scenario": b.scenario, "engine": b.engine, "model": b.model, "overrides": b.overrides.as_dict(),
+                "engine_options": dict(b.engine_options), "out_dir": str(b.out_dir), "timeout_s": b.timeout_s,
+                "rates": list(self.rates) if self.rates is not None else None,
+                "concurrencies": list(self.concurrencies) if self.concurrencies is not None else None,
+                "start_rps": self.start_rps, "factor": self.factor, "max_steps": self.max_steps}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], out_dir: Path) -> SweepConfig:
+        bench = BenchConfig(scenario=d["scenario"], engine=d["engine"], model=d.get("model"),
+                            overrides=Overrides(**d.get("overrides", {})), engine_options=d.get("engine_options", {}),
+                            out_dir=out_dir, timeout_s=float(d.get("timeout_s", 600.0)))
+        return cls(bench, rates=tuple(d["rates"]) if d.get("rates") is not None else None,
+                   concurrencies=tuple(d["concurrencies"]) if d.get("concurrencies") is not None else None,
+                   start_rps=d.get("start_rps", 0.5), factor=d.get("factor", 2.0), max_steps=d.get("max_steps", 6))
+
+
+@dataclass
 class SweepResult:
     sweep_id: str
     scenario: str
@@ -62,24 +103,40 @@ class SweepResult:
     points: tuple[SweepPoint, ...]
     capacity: Capacity
     stop_reason: str
+    state: Literal["running", "interrupted", "done"] = "done"
+    config: dict[str, Any] = field(default_factory=dict)
+    interrupted: dict[str, Any] | None = None  # the step a signal stopped: load, run id, signal
+    unit: Literal["rps", "users"] = "rps"
     path: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "sweep_id": self.sweep_id, "scenario": self.scenario, "engine": self.engine,
-                "model": self.model, "created_utc": self.created_utc,
-                "steps": [{"rate_rps": p.rate_rps, "run_id": p.run_id, "passes": p.passes, "point": p.to_dict()}
-                          for p in self.points],
+                "model": self.model, "created_utc": self.created_utc, "state": self.state, "unit": self.unit,
+                "config": self.config, "interrupted": self.interrupted,
+                "steps": [{"rate_rps": p.rate_rps, "concurrency": p.concurrency, "run_id": p.run_id,
+                           "passes": p.passes, "point": p.to_dict()} for p in self.points],
                 "capacity": self.capacity.to_dict(), "stop_reason": self.stop_reason}
 
     def save(self, root: Path) -> Path:
         folder = Path(root) / self.sweep_id
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / SWEEP_FILE).write_text(json.dumps(self.to_dict(), indent=1))
+        tmp = folder / (SWEEP_FILE + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=1, allow_nan=False))
+        tmp.replace(folder / SWEEP_FILE)  # atomic: a reader (or --resume) never sees half a file
+        self.path = folder
         return folder
 
 
+def new_sweep_id(scenario_name: str, engine: str, unit: str) -> str:
+    """Unique, and never a path: the scenario's own name, not the file it was read from."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{scenario_name}-{engine}")[:60].strip("-")
+    kind = "sweep-users" if unit == "users" else "sweep"
+    return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{kind}-{slug}-{secrets.token_hex(3)}"
+
+
 def _point(d: dict[str, Any]) -> SweepPoint:
-    d = dict(d)
+    known = SweepPoint.__dataclass_fields__
+    d = {k: v for k, v in d.items() if k in known}
     d["reasons"] = tuple(d.get("reasons") or ())
     return SweepPoint(**d)
 
@@ -95,48 +152,88 @@ def load_sweep(path_or_id: str | Path, root: Path = Path("runs")) -> SweepResult
         raise SweepError(f"no sweep at {path_or_id} (looked for {p}); run `advisor sweep` first")
     try:
         d = json.loads(p.read_text())
+        if d.get("schema") not in READABLE:
+            raise SweepError(f"{p}: not an advisor sweep (schema {d.get('schema')!r})")
+        points = tuple(_point(s["point"]) for s in d["steps"])
     except json.JSONDecodeError as e:
         raise SweepError(f"{p}: not valid JSON ({e}); re-run the sweep") from None
-    if d.get("schema") != SCHEMA:
-        raise SweepError(f"{p}: not an advisor sweep (schema {d.get('schema')!r})")
-    points = tuple(_point(s["point"]) for s in d["steps"])
-    cap = capacity_from_sweep(points) if points else Capacity(None, None, None, "no steps")
+    except (KeyError, TypeError, ValueError) as e:
+        if isinstance(e, SweepError):
+            raise
+        raise SweepError(f"{p}: damaged sweep file ({type(e).__name__}: {e}); re-run the sweep") from None
+    cap = capacity_from_sweep(points) if points else Capacity(None, None, None, "no finished step")
     return SweepResult(d["sweep_id"], d["scenario"], d["engine"], d.get("model"), d["created_utc"], points, cap,
-                       d["stop_reason"], p.parent)
+                       d.get("stop_reason", ""), d.get("state", "done"), d.get("config", {}), d.get("interrupted"),
+                       d.get("unit", "rps"), p.parent)
 
 
-def sweep_steps(rates: list[float], run_step: Callable[[float], dict[str, Any]],
-                on_step: Callable[[SweepPoint], None] | None = None) -> tuple[list[SweepPoint], str]:
-    """Run `run_step(rate)` (-> a saved run dict) for rising rates until `stop_reason` says stop."""
-    points: list[SweepPoint] = []
-    for rate in rates:
-        points.append(SweepPoint.from_run(rate, run_step(rate)))
+def _capacity(points: list[SweepPoint], interrupted: dict[str, Any] | None, sweep_id: str) -> Capacity:
+    if not points:
+        return Capacity(None, None, None, "no step finished" + (
+            f"; resume with `advisor sweep --resume {sweep_id}`" if interrupted else ""))
+    cap = capacity_from_sweep(points)
+    if interrupted and cap.first_failure is None:
+        return replace(cap, reason=f"{cap.reason}; the sweep was interrupted at {interrupted['load']:g} "
+                                   f"(that step is not counted): resume with `advisor sweep --resume {sweep_id}`")
+    return cap
+
+
+def run_sweep(cfg: SweepConfig, adapter: Adapter | None, on_step: Callable[[SweepPoint], None] | None = None,
+              resume: SweepResult | None = None,
+              measure: Callable[[BenchConfig], RunResult] | None = None) -> SweepResult:
+    """Run the plan's steps on one started engine; saves after every step; a signal ends it cleanly.
+
+    With `resume`, finished steps are kept and not run again. Raises the step's RunInterrupted after
+    saving the sweep as interrupted. `measure` replaces `run_bench(step, adapter)` (tests).
+    """
+    if measure is None:
+        assert adapter is not None, "run_sweep needs a started adapter"
+        measure = lambda step: run_bench(step, adapter)  # noqa: E731
+    scenario_name = plan(cfg.step_config(cfg.load_plan()[0])).scenario.name
+    points = list(resume.points) if resume else []
+    res = resume or SweepResult(new_sweep_id(scenario_name, cfg.bench.engine, cfg.unit), scenario_name,
+                                cfg.bench.engine, cfg.bench.model, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                (), Capacity(None, None, None, "no step finished yet"), "", "running", cfg.to_dict(),
+                                None, cfg.unit)
+    res.state, res.interrupted = "running", None
+    res.save(cfg.bench.out_dir)
+    done = {p.concurrency if cfg.unit == "users" else p.rate_rps for p in points}
+    why = stop_reason(points) or ""
+    for load in cfg.load_plan():
+        if why:
+            break
+        if load in done:
+            continue
+        try:
+            run = measure(cfg.step_config(load))
+        except RunInterrupted as e:
+            res.points, res.state = tuple(points), "interrupted"
+            res.interrupted = {"load": load, "run_id": e.result.run_id, "signal": e.name}
+            res.capacity = _capacity(points, res.interrupted, res.sweep_id)
+            res.stop_reason = f"interrupted by {e.name} at {load:g} {cfg.unit}"
+            res.save(cfg.bench.out_dir)
+            raise
+        points.append(SweepPoint.from_run(load if cfg.unit == "rps" else float(run.summary["requests_per_s"] or 0),
+                                          run.to_dict(), concurrency=int(load) if cfg.unit == "users" else None))
         if on_step:
             on_step(points[-1])
-        why = stop_reason(points)
-        if why:
-            return points, why
-    return points, f"all {len(rates)} planned rates run"
+        why = stop_reason(points) or ""
+        res.points, res.capacity = tuple(points), _capacity(points, None, res.sweep_id)
+        res.save(cfg.bench.out_dir)
+    res.points, res.state = tuple(points), "done"
+    res.capacity = _capacity(points, None, res.sweep_id)
+    res.stop_reason = why or f"all {len(cfg.load_plan())} planned steps run"
+    res.save(cfg.bench.out_dir)
+    return res
 
 
-def run_sweep(cfg: SweepConfig, on_step: Callable[[SweepPoint], None] | None = None) -> SweepResult:
-    """Start the engine once, run every rate of the plan against it, save and return the sweep."""
-    import adapters
-    from advisor.bench import BenchConfig, close, run_bench
-
-    adapter = adapters.create(cfg.engine, cfg.model, **cfg.engine_options)
-    adapter.start()
+def resume_config(sweep: SweepResult, out_dir: Path) -> SweepConfig:
+    """The config a saved sweep was started with, to go on where it stopped."""
+    if sweep.state == "done":
+        raise SweepError(f"sweep {sweep.sweep_id} is finished ({sweep.stop_reason}); start a new one")
+    if not sweep.config:
+        raise SweepError(f"sweep {sweep.sweep_id} was saved without its plan (an older advisor): start a new one")
     try:
-        def step(rate: float) -> dict[str, Any]:
-            bc = BenchConfig(scenario=cfg.scenario, engine=cfg.engine, model=cfg.model,
-                             overrides=replace(cfg.overrides, rate_rps=rate), engine_options=cfg.engine_options,
-                             out_dir=cfg.out_dir, quiet=True)
-            return run_bench(bc, adapter=adapter).to_dict()
-
-        points, why = sweep_steps(cfg.rate_plan(), step, on_step)
-    finally:
-        close(adapter)
-    sweep_id = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-sweep-{cfg.scenario}-{cfg.engine}"
-    res = SweepResult(sweep_id, cfg.scenario, cfg.engine, cfg.model, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                      tuple(points), capacity_from_sweep(points), why)
-    return replace(res, path=res.save(cfg.out_dir))
+        return SweepConfig.from_dict(sweep.config, out_dir)
+    except (KeyError, TypeError, ValueError) as e:
+        raise SweepError(f"sweep {sweep.sweep_id}: its saved plan cannot be used ({e}); start a new one") from None

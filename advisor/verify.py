@@ -108,13 +108,10 @@ def _generate(adapter_name: str, model: Path, precision: str, prompts: list[list
         opts["threads"] = threads
     ad = adapters.create(adapter_name, str(model), **opts)
     info = ad.start()
-    ad.keep_token_ids = True  # type: ignore[attr-defined]
     try:
         async def one(i: int, ids: list[int]) -> list[int]:
             req = RequestSpec(f"verify-{i}", tuple(ids), max_tokens=n, ignore_eos=True)
-            async for _ in ad.stream(req):
-                pass
-            return list(ad.token_ids_of(req.request_id) or [])  # type: ignore[attr-defined]
+            return [t async for ch in ad.stream(req) for t in (ch.token_ids or ())]
 
         async def run_all() -> list[list[int]]:
             return [await one(i, p) for i, p in enumerate(prompts)]  # one at a time: no batching effects

@@ -26,7 +26,7 @@ import click
 def report_command(items: tuple[str, ...], output: Path, root: Path, constraints_file: Path | None,
                    price_usd_hour: float | None, title: str) -> None:
     """Write a procurement report (HTML, opens offline, prints to PDF) for saved runs and sweeps."""
-    from advisor.store import StoreError, list_runs
+    from advisor.store import StoreError, readable_runs
     from reports.costs import price_runs
     from reports.html import write_report
     from reports.selection import Selection, SelectionError, load_selection, make_recommendation
@@ -35,9 +35,9 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
         raise click.BadParameter(f"must be >= 0, got {price_usd_hour}", param_hint="--price-usd-hour")
     try:
         if items:
-            selection = load_selection(items, root)
+            selection = load_selection(items, root, warn=_warn)
         else:
-            runs = list_runs(root) if root.is_dir() else []
+            runs = readable_runs(root, _warn) if root.is_dir() else []
             if not runs:
                 raise click.UsageError(f"no saved runs under {root}; run `advisor bench` first, "
                                        "or name runs/sweeps (or pass --runs DIR)")
@@ -59,3 +59,7 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
     flagged = sum(1 for r in selection.runs if (r.verdict or {}).get("status") != "VALID")
     note = f"; {flagged} not VALID, flagged in the report" if flagged else ""
     click.echo(f"wrote {path} ({len(selection.runs)} runs{note})")
+
+
+def _warn(line: str) -> None:
+    click.echo(line, err=True)

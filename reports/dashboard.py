@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.store import RunResult, list_runs
+from advisor.store import RunResult, readable_runs
 from reports.costs import price_runs
 from reports.html import render_report
 from reports.labels import engine_name, is_valid, load_text, model_name, run_labels, scenario_name, status
@@ -30,9 +30,13 @@ def runs_root() -> Path:
     return Path(os.environ.get(RUNS_ENV) or "runs")
 
 
-def load_runs(root: Path) -> list[RunResult]:
-    """Every readable run under `root`, newest first (none if the folder does not exist yet)."""
-    return list(reversed(list_runs(root))) if root.is_dir() else []
+def load_runs(root: Path, warnings: list[str] | None = None) -> list[RunResult]:
+    """Every readable run under `root`, newest first (none if the folder does not exist yet).
+
+    A damaged run is left out with one line in `warnings` naming it and why.
+    """
+    sink = warnings if warnings is not None else []
+    return list(reversed(readable_runs(root, sink.append))) if root.is_dir() else []
 
 
 def filter_options(runs: Sequence[RunResult]) -> dict[str, list[str]]:
@@ -150,7 +154,7 @@ class RunRequest:
 
 def start_run(req: RunRequest, root: Path, progress: Callable[[int, int], None] | None = None) -> RunResult:
     """Run one benchmark with `advisor.bench` and save it under `root`."""
-    from advisor.bench import BenchConfig, run_bench
+    from advisor.bench import BenchConfig, bench_once
     from scenarios.overrides import Overrides
 
     options = {"ttft_ms": req.ttft_ms, "tpot_ms": req.tpot_ms} if req.engine == "fake" else {}
@@ -158,4 +162,4 @@ def start_run(req: RunRequest, root: Path, progress: Callable[[int, int], None] 
                    max_output_tokens=req.max_output_tokens)
     cfg = BenchConfig(scenario=req.scenario, engine=req.engine, overrides=ov, engine_options=options, out_dir=root,
                       timeout_s=60.0, max_run_s=req.duration_s * 3 + 30.0)
-    return run_bench(cfg, progress=progress)
+    return bench_once(cfg, progress=progress)

@@ -7,12 +7,12 @@ computes a metric: the runs carry their summaries and the recommender its rankin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor.store import RESULT_FILE, RunResult, StoreError, load_run
+from advisor.store import RESULT_FILE, RunResult, StoreError, check_records, load_run, skip_warning
 
 SWEEP_FILE = "sweep.json"
 
@@ -27,21 +27,35 @@ class Selection:
     sweeps: tuple[dict[str, Any], ...] = ()  # sweep.json dicts (capacity, stop reason), as saved
 
 
-def load_selection(items: Sequence[str | Path], root: Path = Path("runs")) -> Selection:
-    """Runs named by id or folder, and every run of each sweep named by id or folder (duplicates dropped)."""
+def load_selection(items: Sequence[str | Path], root: Path = Path("runs"),
+                   warn: Callable[[str], None] | None = None) -> Selection:
+    """Runs named by id or folder, and every run of each sweep named by id or folder (duplicates dropped).
+
+    A damaged run is skipped with one `warn(line)` naming it and why (without `warn`, it is an error).
+    """
     runs: dict[str, RunResult] = {}
     sweeps: list[dict[str, Any]] = []
+
+    def add(run_or_id: str | Path, under: Path | None) -> None:
+        try:
+            run = load_run(run_or_id, root=under) if under is not None else load_run(run_or_id)
+            check_records(run.path or Path(run_or_id))
+        except StoreError as e:
+            if warn is None:
+                raise
+            warn(skip_warning(Path(str(run_or_id)), str(e)))
+            return
+        runs.setdefault(run.run_id, run)
+
     for item in items:
         folder = _folder(item, root)
         if (folder / SWEEP_FILE).is_file():
             sweep = _load_sweep(folder)
             sweeps.append(sweep)
             for step in sweep.get("steps") or []:
-                run = load_run(step["run_id"], root=folder.parent)
-                runs.setdefault(run.run_id, run)
+                add(step["run_id"], folder.parent)
         elif (folder / RESULT_FILE).is_file():
-            run = load_run(folder)
-            runs.setdefault(run.run_id, run)
+            add(folder, None)
         else:
             raise SelectionError(f"{item}: no run or sweep there (looked for {folder / RESULT_FILE} and "
                                  f"{folder / SWEEP_FILE}); give a run id or folder from `ls {root}`")

@@ -12,14 +12,14 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
-_FLAGS = {"rate_rps": "--rate", "duration_s": "--duration", "warmup_s": "--warmup", "concurrency": "--concurrency",
+FLAGS = {"rate_rps": "--rate", "duration_s": "--duration", "warmup_s": "--warmup", "concurrency": "--concurrency",
           "max_requests": "--max-requests", "seed": "--seed", "length_scale": "--length-scale",
           "max_input_tokens": "--max-input-tokens", "max_output_tokens": "--max-output-tokens"}
 
 
 def flag(name: str) -> str:
     """The CLI flag of an override field (for error messages)."""
-    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,9 @@ class Overrides:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ValueError(f"{flag(name)} must be an integer >= 1, got {v!r}")
-        if self.warmup_s is not None and not (math.isfinite(self.warmup_s) and self.warmup_s >= 0):
-            raise ValueError(f"--warmup must be a number >= 0 seconds, got {self.warmup_s!r}")
+        w = self.warmup_s
+        if w is not None and (isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w) or w < 0):
+            raise ValueError(f"--warmup must be a finite number >= 0 seconds, got {w!r}")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)
                                       or self.seed < 0):
             raise ValueError(f"--seed must be an integer >= 0, got {self.seed!r}")

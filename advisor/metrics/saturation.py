@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from advisor.metrics.distribution import json_float
-from advisor.metrics.per_request import ttft_sched_ms
+from advisor.metrics.per_request import completion_ns, ttft_sched_ms
 from advisor.metrics.throughput import completed_in
 from advisor.records import RequestRecord
 
@@ -30,6 +30,7 @@ class SaturationSignals:
     ttft_sched_p50_first_third_ms: float | None  # median TTFT_sched of requests scheduled in the window's first third
     ttft_sched_p50_last_third_ms: float | None  # ... and in its last third
     n_unfinished: int  # measured requests cancelled at the end of the run or never sent
+    ended_rps: float | None = None  # requests that ended inside the window, failed ones too (not cancelled) / window
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -40,7 +41,8 @@ class SaturationSignals:
         return cls(arrival_rps=json_float(d.get("arrival_rps")), completed_rps=json_float(d.get("completed_rps")),
                    ttft_sched_p50_first_third_ms=json_float(d.get("ttft_sched_p50_first_third_ms")),
                    ttft_sched_p50_last_third_ms=json_float(d.get("ttft_sched_p50_last_third_ms")),
-                   n_unfinished=int(d.get("n_unfinished", 0)))
+                   n_unfinished=int(d.get("n_unfinished", 0)),
+                   ended_rps=json_float(d.get("ended_rps", d.get("completed_rps"))))
 
 
 def _median_or_none(values: list[float]) -> float | None:
@@ -52,7 +54,7 @@ def saturation_signals(records: Sequence[RequestRecord], measured: Sequence[Requ
     """Measure arrival vs completion rate, the TTFT_sched trend and unfinished requests."""
     n_unfinished = sum(1 for r in measured if r.t_send_ns is None or r.error_kind in UNFINISHED_KINDS)
     if window is None:
-        return SaturationSignals(None, None, None, None, n_unfinished)
+        return SaturationSignals(None, None, None, None, n_unfinished, None)
     start, end = window
     window_s = (end - start) / 1e9
     arrivals = sum(1 for r in measured if start <= r.t_sched_ns <= end)
@@ -73,4 +75,12 @@ def saturation_signals(records: Sequence[RequestRecord], measured: Sequence[Requ
         ttft_sched_p50_first_third_ms=_median_or_none(first),
         ttft_sched_p50_last_third_ms=_median_or_none(last),
         n_unfinished=n_unfinished,
+        ended_rps=ended_in(records, window) / window_s,
     )
+
+
+def ended_in(records: Sequence[RequestRecord], window: tuple[int, int]) -> int:
+    """Requests that ended inside the window, succeeded or failed; cancelled ones had not ended."""
+    start, end = window
+    return sum(1 for r in records if r.error_kind not in UNFINISHED_KINDS
+               and (t := r.t_end_ns if r.t_end_ns is not None else completion_ns(r)) is not None and start <= t <= end)

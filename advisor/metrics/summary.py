@@ -19,6 +19,7 @@ import numpy as np
 from advisor.metrics import per_request as pr
 from advisor.metrics import throughput as tp
 from advisor.metrics.distribution import Distribution, json_float
+from advisor.metrics.lag import LagCheck, check_lag
 from advisor.metrics.saturation import SaturationSignals, saturation_signals
 from advisor.records import RequestRecord
 from scenarios.types import Mode, SLOs
@@ -74,13 +75,15 @@ class RunSummary:
     token_count_mismatch: int | None
     n_out_short: int
     saturation_signals: SaturationSignals | None = None  # addition to the schema: inputs of the verdict
+    lag_check: LagCheck | None = None  # open loop: did the load generator keep up (advisor.metrics.lag)
+    token_sources: dict[str, int] | None = None  # successful measured requests per token-count source
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict with the schema's keys (no NaN or inf: missing values are None)."""
         out: dict[str, Any] = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            if isinstance(v, Distribution | SaturationSignals):
+            if isinstance(v, Distribution | SaturationSignals | LagCheck):
                 out[f.name] = v.to_dict()
             elif f.name == "slo_margin":
                 out[f.name] = {k: json_float(x) for k, x in v.items()}
@@ -95,7 +98,8 @@ class RunSummary:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunSummary:
         """Inverse of `to_dict`; a summary without `saturation_signals` loads with None there."""
-        required = [f.name for f in fields(cls) if f.name != "saturation_signals"]
+        optional = ("saturation_signals", "lag_check", "token_sources")
+        required = [f.name for f in fields(cls) if f.name not in optional]
         missing = [k for k in required if k not in d]
         if missing:
             raise ValueError(f"run summary is missing keys {missing}; was it written by an older advisor?")
@@ -111,6 +115,10 @@ class RunSummary:
         kw["slo_margin"] = {k: json_float(v) for k, v in d["slo_margin"].items()}
         sat = d.get("saturation_signals")
         kw["saturation_signals"] = None if sat is None else SaturationSignals.from_dict(sat)
+        lag = d.get("lag_check")
+        kw["lag_check"] = None if lag is None else LagCheck.from_dict(lag)
+        src = d.get("token_sources")
+        kw["token_sources"] = None if src is None else {str(k): int(v) for k, v in src.items()}
         return cls(**kw)
 
 
@@ -163,6 +171,12 @@ def summarize(records: Sequence[RequestRecord], *, mode: Mode, slos: SLOs, windo
     slo_met, slo_margin = _slo_checks(ok, slos)
 
     with_client = [r for r in ok if r.n_out_client is not None]
+    dists = _distributions(ok, measured)
+    signals = saturation_signals(records, measured, window)
+    lag = None
+    if mode == "open":
+        lags = [v for r in measured if (v := pr.client_queue_ms(r)) is not None]
+        lag = check_lag(lags, dists["ttft_ms"].p50, signals.arrival_rps)
     return RunSummary(
         n_requests=n,
         n_ok=len(ok),
@@ -172,7 +186,7 @@ def summarize(records: Sequence[RequestRecord], *, mode: Mode, slos: SLOs, windo
         window_s=window_s,
         mode=mode,
         offered_rps=offered_rps if mode == "open" else None,
-        **_distributions(ok, measured),
+        **dists,
         requests_per_s=_rate(tp.completed_in(measured, window), window_s) if window else None,
         input_tokens_per_s=_rate(in_tok, window_s),
         output_tokens_per_s=_rate(out_tok, window_s),
@@ -187,5 +201,7 @@ def summarize(records: Sequence[RequestRecord], *, mode: Mode, slos: SLOs, windo
         n_out_client_total=sum(r.n_out_client or 0 for r in with_client) if with_client else None,
         token_count_mismatch=sum(r.n_out - (r.n_out_client or 0) for r in with_client) if with_client else None,
         n_out_short=sum(1 for r in ok if r.n_out < r.max_tokens),
-        saturation_signals=saturation_signals(records, measured, window),
+        saturation_signals=signals,
+        lag_check=lag,
+        token_sources=dict(Counter(r.token_source or "unknown" for r in ok)) if ok else None,
     )

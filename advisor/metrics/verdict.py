@@ -1,10 +1,14 @@
-"""Can this run be trusted? VALID, INVALID or SATURATED, with one plain sentence per problem.
+"""Can this run be trusted? VALID, INVALID, SATURATED or FAILED, with one plain sentence per problem.
 
 VALID needs: enough successful measured requests for p95 (>= 100), a load
-generator that kept up (open loop: p99 of t_send - t_sched under a few ms), an
-error rate under a bound, and (open loop) an engine that was not saturated.
-SATURATED wins over INVALID unless the load generator fell behind, in which case
-the symptoms may be the client's own and the run is INVALID.
+generator that kept up (open loop: the send-lag rule of `advisor.metrics.lag`),
+an error rate under a bound, and (open loop) an engine whose queue did not
+grow. FAILED: more than half of the measured requests failed; the error kinds
+come first. SATURATED: completions fell behind arrivals (the queue grew),
+whatever the error rate. A lagging load generator makes a run INVALID even
+when it also looks saturated (the symptoms may be the client's own).
+
+The thresholds below are the only ones: sweeps and capacity use them too.
 """
 
 from __future__ import annotations
@@ -14,8 +18,15 @@ from typing import Any, Literal
 
 from advisor.metrics.summary import Mode, RunSummary
 
-Status = Literal["VALID", "INVALID", "SATURATED"]
-STATUSES: tuple[Status, ...] = ("VALID", "INVALID", "SATURATED")
+Status = Literal["VALID", "INVALID", "SATURATED", "FAILED"]
+STATUSES: tuple[Status, ...] = ("VALID", "INVALID", "SATURATED", "FAILED")
+
+MAX_ERROR_RATE = 0.01  # above this the run is INVALID (errors are part of what was measured)
+FAILED_ERROR_RATE = 0.5  # above this the run is FAILED: it measured failures, not an engine
+MIN_N_P95 = 100  # successful measured requests for a p95 to be reported as VALID
+MIN_COMPLETION_RATIO = 0.9  # requests that ended in the window / arrivals in it; below: queue grew
+QUEUE_GROWTH_FACTOR = 2.0  # TTFT_sched median, last third of the window vs first third
+QUEUE_GROWTH_MIN_MS = 50.0  # ... and at least this much higher
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,21 +50,20 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
-def _lag_reason(s: RunSummary, limit_ms: float) -> str | None:
-    q = s.client_queue_ms
-    lag, which = (q.p99, "p99") if q.p99 is not None else (q.max, "max")
-    if lag is None or lag < limit_ms:
-        return None
-    return (f"The load generator fell behind: {which} send lag (t_send - t_sched) was {lag:.2f} ms, over the "
-            f"{limit_ms:g} ms limit, so the offered load was not the scheduled one; lower the rate or run the "
-            "client on a less busy machine.")
+def _kinds(s: RunSummary) -> str:
+    return ", ".join(f"{k} x{v}" for k, v in sorted(s.errors_by_kind.items(), key=lambda kv: -kv[1]))
+
+
+def _failed_reason(s: RunSummary) -> str:
+    return (f"Most requests failed: {s.n_errors} of {s.n_requests} measured requests ({_kinds(s)}), so the run "
+            "measured failures, not the engine; check that the engine or server serves this model and these "
+            "request sizes (its log, `advisor generate`).")
 
 
 def _error_reason(s: RunSummary, max_error_rate: float) -> str | None:
     if s.error_rate is None or s.error_rate <= max_error_rate:
         return None
-    kinds = ", ".join(f"{k} x{v}" for k, v in sorted(s.errors_by_kind.items(), key=lambda kv: -kv[1]))
-    return (f"{s.error_rate:.1%} of measured requests failed ({s.n_errors} of {s.n_requests}: {kinds}), over the "
+    return (f"{s.error_rate:.1%} of measured requests failed ({s.n_errors} of {s.n_requests}: {_kinds(s)}), over the "
             f"{max_error_rate:.1%} bound; check the engine's log and the request sizes against its limits.")
 
 
@@ -63,8 +73,9 @@ def _saturation_reason(s: RunSummary, *, max_error_rate: float, min_completion_r
     if sig is None:
         return None
     symptoms: list[str] = []
-    if sig.arrival_rps and sig.completed_rps is not None and sig.completed_rps < min_completion_ratio * sig.arrival_rps:
-        symptoms.append(f"requests completed slower than they arrived ({_fmt(sig.arrival_rps)} req/s)")
+    if sig.arrival_rps and sig.ended_rps is not None and sig.ended_rps < min_completion_ratio * sig.arrival_rps:
+        symptoms.append(f"requests ended slower ({_fmt(sig.ended_rps)} req/s) than they arrived "
+                        f"({_fmt(sig.arrival_rps)} req/s)")
     first, last = sig.ttft_sched_p50_first_third_ms, sig.ttft_sched_p50_last_third_ms
     if first is not None and last is not None and last > queue_growth_factor * first and last - first > queue_growth_min_ms:
         symptoms.append(f"median TTFT_sched rose from {first:.0f} ms in the first third of the window "
@@ -80,22 +91,24 @@ def _saturation_reason(s: RunSummary, *, max_error_rate: float, min_completion_r
             f"{'; '.join(symptoms)}, so its latencies are not steady-state; lower the rate to find the capacity.")
 
 
-def verdict(summary: RunSummary, *, mode: Mode, lag_p99_ms_limit: float = 5.0, max_error_rate: float = 0.01,
-            min_n_p95: int = 100, min_completion_ratio: float = 0.9, queue_growth_factor: float = 2.0,
-            queue_growth_min_ms: float = 50.0) -> Verdict:
+def verdict(summary: RunSummary, *, mode: Mode, max_error_rate: float = MAX_ERROR_RATE,
+            failed_error_rate: float = FAILED_ERROR_RATE, min_n_p95: int = MIN_N_P95,
+            min_completion_ratio: float = MIN_COMPLETION_RATIO, queue_growth_factor: float = QUEUE_GROWTH_FACTOR,
+            queue_growth_min_ms: float = QUEUE_GROWTH_MIN_MS) -> Verdict:
     """Judge one run summary; every reason is a sentence the user can act on."""
     if mode != summary.mode:
         raise ValueError(f"verdict mode {mode!r} differs from the summary's mode {summary.mode!r}")
     if summary.n_requests == 0:
         return Verdict("INVALID", ("No measured request was sent; check the scenario's duration, rate and warm-up.",))
-    reasons: list[str] = []
+    failed = summary.error_rate is not None and summary.error_rate > failed_error_rate
+    reasons: list[str] = [_failed_reason(summary)] if failed else []
     if summary.n_ok < min_n_p95:
         reasons.append(f"n too small for p95 (n={summary.n_ok}): run at least {min_n_p95} successful measured "
                        "requests, with a longer duration or a higher rate.")
-    lag = _lag_reason(summary, lag_p99_ms_limit) if mode == "open" else None
+    lag = summary.lag_check.reason() if mode == "open" and summary.lag_check is not None else None
     if lag:
         reasons.append(lag)
-    err = _error_reason(summary, max_error_rate)
+    err = None if failed else _error_reason(summary, max_error_rate)
     if err:
         reasons.append(err)
     sat = None
@@ -103,7 +116,9 @@ def verdict(summary: RunSummary, *, mode: Mode, lag_p99_ms_limit: float = 5.0, m
         sat = _saturation_reason(summary, max_error_rate=max_error_rate, min_completion_ratio=min_completion_ratio,
                                  queue_growth_factor=queue_growth_factor, queue_growth_min_ms=queue_growth_min_ms)
     if sat:
-        reasons.insert(0, sat)
+        reasons.insert(1 if failed else 0, sat)
+    if failed:
+        return Verdict("FAILED", tuple(reasons))
     if sat and not lag:
         return Verdict("SATURATED", tuple(reasons))
     return Verdict("INVALID" if reasons else "VALID", tuple(reasons))

@@ -11,19 +11,22 @@ from __future__ import annotations
 import threading
 import time
 from statistics import median
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.telemetry.process import ProcessSampler
 
+if TYPE_CHECKING:
+    from adapters.base import Adapter
+
 
 class Telemetry:
-    def __init__(self, adapter: Any, pid: int | None, interval_s: float = 1.0) -> None:
+    def __init__(self, adapter: Adapter, pid: int | None, interval_s: float = 1.0) -> None:
         self.adapter = adapter
         self.interval_s = interval_s
         # pid None: the engine runs elsewhere (a server at a URL); its memory is not ours to read
         self.process = ProcessSampler(pid) if pid is not None else None
         self.gpu = _gpu_sampler()
-        self.prom = _prom_sampler(getattr(adapter, "metrics_url", None))
+        self.prom = _prom_sampler(adapter.info.extra.get("metrics_url") if adapter.started else None)
         self.samples: list[dict[str, Any]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="advisor-telemetry", daemon=True)

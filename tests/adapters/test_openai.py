@@ -7,8 +7,10 @@ import sys
 
 import pytest
 
+import adapters
 from adapters.base import AdapterError, Chunk, EngineUnavailable, RequestSpec
 from adapters.openai import OpenAIAdapter, base_url, public_url
+from tests.convert.models import tiny_model
 from tests.servers.mock_openai import MockOpenAIServer, free_port
 
 
@@ -37,9 +39,18 @@ def server():
         yield srv
 
 
+def _openai(model: str | None = "mock-model", **kw: object) -> OpenAIAdapter:
+    a = adapters.create("openai", model, **kw)
+    assert isinstance(a, OpenAIAdapter)
+    return a
+
+
 def _adapter(srv: MockOpenAIServer, **kw: object) -> OpenAIAdapter:
-    a = OpenAIAdapter("mock-model", url=srv.url + "/v1", **kw)  # type: ignore[arg-type]
+    """Started against a well-behaved server (the warm-up is a real request), then `srv.mode` may change."""
+    mode, srv.mode = srv.mode, "ok"
+    a = _openai(url=srv.url + "/v1", **kw)
     a.start()
+    srv.mode = mode
     return a
 
 
@@ -47,10 +58,15 @@ def _adapter(srv: MockOpenAIServer, **kw: object) -> OpenAIAdapter:
 @pytest.mark.parametrize("usage", ["per_chunk", "final", "none"])
 def test_counts_every_token_whatever_the_server_reports(server, endpoint, usage):
     server.usage = usage
-    chunks = _run(_adapter(server, endpoint=endpoint), _req(8))
-    assert len(chunks) == 8 and all(c.n_tokens == 1 for c in chunks)
+    # the chat endpoint takes text only: without a tokenizer advisor could not send the benchmark's token ids
+    tok = str(tiny_model()) if endpoint == "chat" else None
+    chunks = _run(_adapter(server, endpoint=endpoint, tokenizer=tok), _req(8))
+    assert len(chunks) == 8
     assert [c.text for c in chunks] == [f" t{i}" for i in range(8)]
-    assert chunks[-1].n_out_client == 8
+    if usage != "none" or tok is None:
+        assert all(c.n_tokens == 1 for c in chunks)
+    if tok is None:
+        assert chunks[-1].n_out_client == 8
     assert chunks[-1].n_out_total == (None if usage == "none" else 8)
     assert chunks[-1].n_prompt == (None if usage == "none" else 4)
     assert all(a.t_ns <= b.t_ns for a, b in zip(chunks, chunks[1:], strict=False))
@@ -65,20 +81,22 @@ def test_request_asks_for_usage_exact_length_and_sends_token_ids(server):
 
 
 def test_start_reports_server_without_credentials(server):
-    a = OpenAIAdapter("mock-model", url=server.url.replace("http://", "http://user:pw@"))
+    a = _openai(url=server.url.replace("http://", "http://user:pw@"))
     info = a.start()
     assert info.adapter == "openai" and info.format == "server" and info.version == "9.9.9"
     assert info.device == server.url and "pw" not in repr(info)
     assert info.max_model_len == 2048
 
 
-def test_final_usage_corrects_client_count(server):
-    """A server that merges tokens into fewer chunks: the final usage fixes the last chunk."""
+def test_final_usage_wins_over_the_tokenizer_and_is_spread_not_dumped(server):
+    """The tokenizer says 2 tokens a chunk, the server's final usage says 6 in all: counts follow the server."""
     server.usage = "final"
     a = _adapter(server)
-    a._count_text = lambda text: 99  # type: ignore[method-assign]
+    a._tok = object()  # any tokenizer: `_token_ends` below stands in for it
+    a._token_ends = lambda text: [3 * (i + 1) - 1 for i in range(len(text) // 3)] * 2  # type: ignore[method-assign]
     chunks = _run(a, _req(6))
-    assert sum(c.n_tokens for c in chunks) == 6
+    assert [c.n_tokens for c in chunks] == [1] * 6 and chunks[-1].n_out_client == 12
+    assert {c.token_source for c in chunks} == {"tokenizer_aligned"}
 
 
 @pytest.mark.parametrize(("mode", "kind"), [
@@ -132,7 +150,7 @@ def test_strict_server_keeps_final_usage_without_per_chunk_usage(server):
     a = _adapter(server)
     chunks = _run(a, _req(4))
     assert server.requests[-1]["body"]["stream_options"] == {"include_usage": True}
-    assert chunks[-1].n_out_total == 4 and a.usage_modes == {"final": 1}
+    assert chunks[-1].n_out_total == 4 and set(a.usage_modes) == {"final"}
     assert any("continuous_usage_stats" in n for n in a.notes)
 
 
@@ -141,7 +159,7 @@ def test_an_ordinary_400_is_not_mistaken_for_a_refused_field(server):
     a = _adapter(server)
     err = _error(a)
     assert err.kind == "http_4xx" and "maximum context length" in str(err)
-    assert len(server.requests) == 1 and a.shape.send_ids and a.shape.send_length_controls and not a.notes
+    assert len(server.requests) == 3 and a.shape.send_ids and a.shape.send_length_controls and not a.notes
 
 
 def test_a_server_that_does_not_stream_is_a_stream_error(server):
@@ -171,7 +189,7 @@ def test_api_key_is_sent_but_never_stored_or_echoed(server, monkeypatch):
 
 
 def test_url_credentials_become_basic_auth_and_are_redacted(server):
-    a = OpenAIAdapter("mock-model", url=server.url.replace("http://", "http://alice:hunter22@"))
+    a = _openai(url=server.url.replace("http://", "http://alice:hunter22@"))
     a.start()
     _run(a, _req(2))
     assert server.requests[-1]["headers"]["Authorization"].startswith("Basic ")
@@ -182,9 +200,13 @@ def test_url_credentials_become_basic_auth_and_are_redacted(server):
 
 
 def test_text_prompt_needed_without_text_or_tokenizer_is_refused(server):
-    a = _adapter(server, endpoint="chat")
-    err = _error(a, RequestSpec(request_id="x", prompt_ids=(1, 2), max_tokens=2))
-    assert err.kind == "refused" and "tokenizer" in str(err)
+    with pytest.raises(EngineUnavailable, match="warm-up.*--opt tokenizer=") as err:
+        _adapter(server, endpoint="chat")  # found by the preflight, before anything is measured
+    assert "refused" in str(err.value)
+    a = _adapter(server, endpoint="chat", tokenizer=str(tiny_model()))
+    a._tok = None
+    err2 = _error(a, RequestSpec(request_id="x", prompt_ids=(1, 2), max_tokens=2))
+    assert err2.kind == "refused" and "tokenizer" in str(err2)
 
 
 def test_many_concurrent_streams_share_one_pool(server):
@@ -202,7 +224,7 @@ def test_many_concurrent_streams_share_one_pool(server):
 
 def test_unreachable_server_says_how_to_fix():
     with pytest.raises(EngineUnavailable, match="launch="):
-        OpenAIAdapter("m", url=f"http://127.0.0.1:{free_port()}").start()
+        _openai("m", url=f"http://127.0.0.1:{free_port()}").start()
 
 
 def test_managed_launch_starts_logs_and_stops_the_server(tmp_path):
@@ -210,8 +232,7 @@ def test_managed_launch_starts_logs_and_stops_the_server(tmp_path):
     cmd = (f"MOCK_MODE=ok {sys.executable} -c \"import sys,time; from tests.servers.mock_openai import MockOpenAIServer; "
            f"s=MockOpenAIServer(); s.port={port}; s.url='http://127.0.0.1:{port}'; s.__enter__(); "
            "print('mock up', flush=True); time.sleep(60)\"")
-    a = OpenAIAdapter("mock-model", url=f"http://127.0.0.1:{port}", launch=cmd, log_dir=str(tmp_path),
-                      health_timeout_s=30)
+    a = _openai(url=f"http://127.0.0.1:{port}", launch=cmd, log_dir=str(tmp_path), health_timeout_s=30)
     info = a.start()
     try:
         assert info.pid is not None and info.extra["server_log"] == str(tmp_path / "server.log")
@@ -220,7 +241,7 @@ def test_managed_launch_starts_logs_and_stops_the_server(tmp_path):
         a.close()
     assert "mock up" in (tmp_path / "server.log").read_text()
     with pytest.raises(EngineUnavailable):
-        OpenAIAdapter("mock-model", url=f"http://127.0.0.1:{port}").start()
+        _openai(url=f"http://127.0.0.1:{port}").start()
 
 
 def test_url_helpers():

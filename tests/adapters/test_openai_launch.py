@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from adapters.base import EngineUnavailable
-from advisor.launch import ManagedServer, redacted_command, split_command
+from adapters.launch import ManagedServer, redacted_command, split_command
 from tests.servers.mock_openai import free_port
 
 
@@ -37,7 +37,8 @@ def test_a_server_never_healthy_is_stopped_with_its_children(tmp_path):
                         log_path=tmp_path / "server.log", health_timeout_s=1.5, grace_s=2)
     with pytest.raises(EngineUnavailable, match="not healthy"):
         srv.start()
-    child = int((tmp_path / "server.log").read_text().split()[0])
+    child = int(next(w for w in (tmp_path / "server.log").read_text().split() if w.isdigit() and
+                     f"server pid {w}" not in (tmp_path / "server.log").read_text()))
     time.sleep(0.2)
     try:  # gone, or a zombie waiting for init to reap it: either way no longer running
         assert psutil.Process(child).status() == psutil.STATUS_ZOMBIE

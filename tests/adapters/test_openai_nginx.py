@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from adapters.base import RequestSpec
+from adapters.launch import http_ok
 from adapters.openai import OpenAIAdapter
-from advisor.launch import http_ok
 from tests.servers.mock_openai import free_port
 
 pytestmark = pytest.mark.slow

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from adapters.base import AdapterError
-from adapters.openai_stream import StreamCounter
+from adapters.base import AdapterError, Chunk
+from adapters.openai_stream import StreamCounter, align, spread
 from adapters.sse import SSEDecoder
 
 
@@ -33,22 +33,56 @@ def _event(text: str, usage: int | None = None) -> str:
     return json.dumps(e)
 
 
+def _counts(c: StreamCounter, events: list[tuple[str, int]]) -> list[Chunk]:
+    for payload, t in events:
+        c.feed(payload, t)
+    c.feed("[DONE]", 99)
+    return c.finish()
+
+
 def test_per_chunk_usage_counts_several_tokens_in_one_chunk():
     c = StreamCounter("completions")
-    out = [c.feed(_event("ab", 2), 1), c.feed(_event("c", 3), 2), c.feed("[DONE]", 3)]
-    last = c.finish()
-    assert [x.n_tokens for x in out if x] + [last.n_tokens] == [2, 1]
-    assert c.usage_mode == "per_chunk" and last.n_out_total == 3 and last.n_prompt == 3 and last.t_ns == 2
+    out = _counts(c, [(_event("ab", 2), 1), (_event("c", 3), 2)])
+    assert [x.n_tokens for x in out] == [2, 1] and [x.t_ns for x in out] == [1, 2]
+    assert c.usage_mode == "per_chunk" and out[-1].n_out_total == 3 and out[-1].n_prompt == 3
+    assert {x.token_source for x in out} == {"server_per_chunk"}
 
 
-def test_final_usage_moves_no_timestamp_and_fixes_the_total():
-    c = StreamCounter("completions", count_text=lambda s: len(s))
-    first = [c.feed(_event("x"), 10), c.feed(_event("yy"), 20)]
-    c.feed(json.dumps({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 5}}), 30)
-    c.feed("[DONE]", 40)
-    last = c.finish()
-    assert first[0] is None and first[1].t_ns == 10 and last.t_ns == 20
-    assert first[1].n_tokens + last.n_tokens == 5 and last.n_out_total == 5 and last.n_out_client == 3
+def test_tokenizer_counts_are_aligned_to_the_chunk_where_each_token_ends():
+    # tokens "ab|cd|e" over chunks "a", "bcd", "e": ab ends in chunk 1, cd in chunk 1, e in chunk 2
+    c = StreamCounter("completions", token_ends=lambda text: [2, 4, 5])
+    out = _counts(c, [(_event("a"), 10), (_event("bcd"), 20), (_event("e"), 30)])
+    assert [x.n_tokens for x in out] == [0, 2, 1] and [x.t_ns for x in out] == [10, 20, 30]
+    assert out[-1].n_out_client == 3 and {x.token_source for x in out} == {"tokenizer_aligned"}
+
+
+def test_final_usage_is_spread_by_text_length_when_there_is_no_tokenizer():
+    c = StreamCounter("completions")
+    out = _counts(c, [(_event("x" * 4), 10), (_event("y" * 4), 20),
+                      (json.dumps({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 8}}), 30)])
+    assert [x.n_tokens for x in out] == [4, 4] and [x.t_ns for x in out] == [10, 20]
+    assert out[-1].n_out_total == 8 and out[-1].n_out_client == 2 and out[0].token_source == "text_proportional"
+
+
+def test_no_usage_and_no_tokenizer_counts_one_per_chunk():
+    c = StreamCounter("chat")
+    chat = [json.dumps({"choices": [{"index": 0, "delta": {"content": t}}]}) for t in ("a", "b", "c")]
+    out = _counts(c, [(p, i) for i, p in enumerate(chat)])
+    assert [x.n_tokens for x in out] == [1, 1, 1] and out[0].token_source == "client_chunks"
+
+
+def test_a_residual_is_spread_never_put_on_one_chunk():
+    assert spread([1, 1, 1, 1], 8, [1, 1, 1, 1]) == [2, 2, 2, 2]
+    assert spread([2, 2, 2, 2], 4, [1, 1, 1, 1]) == [1, 1, 1, 1]
+    assert spread([0, 5, 0], 2, [1, 1, 1]) == [0, 2, 0]  # removal follows what each chunk has: never below 0
+    out = spread([1] * 10, 13, [1] * 10)
+    assert sum(out) == 13 and max(out) == 2 and min(out) == 1
+    assert spread([3, 0], 0, [1, 1]) == [0, 0]
+
+
+def test_align_gives_a_token_that_spans_chunks_to_the_chunk_of_its_last_character():
+    assert align(["he", "llo", " wor", "ld"], [5, 11]) == [0, 1, 0, 1]
+    assert align(["abc"], [1, 2, 3]) == [3]
 
 
 @pytest.mark.parametrize("payload", ['{"choices": [', "[1, 2]", '{"error": {"message": "boom"}}'])

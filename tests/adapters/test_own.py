@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import time
 
+import psutil
 import pytest
 
 import adapters
@@ -29,13 +33,14 @@ def test_start_reports_engine_info_and_streams_exact_lengths(tiny, name, batchin
     import torch
 
     threads = torch.get_num_threads()
-    adapter = adapters.create(name, tiny, device="cpu", threads=1, max_num_seqs=8)
+    adapter = adapters.create(name, tiny, device="cpu", threads=1, max_batch=8)
     try:
         info = adapter.start()
         assert (info.adapter, info.engine, info.batching, info.format) == (name, "own_engine", batching,
                                                                            "hf-safetensors")
         assert info.device == "cpu" and info.precision == "fp32" and info.threads == 1 and info.max_batch == 8
-        assert info.vocab_size == 2048 and info.max_model_len == 4096 and info.pid
+        assert info.vocab_size == 2048 and info.max_model_len == 4096 and info.pid and info.pid != os.getpid()
+        assert info.placement["isolated"] and info.placement["engine_threads"] == 1 and info.ready_s > 0
         assert info.extra["model_config"]["hidden_size"] == 128 and info.extra["n_params"] > 0
         if name == "own":
             assert info.extra["kv_blocks_total"] > 0 and info.extra["block_size"] == 16
@@ -44,6 +49,9 @@ def test_start_reports_engine_info_and_streams_exact_lengths(tiny, name, batchin
         for req, chunks in zip(reqs, results, strict=True):
             assert [c.n_tokens for c in chunks] == [1] * req.max_tokens  # one chunk per token, exact length
             assert chunks[0].n_prompt == req.n_in and all(c.n_prompt is None for c in chunks[1:])
+            # stamped here on arrival, after the engine's own stamp (one monotonic clock for both processes)
+            assert all(c.token_ids is not None and len(c.token_ids) == 1 for c in chunks)
+            assert all(c.t_engine_ns is not None and c.t_engine_ns <= c.t_ns for c in chunks)
         stats = adapter.stats()
         assert stats["running"] == 0.0 and stats["waiting"] == 0.0 and "preemptions" in stats
         if name == "own":
@@ -69,7 +77,7 @@ def test_refused_and_invalid_requests_become_adapter_errors(tiny) -> None:
 
 
 def test_engine_failure_becomes_an_engine_error(tiny) -> None:
-    adapter = adapters.create("own", tiny, device="cpu")
+    adapter = adapters.create("own", tiny, device="cpu", isolate=False)  # on this interpreter, to break it
     adapter.start()
 
     def boom():
@@ -87,3 +95,41 @@ def test_stream_before_start_is_an_error() -> None:
     adapter = adapters.create("own", None)
     [res] = asyncio.run(_run(adapter, [RequestSpec("x", (5,), max_tokens=2)]))
     assert isinstance(res, AdapterError) and "start()" in str(res)
+
+
+def test_a_killed_engine_process_fails_requests_in_flight_with_its_log(tiny) -> None:
+    adapter = adapters.create("own", tiny, device="cpu", threads=1)
+    info = adapter.start()
+
+    async def go():
+        task = asyncio.ensure_future(_run(adapter, [RequestSpec("x", (5, 6, 7), max_tokens=4000 - 3)]))
+        await asyncio.sleep(0.5)
+        os.kill(info.pid, signal.SIGKILL)
+        return await task
+
+    try:
+        [res] = asyncio.run(go())
+        assert isinstance(res, AdapterError) and res.kind == "engine" and "engine process" in str(res)
+        [again] = asyncio.run(_run(adapter, [RequestSpec("y", (5,), max_tokens=2)]))
+        assert isinstance(again, AdapterError) and again.kind == "engine"
+    finally:
+        adapter.close()
+
+
+def test_the_engine_process_ends_with_its_client(tiny, tmp_path) -> None:
+    """A client killed with SIGKILL cannot close its engine: the engine sees end of file and exits."""
+    import subprocess
+    import sys
+
+    code = ("import adapters, time, sys; a = adapters.create('own', sys.argv[1], device='cpu', threads=1); "
+            "print(a.start().pid, flush=True); time.sleep(60)")
+    client = subprocess.Popen([sys.executable, "-c", code, tiny], stdout=subprocess.PIPE, text=True)
+    engine_pid = int(client.stdout.readline())
+    assert psutil.pid_exists(engine_pid)
+    client.kill()
+    client.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and psutil.pid_exists(engine_pid) \
+            and psutil.Process(engine_pid).status() != psutil.STATUS_ZOMBIE:
+        time.sleep(0.2)
+    assert not psutil.pid_exists(engine_pid) or psutil.Process(engine_pid).status() == psutil.STATUS_ZOMBIE

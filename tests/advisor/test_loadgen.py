@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
+import adapters
 from adapters.base import RequestSpec
-from adapters.fake import FakeAdapter
 from advisor.loadgen import drive
 from scenarios.types import Schedule, ScheduledRequest, SLOs
 
@@ -19,8 +19,15 @@ def _schedule(mode: str, times: list[float], n_out: int = 8, concurrency: int | 
     return Schedule(scenario="t", mode=mode, requests=reqs, seed=0, slos=SLOs(), concurrency=concurrency)
 
 
-def _specs(s: Schedule) -> list[RequestSpec]:
-    return [RequestSpec(f"r{r.idx}", (5, 6, 7, 8), max_tokens=r.n_out, min_tokens=r.n_out) for r in s.requests]
+def _specs(s: Schedule):
+    def spec(i: int) -> RequestSpec:
+        r = s.requests[i]
+        return RequestSpec(f"r{r.idx}", (5, 6, 7, 8), max_tokens=r.n_out, min_tokens=r.n_out)
+    return spec
+
+
+def FakeAdapter(**options):  # noqa: N802 (reads like the class it builds)
+    return adapters.create("fake", None, **options)
 
 
 def _run(adapter, schedule, **kw):

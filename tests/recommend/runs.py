@@ -48,8 +48,11 @@ def make_run(run_id: str = "r1", *, engine: str = "own", scenario: str = "copilo
 
 
 def write_runs(root: Path, runs: list[dict[str, Any]]) -> Path:
+    from advisor.store import RECORDS_FILE, write_records
+
     for r in runs:
         d = root / r["run_id"]
         d.mkdir(parents=True, exist_ok=True)
         (d / "result.json").write_text(json.dumps(r))
+        write_records(d / RECORDS_FILE, [])  # a complete run folder (the recommender reads summaries only)
     return root

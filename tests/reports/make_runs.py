@@ -13,7 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
-from advisor.bench import BenchConfig, run_bench
+from advisor.bench import BenchConfig, bench_once
 from advisor.store import RESULT_FILE, RunResult, load_run
 from scenarios.overrides import Overrides
 
@@ -23,7 +23,7 @@ EVIL_RUN_ID = "20260101-000000-evil-0001"
 
 def _bench(root: Path, rate: float, model: str, **engine: float) -> RunResult:
     ov = Overrides(rate_rps=rate, duration_s=1.2, warmup_s=0.2, max_input_tokens=64, max_output_tokens=12, seed=1)
-    run = run_bench(BenchConfig(scenario="copilot", engine="fake", overrides=ov, engine_options=engine, out_dir=root))
+    run = bench_once(BenchConfig(scenario="copilot", engine="fake", overrides=ov, engine_options=engine, out_dir=root))
     return _edit(run.path, lambda d: d["engine"].update(model=model))
 
 

@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("prometheus_client")
 
+import adapters
 from adapters.base import RequestSpec  # noqa: E402
 from adapters.openai import OpenAIAdapter  # noqa: E402
 from advisor.telemetry.prometheus import (  # noqa: E402
@@ -58,12 +59,12 @@ def test_series_are_summed_over_labels_but_buckets_kept_apart():
 
 def test_sampler_reads_a_live_server_and_reports_run_deltas():
     with MockOpenAIServer() as srv:
+        adapter = adapters.create("openai", "mock-model", url=srv.url)
+        adapter.start()  # its warm-up requests come before the sampler's first snapshot
+        assert isinstance(adapter, OpenAIAdapter) and adapter.metrics_url == srv.url + "/metrics"
         prom = PrometheusSampler(srv.url)
         first = prom.sample()
         assert first == {"running": 0, "waiting": 0, "kv_cache_usage": 0.0}
-        adapter = OpenAIAdapter("mock-model", url=srv.url)
-        adapter.start()
-        assert adapter.metrics_url == srv.url + "/metrics"
 
         async def go() -> None:
             for i in range(3):

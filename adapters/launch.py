@@ -3,10 +3,14 @@
 `ManagedServer("python -m vllm.entrypoints.openai.api_server --model m --port 8000",
 health_urls=["http://127.0.0.1:8000/v1/models"], log_path="run/server.log")`
 starts the command in its own process group (no shell: leading `VAR=value`
-words become environment variables), writes its stdout and stderr to the log,
-polls the health URLs until one answers 200, and `stop()` sends SIGTERM to the
-whole group, then SIGKILL after a grace period. It knows nothing about
-benchmarking; the `openai` adapter uses it for `--launch`.
+words become environment variables) under `adapters.server_guard`, writes its
+stdout and stderr to the log, polls the health URLs until one answers 200,
+and `stop()` sends SIGTERM to the whole group, then SIGKILL after a grace
+period. Whatever ends advisor, the server goes too: exceptions and the signals
+advisor handles (SIGINT, SIGTERM, SIGHUP) reach `stop()`, atexit covers a
+normal exit, and the guard stops the group when advisor dies without either
+(SIGKILL). It knows nothing about benchmarking; the `openai` adapter uses it
+for `--launch`.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ import atexit
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -84,28 +90,52 @@ class ManagedServer:
         self.log_path = Path(log_path)
         self.health_timeout_s = float(health_timeout_s)
         self.grace_s = float(grace_s)
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: subprocess.Popen[bytes] | None = None  # the guard, leader of the server's process group
+        self._lifeline: int | None = None  # write end of the guard's pipe: closed when this process ends
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        """The server process (for memory and CPU telemetry), else the guard while it is starting."""
+        if self._proc is None:
+            return None
+        import psutil
+
+        try:
+            children = psutil.Process(self._proc.pid).children()
+        except psutil.Error:
+            return self._proc.pid
+        return children[0].pid if children else self._proc.pid
 
     def start(self) -> int:
         """Start the command and block until it is healthy; returns its pid."""
         assert self._proc is None, "ManagedServer.start() called twice"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if shutil.which(self.argv[0], path=self.env.get("PATH", os.environ.get("PATH"))) is None:
+            raise EngineUnavailable(f"could not start launch command {self.argv[0]!r}: no such program; "
+                                    "check the command in --launch")
         log = open(self.log_path, "ab")
+        lifeline_r, self._lifeline = os.pipe()
         try:
-            self._proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          env={**os.environ, **self.env}, start_new_session=True)
+            self._proc = subprocess.Popen([sys.executable, "-m", "adapters.server_guard", str(lifeline_r), "--",
+                                           *self.argv], stdout=log, stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL, pass_fds=(lifeline_r,),
+                                          env={**os.environ, **self.env, "PYTHONPATH": _pythonpath()},
+                                          start_new_session=True)
         except OSError as e:
+            os.close(self._lifeline)
+            self._lifeline = None
             raise EngineUnavailable(f"could not start launch command {self.argv[0]!r}: {e}; "
                                     "check the command in --launch") from e
         finally:
             log.close()  # the child holds its own descriptor
+            os.close(lifeline_r)
         atexit.register(self.stop)
-        self._wait_healthy()
-        return self._proc.pid
+        try:
+            self._wait_healthy()
+        except BaseException:  # not healthy, or Ctrl-C/SIGTERM while waiting: never leave it running
+            self.stop()
+            raise
+        return self.pid or self._proc.pid
 
     def _wait_healthy(self) -> None:
         assert self._proc is not None
@@ -113,13 +143,11 @@ class ManagedServer:
         while time.monotonic() < deadline:
             code = self._proc.poll()
             if code is not None:
-                self._proc = None
                 raise EngineUnavailable(f"launched server exited with code {code} before becoming healthy; "
                                         f"last lines of {self.log_path}:\n{self.log_tail()}")
             if any(http_ok(u) for u in self.health_urls):
                 return
             time.sleep(0.5)
-        self.stop()
         raise EngineUnavailable(f"launched server not healthy after {self.health_timeout_s:.0f} s "
                                 f"(polled {', '.join(self.health_urls)}); raise health_timeout_s or check "
                                 f"{self.log_path}:\n{self.log_tail()}")
@@ -127,6 +155,9 @@ class ManagedServer:
     def stop(self) -> int | None:
         """SIGTERM the process group, SIGKILL after the grace period; returns the exit code."""
         proc, self._proc = self._proc, None
+        if self._lifeline is not None:
+            os.close(self._lifeline)
+            self._lifeline = None
         if proc is None:
             return None
         atexit.unregister(self.stop)
@@ -155,3 +186,9 @@ class ManagedServer:
         except OSError:
             return "(no log)"
         return "\n".join(lines[-n_lines:])
+
+
+def _pythonpath() -> str:
+    """This project's root first, so the guard module is found wherever advisor runs from."""
+    root = str(Path(__file__).resolve().parent.parent)
+    return os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
