@@ -163,6 +163,7 @@ class InProcessOptions(EngineOptions):
 
 WARMUP_PROMPTS: tuple[tuple[int, ...], ...] = ((5, 6, 7, 8, 9, 10, 11, 12), (13, 14, 15))
 WARMUP_TOKENS = 4
+WARMUP_TIMEOUT_S = 600.0
 
 
 class Adapter(ABC):
@@ -180,14 +181,17 @@ class Adapter(ABC):
         self._notes: list[str] = []  # learned while serving (a server that refused a field, ...)
 
     # ---- lifecycle (shared) --------------------------------------------------------------------
-    def start(self) -> EngineInfo:
-        """Load the model, warm up with a real request; idempotent: a started adapter returns its info."""
+    def start(self, timeout_s: float = WARMUP_TIMEOUT_S) -> EngineInfo:
+        """Load the model, warm up with a real request; idempotent: a started adapter returns its info.
+
+        `timeout_s` bounds each warm-up request (the benchmark's per-request timeout, usually).
+        """
         if self._info is not None:
             return self._info
         t0 = time.perf_counter()
         info = self._start()
         try:
-            self._warm_up(info)
+            self._warm_up(info, timeout_s)
         except BaseException:
             self.close()
             raise
@@ -249,7 +253,7 @@ class Adapter(ABC):
         return [RequestSpec(f"warmup-{i}", tuple(t % vocab for t in ids), max_tokens=WARMUP_TOKENS)
                 for i, ids in enumerate(WARMUP_PROMPTS)]
 
-    def _warm_up(self, info: EngineInfo) -> None:
+    def _warm_up(self, info: EngineInfo, timeout_s: float = 600.0) -> None:
         """Serve the warm-up requests before any timing; they are also the preflight.
 
         An engine that cannot serve them (no tokenizer for a text-only server, model not loaded)
@@ -260,8 +264,12 @@ class Adapter(ABC):
 
         async def one(req: RequestSpec) -> None:
             n = 0
-            async for ch in self.stream(req):
-                n += ch.n_tokens
+            try:
+                async with asyncio.timeout(timeout_s):
+                    async for ch in self.stream(req):
+                        n += ch.n_tokens
+            except TimeoutError:
+                raise AdapterError("timeout", f"no complete answer within {timeout_s:g} s") from None
             if n < 1:
                 raise AdapterError("stream", "the warm-up request returned no output token")
 

@@ -153,7 +153,7 @@ class OpenAIAdapter(Adapter):
             else:
                 self.served_model = ids[0]
                 if self.model is not None:
-                    self.notes.append(f"server serves {ids}; using {ids[0]!r} for model {self.model!r}")
+                    self._notes.append(f"server serves {ids}; using {ids[0]!r} for model {self.model!r}")
         owner = str(data[0].get("owned_by", "")) if data else ""
         self.metrics_url = self._find_metrics()
         if self.metrics_url:
@@ -166,7 +166,7 @@ class OpenAIAdapter(Adapter):
         return EngineInfo(adapter="openai", engine=_OWNERS.get(owner.lower(), "openai-compatible"), version=version,
                           device=public_url(self.url), model=str(self.model or self.served_model), format="server",
                           precision="unknown", batching="unknown", pid=pid,
-                          max_model_len=_first_int(data, "max_model_len"), extra=extra, notes=tuple(self.notes))
+                          max_model_len=_first_int(data, "max_model_len"), extra=extra, notes=tuple(self._notes))
 
     def stats(self) -> dict[str, float]:
         return {"running": float(self._running), "short_requests": float(self.short_requests)}

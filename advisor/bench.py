@@ -115,7 +115,7 @@ def open_engine(cfg: BenchConfig, options: EngineOptions | None = None) -> Itera
     """Create and start the engine once; it is closed however the block ends (signals included)."""
     adapter = adapters.create(cfg.engine, cfg.model, options if options is not None else cfg.engine_options)
     try:
-        adapter.start()
+        adapter.start(timeout_s=cfg.timeout_s)
         yield adapter
     finally:
         adapter.close()
@@ -243,6 +243,7 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
                  "wall_s": load.wall_s, "interrupted": interrupted,
                  "signal": signal.Signals(signum).name if signum is not None else None,
                  "n_finished": load.n_finished, "timeout_s": cfg.timeout_s,
+                 "t0_perf_counter_ns": load.t0_ns,  # record times are relative to this (the system's monotonic clock)
                  "prepare_s": round((load.t0_ns - t_start_ns) / 1e9 + (first_send or 0) / 1e9, 4)},
     )
     folder = result.save(cfg.out_dir, load.records)

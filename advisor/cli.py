@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any, NoReturn
 
 import click
 
@@ -58,21 +59,27 @@ def _attach() -> None:
 _attach()
 
 
+def _interrupted(e: Any) -> NoReturn:
+    from advisor.bench import RunInterrupted
+
+    saved = f"; partial run saved: {e.result.path}" if isinstance(e, RunInterrupted) and e.result.path else ""
+    click.echo(f"interrupted by {e.name}{saved}", err=True)
+    sys.exit(e.exit_code)
+
+
 def main() -> None:
     from advisor import interrupts
 
     interrupts.install()  # SIGINT, SIGTERM and SIGHUP: save what was measured, stop engines and servers
     try:
         cli.main(standalone_mode=False)
-    except interrupts.Interrupted as e:
-        from advisor.bench import RunInterrupted
-
-        saved = f"; partial run saved: {e.result.path}" if isinstance(e, RunInterrupted) and e.result.path else ""
-        click.echo(f"interrupted by {e.name}{saved}", err=True)
-        sys.exit(e.exit_code)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:  # click turns a KeyboardInterrupt (and so Interrupted) into Abort
+        if isinstance(e.__cause__, interrupts.Interrupted):
+            _interrupted(e.__cause__)
         click.echo("aborted", err=True)
         sys.exit(130)
+    except interrupts.Interrupted as e:
+        _interrupted(e)
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)

@@ -14,7 +14,7 @@ from rich.table import Table
 out = Console()
 err = Console(stderr=True)
 
-_STATUS_STYLE = {"VALID": "bold green", "INVALID": "bold red", "SATURATED": "bold yellow"}
+_STATUS_STYLE = {"VALID": "bold green", "INVALID": "bold red", "SATURATED": "bold yellow", "FAILED": "bold red"}
 
 
 @contextlib.contextmanager
@@ -55,6 +55,12 @@ def print_run(result: Any) -> None:
               f"({escape(str(e.get('engine')))} {escape(str(e.get('version')))}, {escape(str(e.get('device')))}, "
               f"{escape(str(e.get('precision')))}, batching: {escape(str(e.get('batching')))})")
     out.print(f"model: {escape(str(e.get('model')))}")
+    placement = e.get("placement") or {}
+    ready = e.get("ready_s")
+    engine_line = [f"ready in {ready:.1f} s (load + warm-up)" if ready is not None else None,
+                   escape(str(placement["note"])) if placement.get("note") else None]
+    if any(engine_line):
+        out.print("engine: " + "; ".join(x for x in engine_line if x))
     out.print(f"verdict: [{_STATUS_STYLE.get(status, 'bold')}]{status}[/]")
     for r in v.get("reasons", []):
         out.print(f"  - {escape(r)}")
@@ -81,6 +87,9 @@ def print_run(result: Any) -> None:
     met = s.get("slo_met") or {}
     verdicts = ", ".join(f"{k}: {'met' if ok else 'MISSED'}" for k, ok in met.items() if ok is not None)
     t2.add_row("SLOs", escape(limits or "none") + (f" ({verdicts})" if verdicts else ""))
+    sources = s.get("token_sources") or {}
+    if sources:
+        t2.add_row("token counts from", escape(", ".join(f"{k} ({v})" for k, v in sources.items())))
     tele = result.telemetry
     if tele.get("rss_absent_reason"):
         t2.add_row("memory (engine process)", "n/a (" + escape(tele["rss_absent_reason"]) + ")")

@@ -176,9 +176,11 @@ async def _stream_into(adapter: Adapter, rec: RequestRecord, spec: RequestSpec, 
 
 
 async def _sleep_until(t_target_ns: int) -> None:
+    """Until t_target_ns; always yields to the loop at least once, so requests already due go out first."""
     delay = (t_target_ns - time.perf_counter_ns()) / 1e9
     if delay > _SPIN_S:
         await asyncio.sleep(delay - _SPIN_S)
+    await asyncio.sleep(0)
     while time.perf_counter_ns() < t_target_ns:
         await asyncio.sleep(0)
 

@@ -161,7 +161,7 @@ def load_sweep(path_or_id: str | Path, root: Path = Path("runs")) -> SweepResult
         if isinstance(e, SweepError):
             raise
         raise SweepError(f"{p}: damaged sweep file ({type(e).__name__}: {e}); re-run the sweep") from None
-    cap = capacity_from_sweep(points) if points else Capacity(None, None, None, "no finished step")
+    cap = _capacity(list(points), d.get("interrupted") if d.get("state") == "interrupted" else None, d["sweep_id"])
     return SweepResult(d["sweep_id"], d["scenario"], d["engine"], d.get("model"), d["created_utc"], points, cap,
                        d.get("stop_reason", ""), d.get("state", "done"), d.get("config", {}), d.get("interrupted"),
                        d.get("unit", "rps"), p.parent)
@@ -172,7 +172,7 @@ def _capacity(points: list[SweepPoint], interrupted: dict[str, Any] | None, swee
         return Capacity(None, None, None, "no step finished" + (
             f"; resume with `advisor sweep --resume {sweep_id}`" if interrupted else ""))
     cap = capacity_from_sweep(points)
-    if interrupted and cap.first_failure is None:
+    if interrupted:
         return replace(cap, reason=f"{cap.reason}; the sweep was interrupted at {interrupted['load']:g} "
                                    f"(that step is not counted): resume with `advisor sweep --resume {sweep_id}`")
     return cap

@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from advisor.metrics.lag import LAG_FLOOR_MS  # the send-lag rule's floor; the rule itself is in the verdict
 from advisor.store import RunResult
 from reports.costs import RunPrice
 from reports.labels import engine_name, is_valid, load_text, model_name, run_labels, scenario_name, status
 from reports.selection import RecommendationResult
-
-LAG_WARN_MS = 5.0  # METRICS.md: the load generator kept up when p99 send lag is under a few ms
 
 METRIC_DEFINITIONS = (
     ("TTFT", "t_first - t_send: time to the first output token, from when the request was sent"),
@@ -71,10 +70,9 @@ def risks(runs: Sequence[RunResult], labels: dict[str, str], prices: dict[str, R
         if s.get("n_errors"):
             kinds = ", ".join(f"{k}: {v}" for k, v in (s.get("errors_by_kind") or {}).items())
             out.append(f"{label}: {s['n_errors']} failed requests ({kinds})")
-        lag = _lag_p99(run)
-        if is_valid(run) and lag is not None and lag > LAG_WARN_MS:  # an invalid run's reasons already say so
-            out.append(f"{label}: the load generator sent requests up to {lag:.1f} ms late (p99 or max); "
-                       "latencies from t_send may understate what users see")
+        late = _late_sends(run)
+        if is_valid(run) and late:  # an invalid run's reasons already say so
+            out.append(f"{label}: {late}; latencies from t_send may understate what users see")
         if s.get("token_count_mismatch"):
             out.append(f"{label}: engine and client token counts differ by {s['token_count_mismatch']}")
         if s.get("n_out_short"):
@@ -92,10 +90,19 @@ def risks(runs: Sequence[RunResult], labels: dict[str, str], prices: dict[str, R
     return out
 
 
-def _lag_p99(run: RunResult) -> float | None:
-    lag = (run.loadgen or {}).get("lag_ms") or run.summary.get("client_queue_ms") or {}
+def _late_sends(run: RunResult) -> str | None:
+    """Late sends a VALID run still had (within what the send-lag rule allows), in words; None if none."""
+    check = run.summary.get("lag_check")
+    if check:
+        if not check.get("n_late"):
+            return None
+        return (f"{check['n_late']} of {check['n']} requests were sent more than {check['limit_ms']:.3g} ms late "
+                "(within what the send-lag rule allows)")
+    lag = (run.loadgen or {}).get("lag_ms") or run.summary.get("client_queue_ms") or {}  # runs before the rule
     value = lag.get("p99") if lag.get("p99") is not None else lag.get("max")
-    return None if value is None else float(value)
+    if value is None or float(value) <= LAG_FLOOR_MS:
+        return None
+    return f"the load generator sent requests up to {float(value):.1f} ms late (p99 or max)"
 
 
 def estimated_items(prices: dict[str, RunPrice], rec: RecommendationResult) -> list[str]:
@@ -121,11 +128,13 @@ def methodology(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str, 
     lag = []
     for r in runs:
         d = (r.loadgen or {}).get("lag_ms") or r.summary.get("client_queue_ms") or {}
+        check = r.summary.get("lag_check") or {}
         lag.append({"label": labels[r.run_id], "p50": d.get("p50"), "p99": d.get("p99"), "max": d.get("max"),
-                    "n": d.get("n"), "wall_s": (r.loadgen or {}).get("wall_s"),
+                    "n": d.get("n"), "wall_s": (r.loadgen or {}).get("wall_s"), "limit_ms": check.get("limit_ms"),
+                    "n_late": check.get("n_late"),
                     "interrupted": (r.loadgen or {}).get("interrupted")})
     return {"definitions": METRIC_DEFINITIONS, "scenarios": scenarios, "verdicts": verdicts, "lag": lag,
-            "lag_warn_ms": LAG_WARN_MS}
+            "lag_floor_ms": LAG_FLOOR_MS}
 
 
 def environments(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ Tokens = Annotated[int, Field(ge=1, le=10_000_000)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class TraceRef(_Strict):

