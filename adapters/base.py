@@ -172,6 +172,8 @@ class Adapter(ABC):
     name: ClassVar[str]
     Options: ClassVar[type[EngineOptions]] = EngineOptions
     capabilities: ClassVar[Capabilities]
+    # warm-up requests together (the batched paths); one after another for servers that may not queue
+    warm_up_together: ClassVar[bool] = True
 
     def __init__(self, model: str | None, options: EngineOptions | None = None) -> None:
         self.model = model
@@ -275,7 +277,11 @@ class Adapter(ABC):
 
         async def all_of_them() -> None:
             try:
-                await asyncio.gather(*(one(r) for r in reqs))
+                if self.warm_up_together:
+                    await asyncio.gather(*(one(r) for r in reqs))
+                else:
+                    for r in reqs:
+                        await one(r)
             finally:
                 await self.aclose()
 

@@ -104,7 +104,9 @@ class EngineProcess(Adapter):
         if reply is None:
             raise EngineUnavailable(f"engine '{self.name}' exited while starting; {self._exit_reason()}")
         if reply[0] == "error":
-            _, type_name, message, user = reply
+            _, type_name, message, user, exc = reply
+            if isinstance(exc, BaseException):
+                raise exc  # the engine's own error (ConversionError, EngineUnavailable, ...), same class and words
             if user:
                 raise EngineUnavailable(message)
             raise EngineUnavailable(f"engine '{self.name}' failed to start: {type_name}: {message} (a bug: "

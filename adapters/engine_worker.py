@@ -155,7 +155,11 @@ def main(fd: int) -> int:
         info = adapter.start()
     except BaseException as e:
         user = isinstance(e, ValueError | RuntimeError | OSError)
-        sock.sendall(frame(("error", type(e).__name__, str(e), user)))
+        try:
+            reply = frame(("error", type(e).__name__, str(e), user, e if user else None))
+        except Exception:  # an exception that does not pickle: its words still cross
+            reply = frame(("error", type(e).__name__, str(e), user, None))
+        sock.sendall(reply)
         return 1
     sock.sendall(frame(("info", info)))
     try:

@@ -80,6 +80,7 @@ class OpenAIAdapter(Adapter):
     name: ClassVar[str] = "openai"
     Options: ClassVar[type[OpenAIOptions]] = OpenAIOptions
     capabilities: ClassVar[Capabilities] = Capabilities(served=True, per_chunk_tokens=False)
+    warm_up_together: ClassVar[bool] = False  # some servers (llama-cpp-python's) drop a second concurrent stream
 
     def __init__(self, model: str | None, options: OpenAIOptions | None = None) -> None:
         super().__init__(model, options)

@@ -81,4 +81,13 @@ class RequestShape:
                 and "prompt" in low and _WRONG_TYPE.search(low)):
             self.send_ids, changed = False, True
             self.notes.append("server does not take token-id prompts: sending text")
-        return changed
+        # a request sent before a concurrent one taught us the same lesson retries too
+        return changed or self._outdated(body)
+
+    def _outdated(self, body: dict[str, Any]) -> bool:
+        """The body carries something this shape no longer sends (it was dropped since the body was built)."""
+        options = body.get("stream_options") or {}
+        return bool((not self.send_ids and isinstance(body.get("prompt"), list))
+                    or (not self.send_stream_options and "stream_options" in body)
+                    or (not self.send_continuous_usage and "continuous_usage_stats" in options)
+                    or (not self.send_length_controls and any(f in body for f in _LENGTH_FIELDS)))

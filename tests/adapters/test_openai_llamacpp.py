@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+import adapters
 from adapters.base import RequestSpec
 from adapters.openai import OpenAIAdapter
 from tests.servers.mock_openai import free_port
@@ -33,8 +34,9 @@ def test_llama_cpp_server_benchmarked_through_managed_launch(tmp_path):
     port = free_port()
     cmd = (f"{sys.executable} -m llama_cpp.server --model {gguf} --host 127.0.0.1 --port {port} "
            f"--n_ctx 512 --model_alias tiny")
-    adapter = OpenAIAdapter("tiny", url=f"http://127.0.0.1:{port}", launch=cmd, log_dir=str(tmp_path),
-                            tokenizer=str(model), health_timeout_s=120)
+    adapter = adapters.create("openai", "tiny", url=f"http://127.0.0.1:{port}", launch=cmd, log_dir=str(tmp_path),
+                              tokenizer=str(model), health_timeout_s=120)
+    assert isinstance(adapter, OpenAIAdapter)
     info = adapter.start()
     try:
         assert info.pid and adapter.metrics_url is None
@@ -53,6 +55,6 @@ def test_llama_cpp_server_benchmarked_through_managed_launch(tmp_path):
     for chunks in results:
         assert sum(c.n_tokens for c in chunks) == N_OUT, [c.text for c in chunks]
         assert chunks[-1].n_out_client is not None  # the tokenizer's count of the text, reported beside
-    assert set(adapter.usage_modes) <= {"none", "final"} and sum(adapter.usage_modes.values()) == 3
+    assert set(adapter.usage_modes) <= {"none", "final"} and sum(adapter.usage_modes.values()) == 3 + 2  # + warm-up
     assert adapter.short_requests == 0
     assert (tmp_path / "server.log").stat().st_size > 0
