@@ -33,9 +33,9 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def engine(model_dir: Path):
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    from adapters.vllm import VllmAdapter
+    import adapters
 
-    adapter = VllmAdapter(str(model_dir), dtype="float32", max_model_len=512, kv_cache_space_gb=1)
+    adapter = adapters.create("vllm", str(model_dir), dtype="float32", max_model_len=512, kv_cache_space_gb=1)
     info = adapter.start()
     yield adapter, info
     adapter.close()
@@ -113,14 +113,14 @@ def test_too_long_prompt_is_refused_and_engine_goes_on(engine):
 def test_vllm_openai_server_via_managed_launch(model_dir, tmp_path):
     """vLLM's own server, started by the openai adapter, benchmarked, checked against usage and /metrics."""
     pytest.importorskip("prometheus_client")
-    from adapters.openai import OpenAIAdapter
+    import adapters
     from advisor.telemetry.prometheus import PrometheusSampler, histogram_mean
 
     port = free_port()
     cmd = (f"VLLM_CPU_KVCACHE_SPACE=1 {sys.executable} -m vllm.entrypoints.openai.api_server --model {model_dir} "
            f"--served-model-name tiny --host 127.0.0.1 --port {port} --max-model-len 512 --dtype float32")
-    adapter = OpenAIAdapter("tiny", url=f"http://127.0.0.1:{port}/v1", launch=cmd, log_dir=str(tmp_path),
-                            tokenizer=str(model_dir), health_timeout_s=400)
+    adapter = adapters.create("openai", "tiny", url=f"http://127.0.0.1:{port}/v1", launch=cmd, log_dir=str(tmp_path),
+                              tokenizer=str(model_dir), health_timeout_s=400)
     info = adapter.start()
     try:
         assert info.engine == "vLLM" and info.pid and adapter.metrics_url
@@ -136,7 +136,8 @@ def test_vllm_openai_server_via_managed_launch(model_dir, tmp_path):
     for chunks in results:
         assert sum(c.n_tokens for c in chunks) == N_OUT == chunks[-1].n_out_total
         assert chunks[-1].n_prompt == 16
-    assert adapter.usage_modes == {"per_chunk": 4} and adapter.short_requests == 0
+    assert adapter.usage_modes == {"per_chunk": 4 + 2} and adapter.short_requests == 0  # + the warm-up requests
+    assert {c.token_source for ch in results for c in ch} == {"server_per_chunk"}
     delta = prom.snapshots()["delta"]
     assert delta["vllm:generation_tokens_total"] == 4 * N_OUT
     assert delta["vllm:prompt_tokens_total"] == 4 * 16
