@@ -1,0 +1,116 @@
+"""Run one cell here: check that this node has what the cell names, then a benchmark or a sweep.
+
+`run_cell(cell, out_dir)` is the one place the matrix calls the benchmark library (`run_bench` for one
+run, `run_sweep` for a rate list), locally and on a Ray node alike, so a cell runs the same code path
+wherever it is placed. Its runs are saved under `out_dir` exactly as `advisor bench`/`advisor sweep`
+save them; the runner moves them into the runs store.
+
+Before anything starts, `check_here(cell)` looks for everything the cell names on this node: the engine's
+packages, the model (folder or cache name), a launched server's program and the absolute paths in its
+command, the scenario file. A missing one fails the cell with the path it could not find.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from advisor.capacity import SweepPoint
+from advisor.matrix.plan import Cell
+
+# Engines whose model is a folder or a model-cache name on this node (the others name a server's model).
+_LOCAL_MODEL_ENGINES = {"own", "own-static", "llama_cpp", "onnxruntime", "openvino", "vllm", "tensorrt_llm"}
+
+
+class CellError(RuntimeError):
+    """The cell cannot run on this node; the message names what is missing and where it looked."""
+
+
+@dataclass(frozen=True)
+class CellRuns:
+    run_ids: tuple[str, ...]
+    sweep_id: str | None = None
+
+
+def run_cell(cell: Cell, out_dir: Path, on_progress: Callable[[str], None] | None = None) -> CellRuns:
+    """Run the cell's benchmark (one run) or sweep (its rates) and save the runs under `out_dir`."""
+    check_here(cell)
+    out_dir = Path(out_dir)
+    if cell.is_sweep:
+        from advisor.sweep import SweepConfig, run_sweep
+
+        assert cell.rates is not None
+        cfg = SweepConfig(scenario=cell.scenario, engine=cell.engine, model=cell.model, rates=tuple(cell.rates),
+                          overrides=cell.overrides(), engine_options=dict(cell.options), out_dir=out_dir)
+
+        def step(p: SweepPoint) -> None:
+            if on_progress is not None:
+                verdict = "pass" if p.passes else f"FAIL: {p.failure()}"
+                on_progress(f"{p.rate_rps:g} req/s: {verdict} (achieved {p.achieved_rps:.2f} req/s, run {p.run_id})")
+
+        res = run_sweep(cfg, on_step=step)
+        return CellRuns(tuple(p.run_id for p in res.points), res.sweep_id)
+    from advisor.bench import BenchConfig, run_bench
+
+    bc = BenchConfig(scenario=cell.scenario, engine=cell.engine, model=cell.model, overrides=cell.overrides(),
+                     engine_options=dict(cell.options), out_dir=out_dir, timeout_s=cell.timeout_s, quiet=True)
+    result = run_bench(bc)
+    return CellRuns((result.run_id,))
+
+
+def check_here(cell: Cell) -> None:
+    """Raise CellError naming the first thing the cell needs that this node lacks."""
+    import adapters
+
+    host = socket.gethostname()
+    why = adapters.why_unavailable(cell.engine)
+    if why:
+        raise CellError(f"engine '{cell.engine}' is not available on {host}: {why}")
+    if cell.model is not None:
+        _check_model(cell, host)
+    for key in ("tokenizer",):
+        value = cell.options.get(key)
+        if isinstance(value, str) and _is_path(value) and not Path(value).expanduser().exists():
+            raise CellError(f"{key} {Path(value).expanduser()} not found on {host}")
+    launch = cell.options.get("launch")
+    if isinstance(launch, str):
+        _check_launch(launch, host)
+    if _is_path(cell.scenario) and not Path(cell.scenario).expanduser().is_file():
+        raise CellError(f"scenario file {Path(cell.scenario).expanduser()} not found on {host}")
+
+
+def _is_path(s: str) -> bool:
+    return s.startswith(("/", "~", "./", "../")) or "/" in s and not s.startswith(("http://", "https://"))
+
+
+def _check_model(cell: Cell, host: str) -> None:
+    from own_engine.paths import DEFAULT_MODEL, models_root
+
+    model = str(cell.model)
+    if _is_path(model):
+        path = Path(model).expanduser()
+        if not path.exists():
+            raise CellError(f"model {path} not found on {host}; copy it there or point `model:` at a path it has")
+    elif cell.engine in _LOCAL_MODEL_ENGINES and model != DEFAULT_MODEL and not (models_root() / model).is_dir():
+        raise CellError(f"model '{model}' not found on {host}: no {models_root() / model}; create it there with "
+                        f"`advisor models create {model} --preset P` or copy the folder")
+
+
+def _check_launch(command: str, host: str) -> None:
+    from advisor.launch import split_command
+
+    argv, env = split_command(command)
+    program = argv[0]
+    if "/" in program:
+        if not (Path(program).expanduser().is_file() and os.access(Path(program).expanduser(), os.X_OK)):
+            raise CellError(f"server program {program} not found (or not executable) on {host}")
+    elif shutil.which(program, path=env.get("PATH", os.environ.get("PATH"))) is None:
+        raise CellError(f"server program '{program}' not found on {host} (not on PATH); install it there")
+    for word in argv[1:]:
+        value = word.partition("=")[2] if word.startswith("--") else word
+        if value.startswith("/") and not Path(value).exists():
+            raise CellError(f"server command names {value}, which does not exist on {host}")

@@ -1,0 +1,90 @@
+"""Connect the driver to a Ray cluster: an address, or `auto` (RAY_ADDRESS, a cluster running here, else a new one).
+
+An unreachable address is one line at once: the host and port are tried with a plain TCP connection
+(3 s) before `ray.init`, which would otherwise retry for minutes. Without the `ray` extra, `--ray` says
+what to install. `--ship-code` sends this checkout's packages to the workers (Ray's `py_modules`), for
+clusters whose nodes have advisor's dependencies but not advisor itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+INSTALL_HINT = "pip install 'advisor[ray]' (in a checkout: pip install -e '.[ray]')"
+_PACKAGES = ("advisor", "adapters", "scenarios", "own_engine", "reports")
+
+
+class RayConnectError(RuntimeError):
+    """No usable Ray cluster; the message says what to check or install."""
+
+
+def import_ray() -> ModuleType:
+    try:
+        import ray
+    except ImportError:
+        raise RayConnectError(f"--ray needs Ray, which is not installed: {INSTALL_HINT}") from None
+    return ray
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """(host, port) of `HOST:PORT` or `ray://HOST[:PORT]` (Ray's defaults: 6379, client 10001)."""
+    client = address.startswith("ray://")
+    rest = address.removeprefix("ray://").rstrip("/")
+    host, sep, port = rest.rpartition(":") if ":" in rest else (rest, "", "")
+    if not sep:
+        host, port = rest, "10001" if client else "6379"
+    if not host or not port.isdigit():
+        raise RayConnectError(f"--ray {address!r} is not a Ray address: give HOST:PORT (the head's GCS, e.g. "
+                              "10.0.0.5:6379), ray://HOST:10001 (Ray Client) or auto")
+    return host.strip("[]"), int(port)
+
+
+def check_reachable(address: str, timeout_s: float = 3.0) -> None:
+    host, port = split_address(address)
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        raise RayConnectError(f"cannot reach a Ray cluster at {address} ({why}); check the address (`ray status` on "
+                              f"the head prints it) and that this machine can reach {host}:{port}") from None
+
+
+def connect(address: str, say: Callable[[str], None], ship_code: bool = False) -> ModuleType:
+    """`ray.init` for the matrix; returns the ray module. Says which cluster it joined or started."""
+    ray = import_ray()
+    kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False, "namespace": "advisor"}
+    if ship_code:
+        kwargs["runtime_env"] = {"py_modules": [_package_dir(p) for p in _PACKAGES]}
+    if address != "auto":
+        check_reachable(address)
+        ray.init(address=address, **kwargs)
+        say(f"connected to the Ray cluster at {address}")
+        return ray
+    env = os.environ.get("RAY_ADDRESS")
+    if env:
+        check_reachable(env)
+        ray.init(address=env, **kwargs)
+        say(f"connected to the Ray cluster at {env} (RAY_ADDRESS)")
+        return ray
+    try:
+        ray.init(address="auto", **kwargs)
+        say("connected to the Ray cluster running on this machine")
+    except ConnectionError:
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a cluster we start ourselves sends nothing out
+        ray.init(include_dashboard=False, **kwargs)
+        cpus = ray.cluster_resources().get("CPU", 0)
+        say(f"no Ray cluster in RAY_ADDRESS or running here: started a local one ({cpus:g} CPUs); "
+            "it stops when the matrix ends")
+    return ray
+
+
+def _package_dir(name: str) -> str:
+    import importlib
+
+    return str(Path(importlib.import_module(name).__file__ or "").parent)

@@ -1,0 +1,74 @@
+"""Run a matrix: check every cell where it will run, then run them here or on Ray, and keep the matrix file.
+
+Nothing runs and no matrix folder is made until the whole plan has passed its checks (on Ray: against the
+cluster's nodes). SIGTERM is handled like Ctrl-C: the cells that finished are kept, the matrix file names
+the cell(s) that were interrupted, and `--resume MATRIX_ID` later runs only the cells not yet done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from advisor.matrix.local import check_local, run_local
+from advisor.matrix.progress import CellLog
+from advisor.matrix.store import MatrixFile
+
+
+def run_matrix(matrix: MatrixFile, say: Callable[[str], None], *, ray_address: str | None = None,
+               ship_code: bool = False, node_wait_s: float = 0.0, check_only: bool = False) -> MatrixFile:
+    """Check, then run every unfinished cell of `matrix`; returns it with each cell's final state."""
+    log = CellLog(matrix, say)
+    if ray_address is None:
+        matrix.backend = "local"
+        check_local(log)
+        if check_only:
+            return matrix
+        _run(matrix, lambda: run_local(log))
+        return matrix
+    from advisor.matrix.ray_connect import connect
+    from advisor.matrix.ray_runner import RayRunner
+
+    ray = connect(ray_address, say, ship_code=ship_code)
+    try:
+        runner = RayRunner(ray, log, node_wait_s)
+        runner.check()
+        matrix.backend = f"ray {ray_address}"
+        if not check_only:
+            _run(matrix, runner.run)
+    finally:
+        ray.shutdown()
+    return matrix
+
+
+def _run(matrix: MatrixFile, body: Callable[[], None]) -> None:
+    matrix.state, matrix.interrupted = "running", []
+    matrix.save()
+    interrupted = False
+    try:
+        with _sigterm_as_interrupt():
+            body()
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:  # also on Ctrl-C: the file says which cells finished and which one was interrupted
+        matrix.finish(interrupted)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,80 @@
+"""Plan files: defaults, grids and every kind of bad input, each one line naming the cell and the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.matrix.plan import PlanError, load_plan, plan_from_dict
+from scenarios.catalog import SCENARIO_DIR
+from tests.advisor.matrix.plans import write_plan
+
+
+def test_defaults_grid_and_overrides(tmp_path):
+    plan = load_plan(write_plan(tmp_path, [
+        {"name": "one", "rate": 4},
+        {"name": "g", "rates": [1, 2], "grid": {"options.tpot_ms": [1, 2], "scenario": ["chat", "copilot"]}},
+    ]))
+    assert [c.name for c in plan.cells] == ["one", "g-1-chat", "g-1-copilot", "g-2-chat", "g-2-copilot"]
+    one = plan.cell("one")
+    assert not one.is_sweep and one.overrides().rate_rps == 4 and one.overrides().duration_s == 1.0
+    g = plan.cell("g-2-copilot")
+    assert g.is_sweep and g.rates == (1, 2) and g.scenario == "copilot"
+    assert g.options == {"ttft_ms": 5, "tpot_ms": 2}  # the grid set one option, the default kept the other
+    assert one.requirement() == {"CPU": 1.0}
+
+
+def test_requirement_counts_what_ray_counts():
+    plan = plan_from_dict({"cells": [{"engine": "fake", "scenario": "chat", "resources": {"CPU": 2, "GPU": 1, "pool": 1},
+                                      "accelerator": "H100"}]})
+    assert plan.cells[0].requirement() == {"CPU": 2, "GPU": 1, "pool": 1, "accelerator_type:H100": 0.001}
+
+
+def test_a_scenario_file_resolves_beside_the_plan(tmp_path):
+    (tmp_path / "sc").mkdir()
+    (tmp_path / "sc" / "mine.yaml").write_text((SCENARIO_DIR / "chat.yaml").read_text())
+    plan = load_plan(write_plan(tmp_path, [{"name": "a", "scenario": "sc/mine.yaml"}]))
+    assert plan.cell("a").scenario == str(tmp_path / "sc" / "mine.yaml")
+
+
+def test_every_problem_is_one_line(tmp_path):
+    path = write_plan(tmp_path, [
+        {"name": "e", "engine": "nope"},
+        {"name": "s", "scenario": "nonesuch"},
+        {"name": "k", "enigne": "fake"},
+        {"name": "r", "rates": [1], "rate": 2},
+        {"name": "o", "duration": -1},
+        {"name": "gpu", "resources": {"gpu": 1}},
+        {"name": "dup"}, {"name": "dup"},
+    ])
+    with pytest.raises(PlanError) as e:
+        load_plan(path)
+    lines = e.value.problems
+    assert any(line.startswith("cell 'e': unknown engine 'nope'; choose one of") and "fake" in line for line in lines)
+    assert any(line.startswith("cell 's': unknown scenario 'nonesuch'") for line in lines)
+    assert any(line.startswith("cell 'k': unknown key 'enigne'") for line in lines)
+    assert any(line.startswith("cell 'r': give `rates:`") for line in lines)
+    assert any(line.startswith("cell 'o': duration must be") for line in lines)  # the plan's key, not the CLI flag
+    assert any("unknown resource 'gpu'" in line and "did you mean 'GPU'" in line for line in lines)
+    assert any(line.startswith("cell 'dup': the name is used twice") for line in lines)
+    assert len(lines) == 7 and all("\n" not in line for line in lines)
+
+
+@pytest.mark.parametrize("data, needle", [
+    ({}, "non-empty `cells:`"),
+    ({"cells": []}, "non-empty `cells:`"),
+    ({"cells": [{"engine": "fake", "scenario": "chat"}], "cellz": 1}, "unknown key 'cellz'"),
+    ({"cells": ["fake"]}, "must be a mapping"),
+    ({"cells": [{"engine": "fake", "scenario": "chat", "grid": {"engine": []}}]}, "`grid:` must map keys"),
+])
+def test_malformed_plans(data, needle):
+    with pytest.raises(PlanError, match=needle):
+        plan_from_dict(data)
+
+
+def test_missing_and_malformed_files(tmp_path):
+    with pytest.raises(PlanError, match="does not exist"):
+        load_plan(tmp_path / "none.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("cells: [\n")
+    with pytest.raises(PlanError, match="malformed YAML"):
+        load_plan(bad)
