@@ -6,8 +6,9 @@
 #
 # Every Ray node binds to 127.0.0.1 only because the tests run in a private network namespace that has
 # nothing but loopback (`unshare -n`, then `ip link set lo up`): outside one, Ray binds to the machine's
-# other addresses and probes an outside resolver. That needs root (or unprivileged user namespaces:
-# `unshare -rn`). Timings of each phase are printed at the end.
+# other addresses and probes an outside resolver. The namespace has its own PIDs too, so no Ray process
+# outlives the run, and Ray's session files go to a temporary RAY_TMPDIR removed at the end. That needs
+# root (or unprivileged user namespaces: `unshare -r`). Timings of each phase are printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -18,9 +19,14 @@ if [ -z "${SKIP_INSTALL:-}" ]; then
     "$VENV/bin/pip" install -q --disable-pip-version-check -e '.[dev,ray]'
 fi
 installed=$(date +%s)
-if [ "$(id -u)" -eq 0 ]; then NS=(unshare -n); else NS=(unshare -rn); fi
+NS=(unshare --net --pid --fork --mount-proc)
+[ "$(id -u)" -eq 0 ] || NS+=(--map-root-user)
+RAY_TMP=$(mktemp -d /tmp/advisor-ray.XXXXXX)
+trap 'rm -rf "$RAY_TMP"' EXIT
 rc=0
-RAY_USAGE_STATS_ENABLED=0 "${NS[@]}" bash -c "ip link set lo up && exec '$PY' -m pytest -m ray -q -p no:cacheprovider tests/ray $*" || rc=$?
+# bash stays the namespace's first process: when it ends, the kernel ends every Ray process left in it
+RAY_USAGE_STATS_ENABLED=0 RAY_TMPDIR="$RAY_TMP" "${NS[@]}" \
+    bash -c "ip link set lo up && '$PY' -m pytest -m ray -q -p no:cacheprovider tests/ray $*" || rc=$?
 if [ $rc -eq 5 ]; then echo "ray tests collected nothing: that is a failure"; rc=1; fi
 end=$(date +%s)
 echo "install: $((installed - start)) s, ray tests: $((end - installed)) s (exit $rc)"

@@ -217,10 +217,18 @@ def test_auto_joins_ray_address_or_the_running_cluster_or_starts_one(cluster, tm
     res = advisor(str(plan), "--ray", "auto", "--out", str(tmp_path / "r2"))
     assert res.returncode == 0 and "connected to the Ray cluster running on this machine" in res.stderr
     # Ray finds running clusters by their files under its temp dir and by scanning processes: a fresh temp dir
-    # and a new PID namespace hide the test cluster, as on a machine where none runs.
+    # and a new PID namespace hide the test cluster, as on a machine where none runs. (A new local Ray writes
+    # an auth token under $HOME/.ray: a temporary HOME keeps the real one as it was.)
     with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as fresh:
-        res = advisor(str(plan), "--ray", "auto", "--out", str(tmp_path / "r3"), RAY_TMPDIR=fresh,
+        res = advisor(str(plan), "--ray", "auto", "--out", str(tmp_path / "r3"), RAY_TMPDIR=fresh, HOME=fresh,
                       prefix=("unshare", "--pid", "--fork", "--mount-proc"))
     assert res.returncode == 0, res.stderr
     assert "no Ray cluster in RAY_ADDRESS or running here: started a local one" in res.stderr
     assert cells_of(doc_of(tmp_path / "r3"))["one"]["state"] == "done"
+
+
+def test_ship_code_sends_this_checkout_to_the_workers(cluster, tmp_path):
+    plan = write_plan(tmp_path, [{"name": "one", "rate": 10, "resources": {"pool_a": 1}}])
+    res = advisor(str(plan), "--ray", cluster.address, "--ship-code", "--out", str(tmp_path / "runs"))
+    assert res.returncode == 0, res.stderr
+    assert cells_of(doc_of(tmp_path / "runs"))["one"]["state"] == "done"
