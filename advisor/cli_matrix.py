@@ -75,8 +75,10 @@ def matrix_command(plan_file: Path | None, ray_address: str | None, resume_id: s
             click.echo(f"error: {p}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
-        if matrix is not None:
+        if matrix is not None and matrix.path.is_file():
             say(f"interrupted: finished cells are kept; resume with `advisor matrix --resume {matrix.matrix_id}`")
+        else:
+            say("interrupted before any cell started")
         sys.exit(130)
     assert matrix is not None
     if check_only:

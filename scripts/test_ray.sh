@@ -19,6 +19,7 @@ if [ -z "${SKIP_INSTALL:-}" ]; then
     "$VENV/bin/pip" install -q --disable-pip-version-check -e '.[dev,ray]'
 fi
 installed=$(date +%s)
+command -v ip >/dev/null || { echo "no 'ip' command to bring loopback up: apt-get install -y iproute2" >&2; exit 1; }
 NS=(unshare --net --pid --fork --mount-proc)
 [ "$(id -u)" -eq 0 ] || NS+=(--map-root-user)
 RAY_TMP=$(mktemp -d /tmp/advisor-ray.XXXXXX)

@@ -6,13 +6,15 @@ wherever it is placed. Its runs are saved under `out_dir` exactly as `advisor be
 save them; the runner moves them into the runs store.
 
 Before anything starts, `check_here(cell)` looks for everything the cell names on this node: the engine's
-packages, the model (folder or cache name), a launched server's program and the absolute paths in its
-command, the scenario file. A missing one fails the cell with the path it could not find.
+packages, the model (folder or cache name), a launched server's program and the model paths in its
+command (bare absolute paths, and the values of -m/--model*/--tokenizer*), the scenario file. A missing
+one fails the cell with the path it could not find.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 from collections.abc import Callable
@@ -22,8 +24,9 @@ from pathlib import Path
 from advisor.capacity import SweepPoint
 from advisor.matrix.plan import Cell
 
-# Engines whose model is a folder or a model-cache name on this node (the others name a server's model).
-_LOCAL_MODEL_ENGINES = {"own", "own-static", "llama_cpp", "onnxruntime", "openvino", "vllm", "tensorrt_llm"}
+# Engines whose model is a folder or a model-cache name on this node (vllm and TensorRT-LLM also take hub
+# ids, the openai engine a served model's name).
+_FOLDER_MODEL_ENGINES = {"own", "own-static", "llama_cpp", "onnxruntime", "openvino"}
 
 
 class CellError(RuntimeError):
@@ -72,35 +75,45 @@ def check_here(cell: Cell) -> None:
         raise CellError(f"engine '{cell.engine}' is not available on {host}: {why}")
     if cell.model is not None:
         _check_model(cell, host)
-    for key in ("tokenizer",):
-        value = cell.options.get(key)
-        if isinstance(value, str) and _is_path(value) and not Path(value).expanduser().exists():
-            raise CellError(f"{key} {Path(value).expanduser()} not found on {host}")
+    tokenizer = cell.options.get("tokenizer")
+    if isinstance(tokenizer, str) and _explicit_path(tokenizer) and not Path(tokenizer).expanduser().exists():
+        raise CellError(f"tokenizer {Path(tokenizer).expanduser()} not found on {host}")
     launch = cell.options.get("launch")
     if isinstance(launch, str):
         _check_launch(launch, host)
-    if _is_path(cell.scenario) and not Path(cell.scenario).expanduser().is_file():
+    if ("/" in cell.scenario or cell.scenario.endswith((".yaml", ".yml"))) \
+            and not Path(cell.scenario).expanduser().is_file():
         raise CellError(f"scenario file {Path(cell.scenario).expanduser()} not found on {host}")
 
 
-def _is_path(s: str) -> bool:
-    return s.startswith(("/", "~", "./", "../")) or "/" in s and not s.startswith(("http://", "https://"))
+def _explicit_path(s: str) -> bool:
+    return s.startswith(("/", "~", "./", "../"))
 
 
 def _check_model(cell: Cell, host: str) -> None:
+    """A path must exist; for engines whose model is a local folder, a name must be in the model cache.
+
+    Other names (a served model of the openai engine, a hub id for vllm) are the server's or the engine's.
+    """
     from own_engine.paths import DEFAULT_MODEL, models_root
 
     model = str(cell.model)
-    if _is_path(model):
+    if _explicit_path(model):
         path = Path(model).expanduser()
         if not path.exists():
             raise CellError(f"model {path} not found on {host}; copy it there or point `model:` at a path it has")
-    elif cell.engine in _LOCAL_MODEL_ENGINES and model != DEFAULT_MODEL and not (models_root() / model).is_dir():
-        raise CellError(f"model '{model}' not found on {host}: no {models_root() / model}; create it there with "
-                        f"`advisor models create {model} --preset P` or copy the folder")
+    elif cell.engine in _FOLDER_MODEL_ENGINES and model != DEFAULT_MODEL and not Path(model).is_dir() \
+            and not (models_root() / model).is_dir():
+        raise CellError(f"model '{model}' not found on {host}: no folder {model} and no {models_root() / model}; "
+                        f"create it there with `advisor models create {model} --preset P` or copy the folder")
+
+
+# Flags of server commands whose value is a file or folder on this node (model weights, tokenizer).
+_PATH_FLAG = re.compile(r"^(-m|--(model|tokenizer)([-_][a-z_-]*)?)$")
 
 
 def _check_launch(command: str, host: str) -> None:
+    """The server program, and the paths the command gives as model/tokenizer flags or bare arguments."""
     from advisor.launch import split_command
 
     argv, env = split_command(command)
@@ -110,7 +123,15 @@ def _check_launch(command: str, host: str) -> None:
             raise CellError(f"server program {program} not found (or not executable) on {host}")
     elif shutil.which(program, path=env.get("PATH", os.environ.get("PATH"))) is None:
         raise CellError(f"server program '{program}' not found on {host} (not on PATH); install it there")
+    previous = program
     for word in argv[1:]:
-        value = word.partition("=")[2] if word.startswith("--") else word
-        if value.startswith("/") and not Path(value).exists():
-            raise CellError(f"server command names {value}, which does not exist on {host}")
+        flag, eq, value = word.partition("=")
+        if word.startswith("-") and eq:
+            candidate = value if _PATH_FLAG.match(flag) else None
+        elif word.startswith("-"):
+            candidate = None
+        else:  # a bare argument (`vllm serve /models/x`) or the value of a path flag (`-m /models/x.gguf`)
+            candidate = word if not previous.startswith("-") or _PATH_FLAG.match(previous) else None
+        if candidate and candidate.startswith("/") and not Path(candidate).exists():
+            raise CellError(f"server command names {candidate}, which does not exist on {host}")
+        previous = word

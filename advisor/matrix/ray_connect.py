@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -63,13 +64,13 @@ def connect(address: str, say: Callable[[str], None], ship_code: bool = False) -
         kwargs["runtime_env"] = {"py_modules": [_package_dir(p) for p in _PACKAGES]}
     if address != "auto":
         check_reachable(address)
-        ray.init(address=address, **kwargs)
+        _init(ray, address, kwargs, say)
         say(f"connected to the Ray cluster at {address}")
         return ray
     env = os.environ.get("RAY_ADDRESS")
     if env:
         check_reachable(env)
-        ray.init(address=env, **kwargs)
+        _init(ray, env, kwargs, say)
         say(f"connected to the Ray cluster at {env} (RAY_ADDRESS)")
         return ray
     try:
@@ -82,6 +83,23 @@ def connect(address: str, say: Callable[[str], None], ship_code: bool = False) -
         say(f"no Ray cluster in RAY_ADDRESS or running here: started a local one ({cpus:g} CPUs); "
             "it stops when the matrix ends")
     return ray
+
+
+def _init(ray: ModuleType, address: str, kwargs: dict[str, Any], say: Callable[[str], None]) -> None:
+    """`ray.init`, with one more try for Ray Client, whose per-driver server sometimes fails its first start."""
+    tries = 2 if address.startswith("ray://") else 1
+    for attempt in range(1, tries + 1):
+        try:
+            ray.init(address=address, **kwargs)
+            return
+        except Exception as e:  # Ray raises ConnectionError, RuntimeError or its own errors: all end here
+            lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
+            first = lines[-1] if "Traceback" in str(e) else lines[0]  # a server's traceback: its last line says why
+            if attempt < tries and "client server" in str(e).lower():
+                say(f"Ray Client at {address} could not start a session ({first}); trying once more")
+                time.sleep(2.0)
+                continue
+            raise RayConnectError(f"could not connect to the Ray cluster at {address}: {first}") from None
 
 
 def _package_dir(name: str) -> str:

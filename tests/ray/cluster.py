@@ -37,6 +37,8 @@ def require_private_netns() -> None:
 
 
 class LocalRayCluster:
+    CLIENT_PORT = 10001  # Ray Client server on the head (ray://127.0.0.1:10001); free in a private namespace
+
     def __init__(self, head: NodeSpec, workers: list[NodeSpec]) -> None:
         require_private_netns()
         os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
@@ -46,7 +48,8 @@ class LocalRayCluster:
         self.head_name = head.name
         self._nodes: dict[str, Any] = {}
         self._ids: dict[str, str] = {}
-        self._cluster = Cluster(initialize_head=True, head_node_args={**self._args(head), "include_dashboard": False})
+        self._cluster = Cluster(initialize_head=True, head_node_args={
+            **self._args(head), "include_dashboard": False, "ray_client_server_port": self.CLIENT_PORT})
         self._track(head.name, self._cluster.head_node)
         for w in workers:
             self._track(w.name, self._cluster.add_node(**self._args(w)))
@@ -64,6 +67,10 @@ class LocalRayCluster:
     @property
     def address(self) -> str:
         return str(self._cluster.address)
+
+    @property
+    def client_address(self) -> str:
+        return f"ray://127.0.0.1:{self.CLIENT_PORT}"
 
     def node_id(self, name: str) -> str:
         return str(self._nodes[name].node_id)

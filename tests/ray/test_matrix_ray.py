@@ -227,8 +227,11 @@ def test_auto_joins_ray_address_or_the_running_cluster_or_starts_one(cluster, tm
     assert cells_of(doc_of(tmp_path / "r3"))["one"]["state"] == "done"
 
 
-def test_ship_code_sends_this_checkout_to_the_workers(cluster, tmp_path):
-    plan = write_plan(tmp_path, [{"name": "one", "rate": 10, "resources": {"pool_a": 1}}])
-    res = advisor(str(plan), "--ray", cluster.address, "--ship-code", "--out", str(tmp_path / "runs"))
+def test_ray_client_address_and_ship_code(cluster, tmp_path):
+    """From outside the cluster (Ray Client, as through a KubeRay port-forward), with this checkout's code."""
+    plan = write_plan(tmp_path, [{"name": "one", "rates": [5, 10], "resources": {"pool_a": 1}}])
+    res = advisor(str(plan), "--ray", cluster.client_address, "--ship-code", "--out", str(tmp_path / "runs"))
     assert res.returncode == 0, res.stderr
-    assert cells_of(doc_of(tmp_path / "runs"))["one"]["state"] == "done"
+    one = cells_of(doc_of(tmp_path / "runs"))["one"]
+    assert one["state"] == "done" and cluster.name_of(one["attempts"][0]["node_id"]) in ("a1", "a2")
+    assert len(one["run_ids"]) == 2 and (tmp_path / "runs" / one["sweep_id"] / "sweep.json").is_file()

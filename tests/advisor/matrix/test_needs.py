@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+import sys
+
+import pytest
+
 from advisor.matrix.needs import label_matches, local_node, nodes_from_ray, why_unplaceable
 from advisor.matrix.plan import plan_from_dict
 
@@ -58,3 +63,27 @@ def test_this_machine_as_a_node():
     assert why_unplaceable(cell(), [here]) is None
     why = why_unplaceable(cell(resources={"pool_a": 1}), [here])
     assert "this machine has none" in why
+
+
+def test_a_cell_checks_this_node_for_what_it_names(tmp_path):
+    from advisor.matrix.cell import CellError, check_here
+
+    def check(**kw):
+        check_here(plan_from_dict({"cells": [{"name": "c", "scenario": "chat", "engine": "fake", **kw}]}).cells[0])
+
+    check(engine="openai", model="meta-llama/Llama-3-8B", options={"url": "http://127.0.0.1:9"})  # a served name
+    check(engine="openai", options={"url": "http://127.0.0.1:9", "launch": f"{sys.executable} -m http.server "
+                                    "--root-path /v1 --directory /tmp"})  # /v1 is not a file
+    cases = [({"model": str(tmp_path / "nope")}, f"model {tmp_path / 'nope'} not found on "),
+             ({"engine": "own", "model": "not-in-cache"}, "model 'not-in-cache' not found on "),
+             ({"engine": "openai", "options": {"url": "http://x", "launch": "no-such-server --port 9"}},
+              "server program 'no-such-server' not found on "),
+             ({"engine": "openai", "options": {"url": "http://x", "launch": f"{sys.executable} serve /models/gone"}},
+              "server command names /models/gone, which does not exist on "),
+             ({"engine": "openai", "options": {"url": "http://x", "launch": f"{sys.executable} -m /m.gguf"}},
+              "server command names /m.gguf"),
+             ({"engine": "openai", "options": {"url": "http://x", "launch": f"{sys.executable} --model=/w/x"}},
+              "server command names /w/x")]
+    for kw, message in cases:
+        with pytest.raises(CellError, match="^" + re.escape(message)):
+            check(**kw)
