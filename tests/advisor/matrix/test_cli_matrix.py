@@ -96,7 +96,7 @@ def test_ray_without_the_extra_says_what_to_install(tmp_path):
 
 @pytest.mark.slow
 def test_sigterm_keeps_finished_cells_and_resume_runs_the_rest(tmp_path):
-    plan = write_plan(tmp_path, [{"name": "first", "rate": 10}, {"name": "long", "rate": 10, "duration": 30},
+    plan = write_plan(tmp_path, [{"name": "first", "rate": 10}, {"name": "long", "rate": 10, "duration": 8},
                                  {"name": "last", "rate": 10}])
     runs = tmp_path / "runs"
     cmd = [sys.executable, "-c", "from advisor.cli import main; main()", "matrix", str(plan), "--out", str(runs)]
@@ -107,7 +107,7 @@ def test_sigterm_keeps_finished_cells_and_resume_runs_the_rest(tmp_path):
         if docs and json.loads(docs[0].read_text())["cells"][1]["state"] == "running":
             break
         time.sleep(0.2)
-    time.sleep(3)
+    time.sleep(2)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
