@@ -86,7 +86,12 @@ class LocalRayCluster:
 
     def restart(self, name: str) -> None:
         """Bring a killed worker node back (a new node id, the same resources and labels)."""
-        self._track(name, self._cluster.add_node(**self._args(self.specs[name])))
+        self.add(self.specs[name])
+
+    def add(self, spec: NodeSpec) -> None:
+        """Add a worker node, as an autoscaler would; `kill(spec.name)` removes it again."""
+        self.specs[spec.name] = spec
+        self._track(spec.name, self._cluster.add_node(**self._args(spec)))
         self._cluster.wait_for_nodes()
 
     def alive(self) -> list[str]:

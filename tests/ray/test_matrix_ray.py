@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.advisor.matrix.plans import write_plan
+from tests.ray.cluster import NodeSpec
 
 pytestmark = pytest.mark.ray
 CMD = [sys.executable, "-c", "from advisor.cli import main; main()", "matrix"]
@@ -186,6 +187,26 @@ def test_failures_on_a_node_name_what_is_missing_and_resume_skips_finished_cells
     assert cells["ok"]["run_ids"] == ok_runs and len(cells["ok"]["attempts"]) == 1  # finished: skipped
     assert cells["long"]["state"] == "done" and [a["outcome"] for a in cells["long"]["attempts"]] == ["interrupted", "done"]
     assert len(cells["no-model"]["attempts"]) == 2 and cells["no-model"]["state"] == "failed"
+
+
+def test_node_wait_lets_a_cell_wait_for_a_node_an_autoscaler_adds(cluster, tmp_path):
+    plan = write_plan(tmp_path, [{"name": "later", "rate": 10, "resources": {"pool_c": 1}}])
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([*CMD, str(plan), "--ray", cluster.address, "--node-wait", "120", "--out", str(runs)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    try:
+        wait_for(runs, lambda c: c["later"]["state"] == "pending")
+        time.sleep(2)
+        assert proc.poll() is None  # no node has pool_c yet: the cell waits instead of failing
+        cluster.add(NodeSpec("c1", resources={"pool_c": 1}))
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        later = cells_of(doc_of(runs))["later"]
+        assert later["state"] == "done" and cluster.name_of(later["attempts"][0]["node_id"]) == "c1"
+    finally:
+        proc.kill()
+        if "c1" in cluster.alive():
+            cluster.kill("c1")
 
 
 def test_bad_input_is_one_line_before_anything_runs(cluster, tmp_path):
