@@ -40,28 +40,30 @@ class CellRuns:
 
 
 def run_cell(cell: Cell, out_dir: Path, on_progress: Callable[[str], None] | None = None) -> CellRuns:
-    """Run the cell's benchmark (one run) or sweep (its rates) and save the runs under `out_dir`."""
+    """Run the cell's benchmark (one run) or sweep (its rates) on one engine started once; runs saved under `out_dir`."""
+    from advisor.bench import BenchConfig, open_engine, plan, run_bench
+
     check_here(cell)
-    out_dir = Path(out_dir)
+    bench = BenchConfig(scenario=cell.scenario, engine=cell.engine, model=cell.model, overrides=cell.overrides(),
+                        engine_options=dict(cell.options), out_dir=Path(out_dir), timeout_s=cell.timeout_s)
     if cell.is_sweep:
         from advisor.sweep import SweepConfig, run_sweep
 
         assert cell.rates is not None
-        cfg = SweepConfig(scenario=cell.scenario, engine=cell.engine, model=cell.model, rates=tuple(cell.rates),
-                          overrides=cell.overrides(), engine_options=dict(cell.options), out_dir=out_dir)
+        cfg = SweepConfig(bench, rates=tuple(cell.rates))
+        first = plan(cfg.step_config(cfg.load_plan()[0]))
 
         def step(p: SweepPoint) -> None:
             if on_progress is not None:
                 verdict = "pass" if p.passes else f"FAIL: {p.failure()}"
-                on_progress(f"{p.rate_rps:g} req/s: {verdict} (achieved {p.achieved_rps:.2f} req/s, run {p.run_id})")
+                on_progress(f"{p.label()}: {verdict} (achieved {p.achieved_rps:.2f} req/s, run {p.run_id})")
 
-        res = run_sweep(cfg, on_step=step)
+        with open_engine(bench, first.options) as adapter:
+            res = run_sweep(cfg, adapter, on_step=step)
         return CellRuns(tuple(p.run_id for p in res.points), res.sweep_id)
-    from advisor.bench import BenchConfig, run_bench
-
-    bc = BenchConfig(scenario=cell.scenario, engine=cell.engine, model=cell.model, overrides=cell.overrides(),
-                     engine_options=dict(cell.options), out_dir=out_dir, timeout_s=cell.timeout_s, quiet=True)
-    result = run_bench(bc)
+    planned = plan(bench)
+    with open_engine(bench, planned.options) as adapter:
+        result = run_bench(bench, adapter, planned=planned)
     return CellRuns((result.run_id,))
 
 
@@ -114,7 +116,7 @@ _PATH_FLAG = re.compile(r"^(-m|--(model|tokenizer)([-_][a-z_-]*)?)$")
 
 def _check_launch(command: str, host: str) -> None:
     """The server program, and the paths the command gives as model/tokenizer flags or bare arguments."""
-    from advisor.launch import split_command
+    from adapters.launch import split_command
 
     argv, env = split_command(command)
     program = argv[0]

@@ -218,6 +218,11 @@ def _check_engine(cell: Cell, problems: list[str]) -> None:
     if cell.engine not in adapters.REGISTRY:
         problems.append(f"cell '{cell.name}': unknown engine '{cell.engine}'; choose one of "
                         f"{', '.join(sorted(adapters.REGISTRY))}")
+        return
+    try:
+        adapters.parse_options(cell.engine, cell.options)  # typed options: checked now, not when the cell starts
+    except adapters.OptionsError as e:
+        problems.append(f"cell '{cell.name}': {e}")
 
 
 def _check_scenario(cell: Cell, base_dir: Path | None, problems: list[str]) -> Cell:

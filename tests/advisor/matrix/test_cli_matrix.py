@@ -31,7 +31,7 @@ def matrix_doc(root):
 def test_a_local_matrix_saves_runs_sweeps_and_its_file(tmp_path):
     plan = write_plan(tmp_path, [{"name": "one", "rate": 10},
                                  {"name": "sweep", "rates": [5, 10]},
-                                 {"name": "broken", "options": {"tokens_per_chunk": 0}}])
+                                 {"name": "broken", "engine": "openai", "options": {"url": "http://127.0.0.1:9"}}])
     runs = tmp_path / "runs"
     res = CliRunner().invoke(cli, ["matrix", str(plan), "--out", str(runs), "--json"])
     assert res.exit_code == 1, res.output  # one cell failed; the others are kept
@@ -41,7 +41,7 @@ def test_a_local_matrix_saves_runs_sweeps_and_its_file(tmp_path):
     assert doc["state"] == "failed" and doc["backend"] == "local"
     assert cells["one"]["state"] == "done" and len(cells["one"]["run_ids"]) == 1
     assert cells["sweep"]["state"] == "done" and len(cells["sweep"]["run_ids"]) == 2
-    assert cells["broken"]["state"] == "failed" and "tokens_per_chunk must be >= 1" in cells["broken"]["error"]
+    assert cells["broken"]["state"] == "failed" and "no OpenAI-compatible server answers" in cells["broken"]["error"]
     assert [a["outcome"] for a in cells["one"]["attempts"]] == ["done"]
     # the store holds ordinary runs and sweeps: what report, recommend and the dashboard read
     run = load_run(cells["one"]["run_ids"][0], runs)
@@ -50,19 +50,20 @@ def test_a_local_matrix_saves_runs_sweeps_and_its_file(tmp_path):
     assert [p.run_id for p in sweep.points] == cells["sweep"]["run_ids"]
     assert {r.run_id for r in list_runs(runs)} == {*cells["one"]["run_ids"], *cells["sweep"]["run_ids"]}
     assert not any(runs.glob("*/staging"))
-    assert "[3/3] broken: FAILED: tokens_per_chunk must be >= 1" in res.stderr
+    assert "[3/3] broken: FAILED: no OpenAI-compatible server answers" in res.stderr
 
 
 def test_bad_plans_fail_before_anything_runs(tmp_path):
     plan = write_plan(tmp_path, [{"name": "a", "engine": "nope"}, {"name": "b", "scenario": "nonesuch"},
                                  {"name": "c", "resources": {"pool_a": 1}}, {"name": "d", "model": "/no/such/model"},
-                                 {"name": "ok"}])
+                                 {"name": "e", "options": {"tokens_per_chunk": 0}}, {"name": "ok"}])
     res = advisor("matrix", str(plan), "--out", str(tmp_path / "runs"))
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert lines[0].startswith("error: cell 'a': unknown engine 'nope'")
     assert lines[1].startswith("error: cell 'b': unknown scenario 'nonesuch'")
-    assert len(lines) == 2  # the plan itself is wrong: placement is checked once it is right
+    assert lines[2].startswith("error: cell 'e': bad option for engine 'fake': tokens_per_chunk")
+    assert len(lines) == 3  # the plan itself is wrong: placement is checked once it is right
     assert not (tmp_path / "runs").exists()
     plan = write_plan(tmp_path, [{"name": "c", "resources": {"pool_a": 1}}, {"name": "d", "model": "/no/such/model"},
                                  {"name": "ok"}])
