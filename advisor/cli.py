@@ -73,7 +73,7 @@ def main() -> None:
 
     interrupts.install()  # SIGINT, SIGTERM and SIGHUP: save what was measured, stop engines and servers
     try:
-        cli.main(standalone_mode=False)
+        rv = cli.main(standalone_mode=False)  # without standalone mode, `ctx.exit(n)` comes back as a value
     except click.exceptions.Abort as e:  # click turns a KeyboardInterrupt (and so Interrupted) into Abort
         if isinstance(e.__cause__, interrupts.Interrupted):
             _interrupted(e.__cause__)
@@ -100,3 +100,4 @@ def main() -> None:
             click.echo(f"error: {type(e).__name__}: {e}\n(a bug: set ADVISOR_DEBUG=1 for the traceback and report it)",
                        err=True)
         sys.exit(1)
+    sys.exit(rv if isinstance(rv, int) else 0)

@@ -109,7 +109,9 @@ def _gpu_sampler() -> Any:
         return None
     from advisor.telemetry.gpu import GpuSampler
 
-    return GpuSampler()
+    from advisor.telemetry.gpu import visible_device_index
+
+    return GpuSampler(visible_device_index())
 
 
 def _prom_sampler(url: str | None) -> Any:

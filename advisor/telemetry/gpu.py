@@ -12,6 +12,8 @@ perf_counter seconds). The sampling thread belongs to `advisor.telemetry`.
 
 from __future__ import annotations
 
+import os
+
 import time
 from typing import Any
 
@@ -23,6 +25,30 @@ def _nvml() -> Any:
     import pynvml  # nvidia-ml-py; imported here so the module loads without it
 
     return pynvml
+
+
+def visible_device_index() -> int:
+    """The NVML index of the GPU this process was given: the first of CUDA_VISIBLE_DEVICES, else 0.
+
+    Ray, Kubernetes and schedulers hand a process its GPU through CUDA_VISIBLE_DEVICES (an index or a
+    GPU-... UUID); NVML ignores that variable and counts every GPU, so the sampler must look it up.
+    An index is taken as NVML's (PCI bus order, as with CUDA_DEVICE_ORDER=PCI_BUS_ID).
+    """
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    if not first:
+        return 0
+    if first.isdigit():
+        return int(first)
+    nv = _nvml()
+    nv.nvmlInit()
+    try:
+        for i in range(nv.nvmlDeviceGetCount()):
+            uuid = nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(i))
+            if (uuid.decode() if isinstance(uuid, bytes) else str(uuid)).startswith(first):
+                return i
+    finally:
+        nv.nvmlShutdown()
+    return 0
 
 
 class GpuSampler:

@@ -114,3 +114,16 @@ def test_real_gpu_energy_counter_advances_under_sampling():
     assert summ["power_w_mean"] > 0 and summ["memory_total_mb"] > 0
     if s.energy_supported:
         assert summ["energy_j"] > 0
+
+
+def test_the_gpu_sampled_is_the_one_this_process_was_given(monkeypatch):
+    fake = _fake_nvml(count=4)
+    fake.nvmlDeviceGetHandleByIndex = lambda i: i
+    fake.nvmlDeviceGetUUID = lambda h: f"GPU-{h}aaa".encode()
+    monkeypatch.setattr(gpu_mod, "_nvml", lambda: fake)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert gpu_mod.visible_device_index() == 0
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert gpu_mod.visible_device_index() == 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-3aaa")  # Ray and Kubernetes may hand out UUIDs
+    assert gpu_mod.visible_device_index() == 3
