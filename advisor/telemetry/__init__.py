@@ -107,9 +107,7 @@ def _gpu_probe() -> str | None:
 def _gpu_sampler() -> Any:
     if _gpu_probe() is not None:
         return None
-    from advisor.telemetry.gpu import GpuSampler
-
-    from advisor.telemetry.gpu import visible_device_index
+    from advisor.telemetry.gpu import GpuSampler, visible_device_index
 
     return GpuSampler(visible_device_index())
 

@@ -13,7 +13,6 @@ perf_counter seconds). The sampling thread belongs to `advisor.telemetry`.
 from __future__ import annotations
 
 import os
-
 import time
 from typing import Any
 
