@@ -20,7 +20,7 @@ from advisor import __version__
 # (module, attribute) of every sub-command, attached to the main group.
 _COMMANDS = [
     ("advisor.cli_bench", "bench_command"),
-    ("advisor.cli_bench", "scenarios_command"),
+    ("advisor.cli_scenarios", "scenarios_command"),
     ("advisor.cli_bench", "engines_command"),
     ("advisor.cli_bench", "show_command"),
     ("advisor.cli_models", "models_group"),

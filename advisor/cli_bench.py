@@ -54,21 +54,6 @@ def show_command(run: str, root: Path, as_json: bool) -> None:
         console.print_run(result)
 
 
-@click.command("scenarios")
-@click.option("--json", "as_json", is_flag=True)
-def scenarios_command(as_json: bool) -> None:
-    """List the traffic scenarios shipped with the tool."""
-    from scenarios.catalog import list_scenarios
-
-    items = list_scenarios()
-    if as_json:
-        click.echo(json.dumps([s.model_dump(mode="json") for s in items]))
-        return
-    from advisor import console
-
-    console.print_scenarios(items)
-
-
 @click.command("engines")
 @click.option("--json", "as_json", is_flag=True)
 def engines_command(as_json: bool) -> None:

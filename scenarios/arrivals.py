@@ -66,33 +66,66 @@ class OnOff:
     """Bursts of traffic separated by idle periods.
 
     A gamma process (rate `on_rate_rps`, CV `on_cv`) runs on "on" time only;
-    on and off period lengths are gamma with means `on_s`/`off_s` and CV
-    `phase_cv`. The run starts at the beginning of a burst. Mean rate =
-    on_rate_rps * on_s / (on_s + off_s).
+    on and off period lengths are gamma with means `on_s`/`off_s` and CVs
+    `phase_cv`/`off_cv` (`off_cv` defaults to `phase_cv`). The run starts at
+    the beginning of a burst. Mean rate = on_rate_rps * on_s / (on_s + off_s).
     """
 
     def __init__(self, on_rate_rps: float, on_cv: float, on_s: float, off_s: float, phase_cv: float,
-                 rng: np.random.Generator) -> None:
+                 rng: np.random.Generator, off_cv: float | None = None) -> None:
         self.on_rate_rps, self.on_cv, self.on_s, self.off_s, self.phase_cv = on_rate_rps, on_cv, on_s, off_s, phase_cv
+        self.off_cv = phase_cv if off_cv is None else off_cv
         self._rng = rng
         self._t = 0.0
-        self._on_end = self._phase(on_s)
+        self._on_end = self._phase(on_s, phase_cv)
 
     @property
     def mean_rate_rps(self) -> float:
         return self.on_rate_rps * self.on_s / (self.on_s + self.off_s)
 
-    def _phase(self, mean_s: float) -> float:
-        return gamma_gap_s(self._rng, 1.0 / mean_s, self.phase_cv) if mean_s > 0 else 0.0
+    def _phase(self, mean_s: float, cv: float) -> float:
+        return gamma_gap_s(self._rng, 1.0 / mean_s, cv) if mean_s > 0 else 0.0
 
     def next_time_s(self) -> float:
         t = self._t + gamma_gap_s(self._rng, self.on_rate_rps, self.on_cv)
         while t > self._on_end:  # the burst ended first: carry the rest of the gap into the next burst
-            start = self._on_end + self._phase(self.off_s)
+            start = self._on_end + self._phase(self.off_s, self.off_cv)
             t = start + (t - self._on_end)
-            self._on_end = start + self._phase(self.on_s)
+            self._on_end = start + self._phase(self.on_s, self.phase_cv)
         self._t = t
         return t
+
+
+class Profile:
+    """Arrivals that follow a piecewise-constant rate curve, repeated after its span.
+
+    A gamma renewal process with unit rate and gap CV `cv` runs in "operational
+    time" u = Lambda(t), the expected number of requests by t; each arrival is
+    mapped back to wall time through the curve (the time-rescaling theorem), so
+    the rate follows `rates_rps` while the gaps keep CV `cv` with the curve
+    divided out. Steps with rate 0 get no requests.
+    """
+
+    def __init__(self, step_s: float, rates_rps: tuple[float, ...], cv: float, rng: np.random.Generator) -> None:
+        assert step_s > 0 and rates_rps and max(rates_rps) > 0, (step_s, rates_rps)
+        self.step_s, self.cv = step_s, cv
+        self._rates = np.asarray(rates_rps, dtype=np.float64)
+        self._cum = np.concatenate([[0.0], np.cumsum(self._rates * step_s)])  # Lambda at each step boundary
+        self._per_cycle = float(self._cum[-1])
+        self._span_s = step_s * len(self._rates)
+        self._rng = rng
+        self._u = 0.0
+
+    @property
+    def mean_rate_rps(self) -> float:
+        return self._per_cycle / self._span_s
+
+    def next_time_s(self) -> float:
+        self._u += gamma_gap_s(self._rng, 1.0, self.cv)
+        cycle, u = divmod(self._u, self._per_cycle)
+        i = int(np.searchsorted(self._cum, u, side="right")) - 1  # cum[i] <= u < cum[i+1]: a step with rate > 0
+        i = min(i, len(self._rates) - 1)
+        return cycle * self._span_s + i * self.step_s + (u - self._cum[i]) / self._rates[i]
 
 
 class TraceReplay:

@@ -90,9 +90,9 @@ def _describe(e: ValidationError) -> str:
     return "; ".join(parts)
 
 
-_TAGS = {"fixed", "uniform", "lognormal", "empirical", "constant", "poisson", "gamma", "onoff", "closed",
+_TAGS = {"fixed", "uniform", "lognormal", "empirical", "constant", "poisson", "gamma", "onoff", "profile", "closed",
          "offline", "trace"}
 
 
 def _is_tag(parent: object, x: object) -> bool:
-    return parent in ("input", "output", "arrival") and x in _TAGS
+    return parent in ("input", "output", "arrival", "turns", "first_tokens", "new_tokens") and x in _TAGS

@@ -53,6 +53,12 @@ class Lognormal:
         hi = self.hi if self.hi is not None else np.inf
         return np.clip(np.rint(x), self.lo, hi).astype(np.int64)
 
+    def from_normal(self, z: np.ndarray) -> np.ndarray:
+        """Lengths from standard normal draws `z` (for correlated input and output lengths)."""
+        x = np.exp(math.log(self.median) + self.sigma * z)
+        hi = self.hi if self.hi is not None else np.inf
+        return np.clip(np.rint(x), self.lo, hi).astype(np.int64)
+
 
 @dataclass(frozen=True)
 class Empirical:

@@ -16,14 +16,15 @@ from typing import Any
 import numpy as np
 
 from scenarios import spec as S
-from scenarios.arrivals import ClosedLoop, Constant, Gamma, OnOff, Poisson, TraceReplay
+from scenarios.arrivals import ClosedLoop, Constant, Gamma, OnOff, Poisson, Profile, TraceReplay
 from scenarios.errors import ScenarioError
 from scenarios.lengths import Empirical, Fixed, LengthDist, Lognormal, Uniform, apply_scale_cap
 from scenarios.overrides import Overrides, flag
+from scenarios.pairs import Pairs, read_pairs
 from scenarios.traces import Trace, find_trace, read_trace
 from scenarios.types import PREFIX_BLOCK_TOKENS, Schedule, ScheduledRequest
 
-__all__ = ["Overrides", "Settings", "resolve", "build_schedule", "load_trace", "MAX_SCHEDULE_REQUESTS"]
+__all__ = ["Overrides", "Settings", "resolve", "build_schedule", "load_trace", "load_pairs", "MAX_SCHEDULE_REQUESTS"]
 
 MAX_SCHEDULE_REQUESTS = 1_000_000  # a guard against a typo like --rate 1e6
 _ARRIVAL, _INPUT, _OUTPUT, _THINK = 0, 1, 2, 3  # independent random streams per seed
@@ -43,6 +44,7 @@ class Settings:
     max_output_tokens: int | None
     offered_rps: float | None  # mean offered rate (open loop), None for closed loop and offline
     fitted: bool  # the scenario's `fit` block was applied
+    notes: tuple[str, ...] = ()  # what the schedule did that the user should know (a compressed profile, ...)
 
     @property
     def mode(self) -> str:
@@ -59,6 +61,15 @@ class Settings:
 def load_trace(scenario: S.Scenario, ref: S.TraceRef) -> Trace:
     """Read a trace named by the scenario (found via $ADVISOR_TRACES or beside the YAML)."""
     return read_trace(find_trace(ref.file, scenario.base_dir), ref.format)
+
+
+def load_pairs(scenario: S.Scenario, ref: S.PairsRef) -> Pairs:
+    """Read the length-pairs file named by the scenario (found like a trace file, usually beside the YAML)."""
+    return read_pairs(find_trace(ref.file, scenario.base_dir))
+
+
+def _dur(s: float) -> str:
+    return f"{s / 3600:.3g} h" if s >= 7200 else f"{s / 60:.3g} min" if s >= 120 else f"{s:.3g} s"
 
 
 def _pick(name: str, scenario_value, fit: S.Fit | None, ov: Overrides):
@@ -104,6 +115,19 @@ def resolve(scenario: S.Scenario, overrides: Overrides | None = None, seed: int 
         if base_window > 0:
             per_user = max(1, round(arrival.requests_per_user * (warmup_s + duration_s) / base_window))
             arrival = arrival.model_copy(update={"requests_per_user": per_user})
+    notes: list[str] = []
+    if isinstance(arrival, S.ProfileArrival) and warmup_s + duration_s > 0:
+        window, span = warmup_s + duration_s, arrival.span_s
+        if window < span * (1 - 1e-9):
+            arrival = arrival.model_copy(update={"step_s": arrival.step_s * window / span})
+            notes.append(f"the {_dur(span)} rate profile is compressed {span / window:.3g}x in time to fit the "
+                         f"{_dur(window)} run (rates as in the profile); give --duration {span - warmup_s:g} "
+                         "to run it in real time")
+        elif window > span * (1 + 1e-9):
+            notes.append(f"the {_dur(span)} rate profile repeats {window / span:.3g} times in the {_dur(window)} run")
+    if scenario.sessions is not None:
+        notes.append("the scenario's `sessions` (multi-turn conversations) are recorded but not replayed yet: "
+                     "every turn is sent as an independent request following `arrival`")
     if isinstance(arrival, S.ClosedArrival | S.OfflineArrival):
         offered = None
     elif isinstance(arrival, S.TraceArrival):
@@ -116,12 +140,14 @@ def resolve(scenario: S.Scenario, overrides: Overrides | None = None, seed: int 
                     length_scale=float(_pick("length_scale", 1.0, fit, ov)),
                     max_input_tokens=_pick("max_input_tokens", None, fit, ov),
                     max_output_tokens=_pick("max_output_tokens", None, fit, ov),
-                    offered_rps=offered, fitted=fit is not None)
+                    offered_rps=offered, fitted=fit is not None, notes=tuple(notes))
 
 
 def _mean_rate(a: S.ArrivalSpec) -> float:
     if isinstance(a, S.OnOffArrival):
         return a.on_rate_rps * a.on_s / (a.on_s + a.off_s)
+    if isinstance(a, S.ProfileArrival):
+        return a.mean_rate_rps
     assert isinstance(a, S.ConstantArrival | S.PoissonArrival | S.GammaArrival), a
     return a.rate_rps
 
@@ -130,6 +156,9 @@ def _with_rate(scenario: S.Scenario, a: S.ArrivalSpec, rate: float) -> S.Arrival
     """The same process at a new mean rate (shape and burst timing kept; a trace is sped up or slowed)."""
     if isinstance(a, S.OnOffArrival):
         return a.model_copy(update={"on_rate_rps": a.on_rate_rps * rate / _mean_rate(a)})
+    if isinstance(a, S.ProfileArrival):  # the curve keeps its shape, scaled to the new mean
+        k = rate / a.mean_rate_rps
+        return a.model_copy(update={"rates_rps": tuple(r * k for r in a.rates_rps)})
     if isinstance(a, S.TraceArrival):
         trace_rate = load_trace(scenario, scenario.workload.trace).rate_rps
         if trace_rate <= 0:
@@ -152,9 +181,11 @@ def _arrival_times(scenario: S.Scenario, st: Settings, rng: np.random.Generator)
         proc = Poisson(a.rate_rps, rng)
     elif isinstance(a, S.GammaArrival):
         proc = Gamma(a.rate_rps, a.cv, rng)
+    elif isinstance(a, S.ProfileArrival):
+        proc = Profile(a.step_s, a.rates_rps, a.cv, rng)
     else:
         assert isinstance(a, S.OnOffArrival), a
-        proc = OnOff(a.on_rate_rps, a.on_cv, a.on_s, a.off_s, a.phase_cv, rng)
+        proc = OnOff(a.on_rate_rps, a.on_cv, a.on_s, a.off_s, a.phase_cv, rng, a.off_cv)
     end_s = st.warmup_s + st.duration_s
     times: list[float] = []
     rows: list[int] = []
@@ -218,6 +249,17 @@ def build_schedule(scenario: S.Scenario, seed: int = 0, overrides: Overrides | N
         n_in = np.array([trace.n_in[r] for r in rows], dtype=np.int64)
         n_out = np.array([trace.n_out[r] for r in rows], dtype=np.int64)
         hashes = [trace.hash_ids[r] for r in rows]
+    elif wl.pairs is not None:  # whole observed rows: input, output and shared prefix blocks together
+        pairs = load_pairs(scenario, wl.pairs)
+        picked = pairs.sample_rows(rng[_INPUT], n)
+        n_in, n_out = pairs.n_in[picked], pairs.n_out[picked]
+        hashes = [pairs.prefix[r] for r in picked] if any(pairs.prefix) else []
+    elif wl.log_correlation is not None:  # lognormal lengths whose logarithms are correlated
+        d_in, d_out = _length_dist(scenario, wl.input, "input"), _length_dist(scenario, wl.output, "output")
+        assert isinstance(d_in, Lognormal) and isinstance(d_out, Lognormal)
+        z_in = rng[_INPUT].standard_normal(n)
+        z_out = wl.log_correlation * z_in + math.sqrt(1 - wl.log_correlation ** 2) * rng[_OUTPUT].standard_normal(n)
+        n_in, n_out = d_in.from_normal(z_in), d_out.from_normal(z_out)
     else:
         assert wl.input is not None and wl.output is not None
         n_in = _length_dist(scenario, wl.input, "input").sample(rng[_INPUT], n)

@@ -1,9 +1,11 @@
 """The scenario YAML as a strict pydantic model: unknown keys are errors.
 
-A scenario is workload (length distributions or a trace), arrival process,
-duration and warm-up, SLOs, a description of the real use it stands for, and
-a `fit` block that shrinks it to the embedded default machine. This module
-only validates; `scenarios.schedule` turns a Scenario into a Schedule.
+A scenario is workload (length distributions, observed length pairs or a
+trace), arrival process, duration and warm-up, SLOs, a description of the
+real use it stands for, optionally the multi-turn `sessions` it was fitted
+from, and a `fit` block that shrinks it to the embedded default machine.
+This module only validates; `scenarios.schedule` turns a Scenario into a
+Schedule.
 """
 
 from __future__ import annotations
@@ -28,7 +30,16 @@ class TraceRef(_Strict):
     """A trace file: an absolute path, or a name found via $ADVISOR_TRACES or beside the YAML."""
 
     file: str = Field(min_length=1)
-    format: Literal["azure", "mooncake"] | None = None  # default: from the extension (.csv / .jsonl)
+    format: Literal["azure", "mooncake"] | None = None  # default: from the extension (.csv / .jsonl, also .gz)
+
+
+class PairsRef(_Strict):
+    """Observed (input, output) length pairs, resampled together so their correlation is kept.
+
+    The file (written by `advisor scenarios fit`, see `scenarios.pairs`) is found like a trace file.
+    """
+
+    file: str = Field(min_length=1)
 
 
 # ---- token lengths ----------------------------------------------------------------------------
@@ -80,19 +91,28 @@ LengthSpec = Annotated[FixedLen | UniformLen | LognormalLen | EmpiricalLen, Fiel
 
 
 class Workload(_Strict):
-    """Either `input` and `output` length distributions, or a `trace` (lengths and prefixes row by row)."""
+    """One of: `input` and `output` length distributions, `pairs` (observed length pairs resampled jointly,
+    with their shared prefix blocks), or a `trace` (lengths and prefixes row by row, in order)."""
 
     input: LengthSpec | None = None
     output: LengthSpec | None = None
+    # lognormal input and output drawn with this correlation of their logarithms (0: independent)
+    log_correlation: Annotated[float, Field(ge=-1, le=1)] | None = None
+    pairs: PairsRef | None = None
     trace: TraceRef | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Workload:
         has_dists = self.input is not None or self.output is not None
-        if self.trace is not None and has_dists:
-            raise ValueError("give either `trace` or `input`/`output` distributions, not both")
-        if self.trace is None and (self.input is None or self.output is None):
-            raise ValueError("give both `input` and `output` length distributions, or a `trace`")
+        kinds = [k for k, given in (("input/output", has_dists), ("pairs", self.pairs is not None),
+                                    ("trace", self.trace is not None)) if given]
+        if len(kinds) > 1:
+            raise ValueError(f"give one of `input`/`output` distributions, `pairs` or `trace`, not {' and '.join(kinds)}")
+        if not kinds or (has_dists and (self.input is None or self.output is None)):
+            raise ValueError("give both `input` and `output` length distributions, or `pairs`, or a `trace`")
+        if self.log_correlation is not None and not (isinstance(self.input, LognormalLen)
+                                                     and isinstance(self.output, LognormalLen)):
+            raise ValueError("`log_correlation` needs lognormal `input` and `output` distributions")
         return self
 
 
@@ -120,7 +140,8 @@ class OnOffArrival(_Strict):
     on_cv: Annotated[float, Field(ge=0, le=100)] = 1.0  # gap CV inside a burst
     on_s: Pos  # mean burst length
     off_s: NonNeg  # mean idle length
-    phase_cv: Annotated[float, Field(ge=0, le=10)] = 0.3  # CV of burst and idle lengths
+    phase_cv: Annotated[float, Field(ge=0, le=10)] = 0.3  # CV of burst lengths (and of idle lengths unless off_cv)
+    off_cv: Annotated[float, Field(ge=0, le=10)] | None = None  # CV of idle lengths; default: phase_cv
 
 
 class ClosedArrival(_Strict):
@@ -136,6 +157,33 @@ class OfflineArrival(_Strict):
     requests: Annotated[int, Field(ge=1, le=10_000_000)]
 
 
+class ProfileArrival(_Strict):
+    """A rate curve over time, such as a day of traffic: `rates_rps[i]` holds for `step_s` seconds.
+
+    Gaps are gamma with coefficient of variation `cv` once the curve is divided out (time rescaling).
+    A run shorter than the curve compresses it in time (rates kept); a longer one repeats it.
+    """
+
+    process: Literal["profile"]
+    step_s: Pos
+    rates_rps: Annotated[tuple[NonNeg, ...], Field(min_length=1, max_length=100_000)]
+    cv: Annotated[float, Field(ge=0, le=100)] = 1.0
+
+    @model_validator(mode="after")
+    def _some_traffic(self) -> ProfileArrival:
+        if max(self.rates_rps) <= 0:
+            raise ValueError("a profile needs at least one rate > 0")
+        return self
+
+    @property
+    def span_s(self) -> float:
+        return self.step_s * len(self.rates_rps)
+
+    @property
+    def mean_rate_rps(self) -> float:
+        return sum(self.rates_rps) / len(self.rates_rps)
+
+
 class TraceArrival(_Strict):
     """Replay the workload trace's own timestamps."""
 
@@ -144,8 +192,36 @@ class TraceArrival(_Strict):
     start_s: NonNeg = 0.0  # skip this much of the trace
 
 
-ArrivalSpec = Annotated[ConstantArrival | PoissonArrival | GammaArrival | OnOffArrival | ClosedArrival
-                        | OfflineArrival | TraceArrival, Field(discriminator="process")]
+ArrivalSpec = Annotated[ConstantArrival | PoissonArrival | GammaArrival | OnOffArrival | ProfileArrival
+                        | ClosedArrival | OfflineArrival | TraceArrival, Field(discriminator="process")]
+
+
+# ---- multi-turn sessions --------------------------------------------------------------------------
+
+class SessionSpec(_Strict):
+    """Multi-turn conversations: how many, how long, and the pause between an answer and the next message.
+
+    Turn 1's prompt is `first_tokens` long; turn k's prompt is turn k-1's prompt + its answer + a new
+    message of `new_tokens`. Sessions start at `rate_rps` (open loop) or `users` run them back to back
+    (closed loop). Multi-turn replay is not built yet: a schedule records this block and sends every turn
+    as an independent request following `arrival` (and says so).
+    """
+
+    rate_rps: Pos | None = None  # new sessions per second
+    users: Annotated[int, Field(ge=1, le=100_000)] | None = None  # or: concurrent users, one session at a time
+    turns: LengthSpec  # turns per session (a count >= 1)
+    think_s: NonNeg  # mean pause between an answer and the user's next message
+    think_cv: Annotated[float, Field(ge=0, le=100)] = 1.0
+    first_tokens: LengthSpec | None = None  # turn 1's prompt; default: the workload's input lengths
+    new_tokens: LengthSpec | None = None  # what the user adds per later turn; default: the workload's input lengths
+
+    @model_validator(mode="after")
+    def _one_driver(self) -> SessionSpec:
+        if (self.rate_rps is None) == (self.users is None):
+            raise ValueError("sessions need exactly one of `rate_rps` (new sessions per second) or `users`")
+        if isinstance(self.turns, EmpiricalLen):
+            raise ValueError("sessions.turns takes fixed, uniform or lognormal, not empirical")
+        return self
 
 
 # ---- SLOs, fit, scenario ------------------------------------------------------------------------
@@ -187,6 +263,7 @@ class Scenario(_Strict):
     duration_s: NonNeg = 60.0  # measurement window (open and closed loop); offline: unused
     warmup_s: NonNeg = 0.0
     slos: SLOSpec = SLOSpec()
+    sessions: SessionSpec | None = None
     fit: Fit = Fit()
     _base_dir: Path | None = PrivateAttr(default=None)  # folder of the YAML, for relative trace files
 

@@ -70,3 +70,41 @@ def test_closed_loop_think_times() -> None:
     rest = np.array([users.next_think_s() for _ in range(20_000)])
     assert rest.mean() == pytest.approx(2.0, rel=0.03)
     assert ClosedLoop(2, 0.0, 1.0, np.random.default_rng(0)).next_think_s() == 0.0
+
+
+def test_profile_follows_its_rate_curve_and_repeats() -> None:
+    from scenarios.arrivals import Profile
+
+    rates = (1.0, 0.0, 4.0, 2.0)  # a quiet step gets no request
+    proc = Profile(100.0, rates, 1.0, np.random.default_rng(0))
+    assert proc.mean_rate_rps == pytest.approx(7.0 / 4)
+    t = _times(proc, 14_000)  # about 20 cycles of the 400 s curve
+    counts = np.bincount((t % 400 // 100).astype(int), minlength=4) / (t[-1] / 400) / 100
+    assert counts[1] == 0
+    for got, want in zip(counts[[0, 2, 3]], (1.0, 4.0, 2.0)):
+        assert got == pytest.approx(want, rel=0.06)
+
+
+@pytest.mark.parametrize("cv_target", [0.5, 2.0])
+def test_profile_keeps_its_gap_cv_with_the_curve_divided_out(cv_target: float) -> None:
+    from scenarios.arrivals import Profile
+
+    t = _times(Profile(50.0, (2.0, 6.0), cv_target, np.random.default_rng(2)), 40_000)
+    in_fast_steps = np.diff(t)[(t[:-1] % 100 >= 50) & (t[1:] % 100 >= 50) & (t[1:] - t[:-1] < 50)]
+    cv = in_fast_steps.std() / in_fast_steps.mean()
+    assert cv == pytest.approx(cv_target, rel=0.10)
+    assert 1 / in_fast_steps.mean() == pytest.approx(6.0, rel=0.10)
+
+
+def test_onoff_idle_cv_apart_from_burst_cv() -> None:
+    proc = OnOff(on_rate_rps=50.0, on_cv=1.0, on_s=5.0, off_s=20.0, phase_cv=0.1, off_cv=0.6,
+                 rng=np.random.default_rng(3))
+    t = _times(proc, 60_000)
+    gaps = np.diff(t)
+    cut = np.flatnonzero(gaps > 1.0)
+    idle = gaps[cut]
+    bursts = t[cut[1:]] - t[cut[:-1] + 1]
+    assert idle.mean() == pytest.approx(20.0, rel=0.10)
+    assert idle.std() / idle.mean() == pytest.approx(0.6, rel=0.15)
+    assert bursts.mean() == pytest.approx(5.0, rel=0.05)
+    assert bursts.std() / bursts.mean() == pytest.approx(0.1, abs=0.03)

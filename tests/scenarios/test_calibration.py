@@ -20,8 +20,8 @@ def _stats(t: np.ndarray, n_in: np.ndarray, n_out: np.ndarray) -> dict[str, floa
             "output median": float(np.median(n_out)), "inter-arrival CV": gaps.std() / gaps.mean()}
 
 
-@pytest.mark.parametrize(("scenario", "trace_file"), [("copilot", "AzureLLMInferenceTrace_code.csv"),
-                                                      ("chat", "AzureLLMInferenceTrace_conv.csv")])
+@pytest.mark.parametrize(("scenario", "trace_file"), [("copilot", "AzureLLMInferenceTrace_code.csv.gz"),
+                                                      ("chat", "AzureLLMInferenceTrace_conv.csv.gz")])
 def test_scenario_reproduces_its_trace(scenario: str, trace_file: str, azure_traces: Path) -> None:
     trace = read_trace(azure_traces / trace_file)
     want = _stats(np.array(trace.t_s), np.array(trace.n_in), np.array(trace.n_out))

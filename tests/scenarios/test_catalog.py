@@ -46,9 +46,19 @@ def test_copilot_default_run_has_enough_measured_requests(seed: int) -> None:
 
 
 def test_missing_trace_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("ADVISOR_TRACES", str(tmp_path))
-    with pytest.raises(ScenarioError, match="AzureLLMInferenceTrace_code.csv' not found.*ADVISOR_TRACES"):
-        build_schedule(load_scenario("azure-code-replay"))
+    monkeypatch.setenv("ADVISOR_TRACES", str(tmp_path / "empty"))
+    (tmp_path / "mine.yaml").write_text(
+        "name: mine\ndescription: A replay of a trace file that is not there.\n"
+        "workload: {trace: {file: gone.csv}}\narrival: {process: trace}\nduration_s: 10\n")
+    with pytest.raises(ScenarioError, match="'gone.csv' not found.*set ADVISOR_TRACES"):
+        build_schedule(load_scenario(str(tmp_path / "mine.yaml")))
+
+
+def test_replays_use_the_shipped_traces_whatever_advisor_traces_says(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    monkeypatch.setenv("ADVISOR_TRACES", str(tmp_path))  # an empty folder: the package's copy is found
+    assert len(build_schedule(load_scenario("azure-code-replay"), overrides=Overrides(full_scale=True)).requests) \
+        == 8819
 
 
 def test_unknown_name_lists_the_valid_ones() -> None:

@@ -1,0 +1,50 @@
+"""The `fit` block of a fitted scenario: defaults that run it on a 2-core CPU with the `tiny` model in a minute.
+
+The same conventions as the shipped scenarios: 5 s warm-up and 55 s of
+measurement, at most 2 req/s, prompts scaled by a power of two until their
+mean is at most 1024 tokens, and caps (2048 in, 128 out) that keep every
+request inside the tiny model's 4096-token context. On/off traffic whose
+idle periods are longer than a few seconds becomes its in-burst gamma
+process, since a one-minute run cannot show minute-long silences. `bench
+--full-scale` ignores this block.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scenarios.fit.collect import LengthSums
+
+RATE_RPS = 2.0
+MAX_ON_CV = 2.0
+MEAN_INPUT_TOKENS = 1024
+MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS = 2048, 128
+
+
+def small_machine_fit(arrival: dict[str, Any], rate_rps: float, lengths: LengthSums) -> tuple[dict[str, Any], str]:
+    """(fit block, comment)."""
+    fit: dict[str, Any] = {}
+    why = []
+    if arrival["process"] == "onoff" and arrival["off_s"] > 5:
+        fit["arrival"] = {"process": "gamma", "rate_rps": min(RATE_RPS, rate_rps),
+                          "cv": min(float(arrival["on_cv"]), MAX_ON_CV)}
+        why.append(f"the log's idle periods (~{arrival['off_s']:.3g} s) do not fit a one-minute run, so it keeps the "
+                   "bursts' own gamma gaps")
+    elif rate_rps > RATE_RPS:
+        fit["rate_rps"] = RATE_RPS
+    fit["warmup_s"] = 5
+    fit["duration_s"] = 55
+    scale = 1.0
+    while lengths.mean_in * scale > MEAN_INPUT_TOKENS and scale > 1 / 64:
+        scale /= 2
+    if scale < 1:
+        fit["length_scale"] = scale
+    if lengths.max_in * scale > MAX_INPUT_TOKENS:
+        fit["max_input_tokens"] = MAX_INPUT_TOKENS
+    if lengths.max_out * scale > MAX_OUTPUT_TOKENS:
+        fit["max_output_tokens"] = MAX_OUTPUT_TOKENS
+    comment = ("defaults for a 2-core CPU with the built-in tiny model (4096-token context), about a minute; "
+               "`bench --full-scale` runs the fitted traffic above instead")
+    if why:
+        comment += "; " + "; ".join(why)
+    return fit, comment

@@ -1,0 +1,91 @@
+"""`advisor scenarios` (a group: the list by default) and `advisor scenarios fit` as a user meets them."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from plotly.offline import get_plotlyjs
+
+from advisor.cli import cli
+from scenarios.catalog import load_scenario
+from tests.scenarios.fit.make_logs import gamma_times, lognormal_lengths, openai_rows, write_jsonl
+
+FAST = ["--engine", "fake", "--opt", "ttft_ms=2", "--opt", "tpot_ms=1", "--duration", "2", "--warmup", "0",
+        "--rate", "20"]
+
+
+def test_listing_stays_the_default() -> None:
+    default = CliRunner().invoke(cli, ["scenarios", "--json"])
+    explicit = CliRunner().invoke(cli, ["scenarios", "list", "--json"])
+    assert default.exit_code == explicit.exit_code == 0
+    assert json.loads(default.output) == json.loads(explicit.output)
+    assert "copilot" in CliRunner().invoke(cli, ["scenarios"]).output
+    helped = CliRunner().invoke(cli, ["scenarios", "--help"])
+    assert "fit" in helped.output and "list" in helped.output
+
+
+@pytest.fixture(scope="module")
+def gateway_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rng = np.random.default_rng(7)
+    t = gamma_times(rng, 3.0, 1.5, 1800)
+    rows = openai_rows(t, lognormal_lengths(rng, t.size, 700, 0.7), lognormal_lengths(rng, t.size, 90, 0.6),
+                       session_id=[f"s{i // 3}" for i in range(t.size)])
+    return write_jsonl(tmp_path_factory.mktemp("logs") / "gateway.jsonl.gz", rows)
+
+
+def test_fit_writes_a_scenario_that_bench_runs_unchanged(gateway_log: Path, tmp_path: Path) -> None:
+    out = tmp_path / "my-traffic.yaml"
+    res = CliRunner().invoke(cli, ["scenarios", "fit", str(gateway_log), "-o", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)  # one JSON document and nothing else
+    assert doc["outputs"] == {"scenario": str(out), "pairs": str(tmp_path / "my-traffic.pairs.csv.gz"),
+                              "html": str(tmp_path / "my-traffic.fit.html")}
+    assert doc["sources"][0]["layout"] == "OpenAI-style JSONL" and doc["n_requests"] > 4000
+    stats = {(r["quantity"], r["stat"]) for r in doc["comparison"]}
+    for q in ("input tokens", "output tokens", "gap between requests (s)"):
+        assert {(q, s) for s in ("mean", "median", "p90", "p99", "cv", "KS distance")} <= stats
+    assert doc["sessions"]["sessions"] == (doc["n_requests"] + 2) // 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my-traffic.fit.html", "my-traffic.pairs.csv.gz",
+                                                          "my-traffic.yaml"]  # no staging left behind
+    s = load_scenario(out)
+    assert s.name == "my-traffic" and s.sessions is not None
+    for f in (out, tmp_path / "my-traffic.fit.html"):
+        assert "secret" not in f.read_text()  # prompt and completion text never read
+    assert b"secret" not in gzip.decompress((tmp_path / "my-traffic.pairs.csv.gz").read_bytes())
+    run = CliRunner().invoke(cli, ["bench", "--scenario", str(out), *FAST, "--out", str(tmp_path / "runs"), "--json"])
+    assert run.exit_code == 0, run.output
+    result = json.loads(run.output)
+    assert result["scenario"]["name"] == "my-traffic" and result["summary"]["n_ok"] > 10
+    assert any("not replayed yet" in n for n in result["schedule"]["effective"]["notes"])
+
+
+def test_fit_console_report_and_html(gateway_log: Path, tmp_path: Path) -> None:
+    out = tmp_path / "t.yaml"
+    res = CliRunner().invoke(cli, ["scenarios", "fit", str(gateway_log), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    for text in ("OpenAI-style JSONL", "since 1970", "0 rows out of order", "KS distance", "SLOs: left unset",
+                 "wrote scenario", "next: advisor bench --scenario"):
+        assert text in res.output
+    page = (tmp_path / "t.fit.html").read_text()
+    assert page.count(get_plotlyjs()[:300]) == 1  # plotly.js inlined once
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", page, re.I)  # nothing fetched: opens offline
+    assert page.count('type="application/json"') == 5 and "Plotly.newPlot" in page
+    assert "KS distance" in page and "SLOs</strong>: left unset" in page
+
+
+def test_lognormal_option_rate_and_name(gateway_log: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ln.yaml"
+    res = CliRunner().invoke(cli, ["scenarios", "fit", str(gateway_log), "-o", str(out), "--lengths", "lognormal",
+                                   "--rate", "6", "--name", "gateway-day", "--no-html", "--json"])
+    assert res.exit_code == 0, res.output
+    s = load_scenario(out)
+    assert s.name == "gateway-day" and s.workload.input.dist == "lognormal" and s.workload.log_correlation is not None
+    assert s.arrival.rate_rps == pytest.approx(6.0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ln.yaml"]
+    assert any("--rate 6" in n for n in json.loads(res.output)["notes"])
