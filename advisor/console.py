@@ -104,6 +104,8 @@ def print_run(result: Any) -> None:
     hint = _scale_hint(result)
     if hint:
         out.print(f"[dim]{escape(hint)}[/]")
+    for note in (result.schedule.get("effective") or {}).get("notes") or ():  # e.g. a compressed rate profile
+        out.print(f"[yellow]note:[/] {escape(str(note))}")
     if result.path is not None:
         out.print(f"saved: {escape(str(result.path))}")
 

@@ -123,7 +123,7 @@ def fit_logs(opts: FitOptions) -> FitReport:
             mode="json", exclude_none=True)
         notes.append(f"--rate {opts.rate_rps:g}: the arrival process is scaled from the log's {rate:.4g} req/s "
                      f"({opts.rate_rps / rate:.3g}x), its shape kept")
-    text = _scenario_text(doc, data, arrival.why, lengths.comment, sessions, fit_comment, names, when)
+    text = _scenario_text(doc, data, arrival.why, lengths.comment, sessions, fit_comment, names, when, opts.out.name)
     html_path = html_path_for(opts.out)
     with staged(opts.out.parent) as tmp:
         if lengths.pairs is not None:
@@ -152,12 +152,13 @@ def fit_logs(opts: FitOptions) -> FitReport:
 
 
 def _scenario_text(doc: dict[str, Any], data: LogData, arrival_why: str, length_comment: str,
-                   sessions: SessionFit | None, fit_comment: str, names: str, when: str | None) -> ScenarioText:
+                   sessions: SessionFit | None, fit_comment: str, names: str, when: str | None,
+                   file_name: str) -> ScenarioText:
     header = [f"Fitted by `advisor scenarios fit` from {names}: {data.n_rows:,} requests over "
               f"{_span_words(float(data.t_s[-1]))}" + (f" ({when})" if when else "") + ".",
               "Edit `description` to say what this traffic is, and set the SLOs below before judging engines by it.",
-              "Run it: advisor bench --scenario THIS_FILE.yaml  (this file's `fit` block scales it to a small "
-              "machine; add --full-scale for the real traffic)."]
+              f"Run it: advisor bench --scenario {clean(file_name)}  (its `fit` block scales it to a small machine; "
+              "add --full-scale for the real traffic)."]
     blocks = [Block("name", doc["name"]), Block("description", doc["description"]), Block("source", doc["source"]),
               Block("workload", doc["workload"], length_comment),
               Block("arrival", doc["arrival"], f"{arrival_why}; mean rate {data.t_s.size - 1:,} gaps / "

@@ -16,7 +16,7 @@ from advisor.cli import cli
 from scenarios.catalog import load_scenario
 from tests.scenarios.fit.make_logs import gamma_times, lognormal_lengths, openai_rows, write_jsonl
 
-FAST = ["--engine", "fake", "--opt", "ttft_ms=2", "--opt", "tpot_ms=1", "--duration", "2", "--warmup", "0",
+FAST = ["--engine", "fake", "--opt", "ttft_ms=2", "--opt", "tpot_ms=1", "--duration", "2", "--warmup", "0.5",
         "--rate", "20"]
 
 
@@ -89,3 +89,13 @@ def test_lognormal_option_rate_and_name(gateway_log: Path, tmp_path: Path) -> No
     assert s.arrival.rate_rps == pytest.approx(6.0)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ln.yaml"]
     assert any("--rate 6" in n for n in json.loads(res.output)["notes"])
+
+
+def test_bench_says_when_it_compresses_a_rate_profile(tmp_path: Path) -> None:
+    (tmp_path / "day.yaml").write_text(
+        "name: day\ndescription: A day of traffic as a rate curve, for the tests.\n"
+        "workload: {input: {dist: fixed, value: 20}, output: {dist: fixed, value: 4}}\n"
+        "arrival: {process: profile, step_s: 3600, rates_rps: [10, 30, 20, 20], cv: 1.0}\nduration_s: 14400\n")
+    res = CliRunner().invoke(cli, ["bench", "--scenario", str(tmp_path / "day.yaml"), *FAST, "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "note: the 4 h rate profile is compressed" in " ".join(res.output.split())

@@ -89,5 +89,5 @@ def test_fit_runs_from_a_plain_install(installed: tuple[Path, Path, dict[str, st
     _run([str(target / "bin" / "advisor"), "scenarios", "fit", str(log), "-o", str(work / "mine.yaml")], work, env)
     assert (work / "mine.yaml").is_file() and (work / "mine.fit.html").is_file()
     out = _run([str(target / "bin" / "advisor"), "bench", "--scenario", str(work / "mine.yaml"), "--engine", "fake",
-                "--rate", "20", "--max-requests", "10", "--out", str(work / "runs"), "--json"], work, env)
-    assert json.loads(out)["summary"]["n_ok"] == 10
+                "--rate", "20", "--warmup", "0.5", "--duration", "2", "--out", str(work / "runs"), "--json"], work, env)
+    assert json.loads(out)["summary"]["n_ok"] >= 20
