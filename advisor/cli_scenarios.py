@@ -98,7 +98,11 @@ def fit_command(logs: tuple[Path, ...], out: Path, name: str | None, fields: tup
         fail(f"--seed must be >= 0 and --max-pairs >= 1, got {seed} and {max_pairs}")
     if name is not None and not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
         fail(f"--name must be lowercase letters, digits, '-' and '_', starting with a letter or digit, got {name!r}")
-    opts = FitOptions(logs=logs, out=out, name=name, fields=FieldMap.parse(fields), log_format=log_format,  # type: ignore[arg-type]
+    try:
+        field_map = FieldMap.parse(fields)
+    except ValueError as e:
+        fail(str(e))
+    opts = FitOptions(logs=logs, out=out, name=name, fields=field_map, log_format=log_format,  # type: ignore[arg-type]
                       time_unit=time_unit, lengths=lengths, model=model, rate_rps=rate,  # type: ignore[arg-type]
                       duration_s=duration, seed=seed, max_pairs=max_pairs, html=not no_html)
     report = fit_logs(opts)

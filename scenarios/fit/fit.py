@@ -94,7 +94,7 @@ def fit_logs(opts: FitOptions) -> FitReport:
     workload = dict(lengths.workload)
     if lengths.mode == "pairs":
         workload = {"pairs": {"file": pairs_path.name}}
-    duration = float(opts.duration_s) if opts.duration_s is not None else float(round(min(span, MAX_DURATION_S)))
+    duration = float(opts.duration_s) if opts.duration_s is not None else max(1.0, round(min(span, MAX_DURATION_S)))
     warmup = float(min(60, round(0.05 * duration)))
     names = ", ".join(clean(f.path.name) for f in files)
     when = describe_epoch(data.t0_epoch_s, data.t0_epoch_s + span) if data.t0_epoch_s is not None else None

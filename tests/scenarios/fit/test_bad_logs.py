@@ -79,16 +79,30 @@ def _advisor(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(("args", "message"), [
     (["scenarios", "fit", "latin1.csv", "-o", "x.yaml"], "error: log latin1.csv, line 4: not UTF-8 text"),
     (["scenarios", "fit", "missing.jsonl", "-o", "x.yaml"], "error: log file missing.jsonl does not exist"),
-    (["scenarios", "fit", "latin1.csv"], "Missing option '--output'"),
-    (["scenarios", "fit", "latin1.csv", "-o", "x.yaml", "--field", "bogus=x"], "--field: unknown role 'bogus'"),
-    (["scenarios", "fit", "latin1.csv", "-o", "x.yaml", "--rate", "0"], "--rate must be a number > 0"),
-    (["scenarios", "fit", "latin1.csv", "-o", "x.yaml", "--time-unit", "days"], "Invalid value for '--time-unit'"),
-    (["scenarios", "fit", "latin1.csv", "-o", "x.yaml", "--name", "Bad Name"], "--name must be lowercase"),
-    (["scenarios", "--json", "fit", "latin1.csv", "-o", "x.yaml"], "--json goes after the sub-command"),
 ])
 def test_cli_errors_are_one_line_without_traceback(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "latin1.csv").write_bytes(CASES[6][1])
     res = _advisor(*args, cwd=tmp_path)
-    assert res.returncode != 0
-    assert message in res.stderr and "Traceback" not in res.stderr
+    assert res.returncode == 1
+    assert res.stderr.strip() == message or res.stderr.strip().startswith(message)
+    assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
     assert not (tmp_path / "x.yaml").exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["scenarios", "fit", "a.csv"], "Missing option '--output'"),
+    (["scenarios", "fit", "-o", "x.yaml"], "Missing argument 'LOGS...'"),
+    (["scenarios", "fit", "a.csv", "-o", "x.yaml", "--rate", "0"], "--rate must be a number > 0"),
+    (["scenarios", "fit", "a.csv", "-o", "x.yaml", "--field", "bogus=x"], "--field: unknown role 'bogus'; roles: time"),
+    (["scenarios", "fit", "a.csv", "-o", "x.yaml", "--field", "input"], "--field takes ROLE=NAME"),
+    (["scenarios", "fit", "a.csv", "-o", "x.yaml", "--time-unit", "days"], "Invalid value for '--time-unit'"),
+    (["scenarios", "fit", "a.csv", "-o", "x.yaml", "--name", "Bad Name"], "--name must be lowercase"),
+    (["scenarios", "--json", "fit", "a.csv", "-o", "x.yaml"], "--json goes after the sub-command"),
+])
+def test_cli_usage_errors_name_the_flag(args: list[str], message: str) -> None:
+    from click.testing import CliRunner
+
+    from advisor.cli import cli
+
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2 and message in res.output

@@ -71,3 +71,16 @@ def code_fit(tmp_path_factory: pytest.TempPathFactory):
 def test_code_trace_gap_cv_holds_for_other_seeds(seed: int, code_fit) -> None:
     data, scenario = code_fit
     _within(compare(data, scenario, seed), "requests", "gap CV")
+
+
+def test_fit_block_runs_on_the_small_default_machine(fitted) -> None:
+    """Like the shipped scenarios: about a minute, enough measured requests for a p95, within a 4096 context."""
+    from scenarios.schedule import build_schedule
+
+    _, out, _ = fitted
+    s = load_scenario(out)
+    for seed in range(5):
+        sch = build_schedule(s, seed)
+        assert sch.warmup_s + sch.duration_s == 60
+        assert sum(not r.warmup for r in sch.requests) >= 100
+        assert all(r.n_in + r.n_out <= 4096 for r in sch.requests)

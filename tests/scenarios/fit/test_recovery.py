@@ -1,4 +1,7 @@
-"""Synthetic logs made with known parameters are recovered within 10%: rates, CV, on/off, a diurnal profile, sessions."""
+"""Synthetic logs made with known parameters are recovered within 10%: rates, CV, on/off, a diurnal profile, sessions.
+
+The logs of hours of traffic take seconds each to write and fit, so all but the sessions case are in the slow group.
+"""
 
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ def _log(tmp_path: Path, t: np.ndarray, seed: int = 0) -> Path:
     return write_jsonl(tmp_path / "log.jsonl", rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("rate", "cv"), [(4.0, 1.0), (3.0, 2.5), (5.0, 0.5)])
 def test_gamma_rate_and_cv(tmp_path: Path, rate: float, cv: float) -> None:
     t = gamma_times(np.random.default_rng(1), rate, cv, 2.5 * 3600)  # over two hours: a profile is considered, refused
@@ -45,6 +49,7 @@ def test_gamma_rate_and_cv(tmp_path: Path, rate: float, cv: float) -> None:
     assert r.stat("requests", "gap CV").schedule == pytest.approx(cv, rel=0.10)
 
 
+@pytest.mark.slow
 def test_onoff_bursts(tmp_path: Path) -> None:
     t = onoff_times(np.random.default_rng(2), on_rate=10.0, on_s=30.0, off_s=60.0, phase_cv=0.3, duration_s=4 * 3600)
     s, r = _fit(tmp_path, _log(tmp_path, t))
@@ -58,6 +63,7 @@ def test_onoff_bursts(tmp_path: Path) -> None:
     assert r.stat("requests", "gap CV").schedule == pytest.approx(r.stat("requests", "gap CV").log, rel=0.10)
 
 
+@pytest.mark.slow
 def test_diurnal_profile_is_followed(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     t = diurnal_times(rng, mean=1.5, amplitude=1.0, duration_s=86400)
