@@ -65,8 +65,9 @@ class Comparison:
 def comparison_schedule(scenario: Scenario, rate_rps: float, seed: int) -> Schedule:
     n_target = min(max(MIN_REQUESTS, int(scenario.duration_s * rate_rps)), MAX_REQUESTS)
     duration = n_target / rate_rps
-    if isinstance(scenario.arrival, ProfileArrival) and scenario.arrival.span_s <= duration < 2 * scenario.arrival.span_s:
-        duration = scenario.arrival.span_s  # whole cycles of the curve
+    span = scenario.arrival.span_s if isinstance(scenario.arrival, ProfileArrival) else None
+    if span is not None and span * rate_rps <= MAX_REQUESTS and duration < 2 * span:
+        duration = span  # one whole cycle of the curve, uncompressed
     return build_schedule(scenario, seed, Overrides(full_scale=True, warmup_s=0, duration_s=duration))
 
 

@@ -215,5 +215,6 @@ def _report(opts: FitOptions, data: LogData, files: list[LogFile], counts: list[
         input_tokens=summarize(data.pairs_in), output_tokens=summarize(data.pairs_out), length_corr=data.lengths.corr,
         prefix=prefix, cached_ratio=data.cached_ratio, sessions=sess, fit_block=fit_block, comparison=cmp.rows,
         schedule_requests=cmp.n_requests, schedule_duration_s=cmp.duration_s, seed=opts.seed,
-        notes=notes + [f"comparison schedule: {n}" for n in cmp.notes], outputs=outputs, series=cmp.series)
+        notes=notes + [f"comparison schedule: {n}" for n in cmp.notes if n not in notes], outputs=outputs,
+        series=cmp.series)
 
