@@ -83,29 +83,38 @@ def _with(options: list[Any]) -> Any:
 @click.option("--headroom", type=float, default=None, help="Spare capacity over peak (default 0.2).")
 @click.option("--price-tier", type=click.Choice(["cloud_on_demand", "owned_tco"]), default=None)
 @click.option("--no-estimates", is_flag=True, help="Only measured rows, no roofline estimates.")
+@click.option("--allow-uncalibrated", is_flag=True, default=None,
+              help="Let estimates calibrated on another device class (CPU runs carried to a GPU) be recommended.")
+@click.option("--tie-break", default=None, metavar="complexity,margin",
+              help="Order of the criteria that break a tie between options whose cost ranges overlap.")
 @click.option("--measure/--no-measure", default=True, help="Measure this machine's memory bandwidth for calibration.")
 @_with(_price_options)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else.")
 def recommend_command(scenario: str | None, root: Path, constraints_file: Path | None, quality_file: Path | None,
-                      no_estimates: bool, measure: bool, prices: Path | None, price: tuple[str, ...], as_json: bool,
-                      **flags: Any) -> None:
+                      no_estimates: bool, tie_break: str | None, measure: bool, prices: Path | None,
+                      price: tuple[str, ...], as_json: bool, **flags: Any) -> None:
     """Rank engine x hardware x config for your SLOs, load and budget, with why; measured and estimated."""
     from advisor.hardware_detect import detect
     from advisor.recommend import Constraints, ConstraintsError, NoRunsError, recommend
     from advisor.recommend.render import print_recommendation
+    from advisor.slo_evidence import load_samples
     from advisor.store import readable_runs
 
+    ties = tuple(x.strip() for x in tie_break.split(",") if x.strip()) if tie_break else None
     try:
         base = Constraints.from_yaml(constraints_file) if constraints_file else Constraints()
-        cons = base.merged(scenario=scenario, include_estimates=False if no_estimates else None, **flags)
+        cons = base.merged(scenario=scenario, include_estimates=False if no_estimates else None, tie_break=ties,
+                           **flags)
     except ConstraintsError as e:
         raise click.UsageError(str(e)) from None
     catalog = _catalog(prices, price)
     if not root.is_dir():
         raise click.UsageError(f"no runs folder {root}; run `advisor bench` first or pass --runs DIR")
-    runs = [r.to_dict() for r in readable_runs(root, lambda line: click.echo(line, err=True))]
+    saved = readable_runs(root, lambda line: click.echo(line, err=True))
+    runs = [r.to_dict() for r in saved]
     try:
-        rec = recommend(runs, cons, catalog, detected=detect(catalog, measure=measure), quality=_quality(quality_file))
+        rec = recommend(runs, cons, catalog, detected=detect(catalog, measure=measure), quality=_quality(quality_file),
+                        samples=load_samples(saved))
     except NoRunsError as e:
         raise click.ClickException(f"{e} (looked in {root})") from None
     except ValueError as e:

@@ -1,22 +1,32 @@
 """Candidate deployments: measured (from saved runs) and estimated (roofline on catalog hardware).
 
-A measured candidate's capacity per replica is the highest achieved request rate among
-its VALID runs whose percentile latencies meet the effective SLOs (a sweep's runs are
-just runs); an estimated one comes from `advisor.roofline.estimate`, calibrated on the
-measured runs of the same engine where there are any.
+A measured candidate's capacity per replica is the highest achieved request rate among its VALID
+options (repeat groups, `options.py`) whose SLOs are established as met; an estimated one comes
+from `advisor.roofline.estimate`, calibrated on the measured runs of the same engine on the same
+device class, with error bars from that engine's backtest (`error_bars.py`).
+
+Every candidate says what its numbers rest on (`evidence`): only `measured` and `calibrated`
+candidates may carry a headline recommendation; `uncalibrated` ones (another device class, or the
+default efficiency) only when the user asks for them, `invalid` ones never.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from advisor.catalog import Catalog, Hardware
+from advisor.metrics.intervals import Interval
 from advisor.recommend.constraints import Constraints
+from advisor.recommend.error_bars import ErrorBar, default_bar, error_bars
+from advisor.recommend.options import best_and_closest, options
 from advisor.roofline import ModelShape, Workload, calibrate, estimate
+from advisor.slo_evidence import RunSample
 
-_SLO_KEYS = ("ttft_ms", "tpot_ms", "e2e_ms")
+Evidence = Literal["measured", "calibrated", "uncalibrated", "invalid"]
+HEADLINE_EVIDENCE: tuple[Evidence, ...] = ("measured", "calibrated")
 
 
 @dataclass(frozen=True)
@@ -36,16 +46,34 @@ class Candidate:
     precision: str = ""
     assumptions: tuple[str, ...] = ()
     n_params: float | None = None
+    evidence: Evidence = "measured"
+    evidence_note: str = ""  # one line: what the numbers rest on
+    capacity_range: Interval | None = None  # repeats' interval (measured) or error range (estimated)
+    latency_range_ms: dict[str, Interval] = field(default_factory=dict)
+    slo_checks: tuple[dict[str, Any], ...] = ()  # measured: SloCheck.to_dict() per set SLO
+    repeats: int = 1  # runs behind a measured figure
+    group_id: str | None = None
+    scenario: str = ""
+    device_class: str = ""  # "cpu" / "gpu" of the hardware ("" when not in the catalog)
 
     @property
     def slo_margin_ms(self) -> dict[str, float]:
+        """Limit minus the percentile (for an estimate: minus the high end of its range)."""
         return {k: lim - v for k, lim in self.slos.items() if lim is not None
-                and (v := self.latency_ms.get(k)) is not None}
+                and (v := self.pessimistic_ms(k)) is not None}
+
+    def pessimistic_ms(self, key: str) -> float | None:
+        rng = self.latency_range_ms.get(key)
+        return rng.high if rng is not None and self.source == "estimated" else self.latency_ms.get(key)
 
     @property
     def min_margin_frac(self) -> float | None:
         fr = [m / lim for k, m in self.slo_margin_ms.items() if (lim := self.slos[k])]
         return min(fr) if fr else None
+
+    @property
+    def headline_ok(self) -> bool:
+        return self.evidence in HEADLINE_EVIDENCE
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "slo_margin_ms": self.slo_margin_ms}
@@ -58,21 +86,9 @@ class MeasuredRun:
     notes: tuple[str, ...] = field(default=())
 
 
-def _pct_key(percentile: float) -> str:
-    return {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p99_9"}.get(float(percentile), "p95")
-
-
-def _latencies(summary: dict[str, Any], pkey: str) -> dict[str, float | None]:
-    return {k: (summary.get(k) or {}).get(pkey) for k in _SLO_KEYS}
-
-
-def meets(lat: dict[str, float | None], slos: dict[str, float | None]) -> bool:
-    """Every set limit is met by a known percentile (an unknown percentile does not pass)."""
-    for k, lim in slos.items():
-        v = lat.get(k)
-        if lim is not None and (v is None or v > lim):
-            return False
-    return True
+def engine_of(run: Mapping[str, Any]) -> str:
+    e = run.get("engine") or {}
+    return str(e.get("adapter") or e.get("engine"))
 
 
 def config_of(engine: dict[str, Any]) -> str:
@@ -82,6 +98,10 @@ def config_of(engine: dict[str, Any]) -> str:
     return " / ".join(str(p) for p in parts if p) or "default"
 
 
+def _valid(run: Mapping[str, Any]) -> bool:
+    return (run.get("verdict") or {}).get("status") == "VALID"
+
+
 def _tokens(summary: dict[str, Any]) -> tuple[float, float]:
     n = summary.get("n_ok") or 0
     if n <= 0:
@@ -89,82 +109,123 @@ def _tokens(summary: dict[str, Any]) -> tuple[float, float]:
     return float(summary.get("n_in_total") or 0) / n, float(summary.get("n_out_total") or 0) / n
 
 
-def measured_candidates(runs: list[MeasuredRun], c: Constraints) -> list[Candidate]:
-    """One candidate per (engine, model, config, hardware), from its best SLO-meeting VALID run."""
+def measured_candidates(runs: list[MeasuredRun], c: Constraints,
+                        samples: Mapping[str, RunSample] | None = None) -> list[Candidate]:
+    """One candidate per (engine, model, config, hardware), from its best SLO-meeting VALID option."""
     groups: dict[tuple[str, str, str, str], list[MeasuredRun]] = defaultdict(list)
     for mr in runs:
         e = mr.run["engine"]
         hw_id = mr.hardware.id if mr.hardware else "custom"
-        groups[(str(e.get("adapter") or e.get("engine")), str(e.get("model")), config_of(e), hw_id)].append(mr)
-    pkey = _pct_key(c.percentile)
+        groups[(engine_of(mr.run), str(e.get("model")), config_of(e), hw_id)].append(mr)
     out = []
     for (engine, model, config, hw_id), members in groups.items():
-        best, closest = None, None
-        for mr in members:
-            s, slos = mr.run["summary"], c.slos_for(mr.run.get("slos") or {})
-            lat = _latencies(s, pkey)
-            valid = (mr.run.get("verdict") or {}).get("status") == "VALID"
-            if valid and meets(lat, slos) and (best is None or s["requests_per_s"] > best[0]["summary"]["requests_per_s"]):
-                best = (mr.run, lat, slos)
-            if closest is None or (s.get("requests_per_s") or 0) < (closest[0]["summary"].get("requests_per_s") or 0):
-                closest = (mr.run, lat, slos)
-        chosen = best or closest
-        assert chosen is not None  # every group has at least one run
-        run, lat, slos = chosen
+        slos = c.slos_for(members[0].run.get("slos") or {})
+        scen = str((members[0].run.get("scenario") or {}).get("name") or "")
+        best, closest = best_and_closest(options([mr.run for mr in members], slos, c.percentile, samples))
+        opt = best or closest
+        run = opt.runs[0]
         n_in, n_out = _tokens(run["summary"])
         shape = ModelShape.from_engine(run["engine"])
-        notes = [f"measured: run {run['run_id']} ({(run.get('verdict') or {}).get('status')})"]
+        runs_txt = f"{opt.n} repeats" if opt.n > 1 else f"run {opt.run_id}"
+        notes = [f"measured: {runs_txt} ({opt.status})"]
         if best is None:
-            notes.append(f"no VALID run met the SLOs; closest is the lowest-rate run ({run['summary'].get('requests_per_s', 0):.3g} req/s)")
+            notes.append(f"no VALID run established every SLO; closest is {opt.rate.text()} req/s")
         else:
-            notes.append(f"capacity = highest measured rate meeting the SLOs ({run['summary']['requests_per_s']:.3g} req/s); "
+            notes.append(f"capacity = highest measured rate meeting the SLOs ({opt.rate.text()} req/s); "
                          "a sweep to higher rates may find more")
-        out.append(Candidate(engine=engine, hardware_id=hw_id, config=config, model=model, source="measured",
-                             run_id=run["run_id"], devices=1,
-                             capacity_rps=float(run["summary"]["requests_per_s"]) if best else None,
-                             latency_ms=lat, slos=slos, input_tokens_per_request=n_in, output_tokens_per_request=n_out,
-                             precision=str(run["engine"].get("precision") or ""), assumptions=tuple(notes),
-                             n_params=shape.n_params if shape else None))
+        if opt.valid:
+            evidence: Evidence = "measured"
+            note = f"measured: {runs_txt}, VALID"
+        else:
+            evidence, note = "invalid", f"measured only in runs that are not VALID ({opt.status})"
+        hw = members[0].hardware
+        out.append(Candidate(
+            engine=engine, hardware_id=hw_id, config=config, model=model, source="measured", run_id=opt.run_id,
+            devices=1, capacity_rps=opt.rate.value if best else None,
+            latency_ms={k: (iv.value if iv else None) for k, iv in opt.latency.items()}, slos=slos,
+            input_tokens_per_request=n_in, output_tokens_per_request=n_out,
+            precision=str(run["engine"].get("precision") or ""), assumptions=tuple(notes),
+            n_params=shape.n_params if shape else None, evidence=evidence, evidence_note=note,
+            capacity_range=opt.rate if best else None,
+            latency_range_ms={k: iv for k, iv in opt.latency.items() if iv is not None},
+            slo_checks=tuple(ch.to_dict() for ch in opt.checks.values()), repeats=opt.n,
+            group_id=opt.group_id, scenario=scen, device_class=hw.kind if hw else ""))
     return out
+
+
+def _calibration(members: list[MeasuredRun], kind: str) -> tuple[list[tuple[dict[str, Any], Hardware]], Evidence, str]:
+    """The runs an estimate for `kind` hardware calibrates on, and what that makes the estimate."""
+    mapped = [(mr.run, mr.hardware) for mr in members if mr.hardware is not None]
+    same = [(r, h) for r, h in mapped if h.kind == kind]
+    for pool, cross in ((same, False), (mapped, True)):
+        valid = [(r, h) for r, h in pool if _valid(r)]
+        if valid and not calibrate(valid).basis.startswith("default"):
+            if cross:
+                return valid, "uncalibrated", f"uncalibrated for {kind.upper()}: calibrated on other hardware only"
+            return valid, "calibrated", f"calibrated on {len(valid)} VALID {kind.upper()} run(s)"
+        if pool and not calibrate(pool).basis.startswith("default"):
+            where = f" (and only on other hardware: uncalibrated for {kind.upper()})" if cross else ""
+            return pool, "invalid", f"calibrated only on runs that are not VALID{where}"
+    return [], "uncalibrated", "uncalibrated: no run could calibrate it (default efficiency)"
 
 
 def estimated_candidates(runs: list[MeasuredRun], c: Constraints, catalog: Catalog) -> list[Candidate]:
     """Roofline extrapolation of each measured (engine, model, config) to the catalog hardware it was not run on."""
-    calib_all = [(mr.run, mr.hardware) for mr in runs if mr.hardware is not None]
     by_key: dict[tuple[str, str, str], list[MeasuredRun]] = defaultdict(list)
     for mr in runs:
         e = mr.run["engine"]
-        by_key[(str(e.get("adapter") or e.get("engine")), str(e.get("model")), config_of(e))].append(mr)
+        by_key[(engine_of(mr.run), str(e.get("model")), config_of(e))].append(mr)
+    bars = error_bars([(mr.run, mr.hardware) for mr in runs if mr.hardware is not None and _valid(mr.run)],
+                      engine_of)
     out = []
     for (engine, model, config), members in by_key.items():
         ops = catalog.engine_ops(engine)
-        own = [(mr.run, mr.hardware) for mr in members if mr.hardware is not None]
-        eff = calibrate(own)
-        if eff.basis.startswith("default"):
-            eff = calibrate(calib_all)
         # prefer a VALID run, then the one with the most requests
-        base = max(members, key=lambda mr: ((mr.run.get("verdict") or {}).get("status") == "VALID",
-                                            mr.run["summary"].get("n_ok") or 0)).run
+        base = max(members, key=lambda mr: (_valid(mr.run), mr.run["summary"].get("n_ok") or 0)).run
         shape, wl = ModelShape.from_engine(base["engine"]), Workload.from_summary(base["summary"])
         if shape is None or wl is None:
             continue
         measured_on = {mr.hardware.id for mr in members if mr.hardware is not None}
-        status = (base.get("verdict") or {}).get("status")
-        weak = (f"extrapolated from a run whose verdict is {status}: treat with extra caution",) if status != "VALID" else ()
         slos = c.slos_for(base.get("slos") or {})
+        scen = str((base.get("scenario") or {}).get("name") or "")
         for hw in catalog.hardware.values():
             if hw.id in measured_on or hw.measured or hw.peak_tflops(shape.dtype_bytes) is None:
                 continue
             if ops is not None and hw.kind not in ops.hardware:
                 continue
-            est = estimate(shape, hw, wl, eff, slos.get("ttft_ms"), slos.get("tpot_ms"))
-            lat: dict[str, float | None] = {"ttft_ms": est.ttft_p_ms, "tpot_ms": est.tpot_p_ms,
-                   "e2e_ms": est.ttft_p_ms + max(wl.n_out - 1, 0) * est.tpot_p_ms}
-            notes = (f"estimated from run {base['run_id']}", *weak, *est.assumptions,
-                     f"served at the measured precision ({base['engine'].get('precision')})")
-            out.append(Candidate(engine=engine, hardware_id=hw.id, config=config, model=model, source="estimated",
-                                 run_id=base["run_id"], devices=est.devices, capacity_rps=est.capacity_rps,
-                                 latency_ms=lat, slos=slos, input_tokens_per_request=wl.n_in,
-                                 output_tokens_per_request=wl.n_out, precision=str(base["engine"].get("precision") or ""),
-                                 assumptions=notes, n_params=shape.n_params))
+            calib, evidence, note = _calibration(members, hw.kind)
+            eff = calibrate(calib)
+            bar = bars.get((engine, hw.kind)) if evidence == "calibrated" else None
+            bar = bar or default_bar("no leave-one-out backtest for this engine on this device class"
+                                     if evidence == "calibrated" else note)
+            out.append(_estimated(engine, model, config, base, shape, wl, hw, eff, bar, slos, evidence, note, scen))
     return out
+
+
+def _limit(slo: float | None, factor: float) -> float | None:
+    return None if slo is None else slo / factor
+
+
+def _estimated(engine: str, model: str, config: str, base: dict[str, Any], shape: ModelShape, wl: Workload,
+               hw: Hardware, eff: Any, bar: ErrorBar, slos: dict[str, float | None], evidence: Evidence,
+               note: str, scen: str) -> Candidate:
+    # the operating point is chosen so that the pessimistic end of each range meets its SLO
+    est = estimate(shape, hw, wl, eff, _limit(slos.get("ttft_ms"), bar.ttft_factor),
+                   _limit(slos.get("tpot_ms"), bar.tpot_factor))
+    e2e = est.ttft_p_ms + max(wl.n_out - 1, 0) * est.tpot_p_ms
+    lat: dict[str, float | None] = {"ttft_ms": est.ttft_p_ms, "tpot_ms": est.tpot_p_ms, "e2e_ms": e2e}
+    ranges = {k: bar.range(k, v) for k, v in lat.items() if v is not None and v != float("inf")}
+    cap_range = None
+    if est.capacity_rps:
+        f = bar.rate_factor
+        cap_range = Interval.from_range(est.capacity_rps, est.capacity_rps / f, est.capacity_rps * f,
+                                        f"x/÷{f:.2f}: {bar.basis}")
+    notes = (f"estimated from run {base['run_id']}", note, f"error bars: {bar.basis}", *est.assumptions,
+             f"served at the measured precision ({base['engine'].get('precision')})")
+    return Candidate(engine=engine, hardware_id=hw.id, config=config, model=model, source="estimated",
+                     run_id=base["run_id"], devices=est.devices, capacity_rps=est.capacity_rps,
+                     latency_ms=lat, slos=slos, input_tokens_per_request=wl.n_in,
+                     output_tokens_per_request=wl.n_out, precision=str(base["engine"].get("precision") or ""),
+                     assumptions=notes, n_params=shape.n_params, evidence=evidence, evidence_note=note,
+                     capacity_range=cap_range, latency_range_ms=ranges, repeats=0, scenario=scen,
+                     device_class=hw.kind)

@@ -40,6 +40,8 @@ class Constraints(BaseModel):
     headroom: float = Field(default=DEFAULT_HEADROOM, ge=0, le=10)
     price_tier: Literal["cloud_on_demand", "owned_tco"] | None = None  # default: owned for on-prem/edge
     include_estimates: bool = True
+    allow_uncalibrated: bool = False  # let estimates calibrated on another device class carry the headline
+    tie_break: tuple[Literal["complexity", "margin"], ...] = ("complexity", "margin")  # order among tied options
 
     @model_validator(mode="after")
     def _load_order(self) -> Constraints:

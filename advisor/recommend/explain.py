@@ -31,7 +31,7 @@ def _number(s: str) -> float:
 
 def advise(rows: list[Row], n: int = 3) -> Advice | None:
     """None when some row passes; else the `n` closest rows and the single-constraint relaxations."""
-    if any(r.passes for r in rows):
+    if any(r.passes and r.headline_ok for r in rows):
         return None
     closest = sorted(rows, key=lambda r: (len(r.failures), r.monthly_usd if r.monthly_usd is not None else math.inf))[:n]
     give: dict[str, tuple[float, str]] = {}

@@ -62,7 +62,7 @@ def break_even(row: Row, offer: HostedOffer) -> BreakEven | None:
 
 def break_evens(rows: list[Row], offers: tuple[HostedOffer, ...], top: int = 3) -> list[BreakEven]:
     """Break-even of the `top` best-ranked priced rows (passing first) against every hosted offer."""
-    chosen = [r for r in rows if r.passes and r.usd_per_hour is not None][:top]
+    chosen = [r for r in rows if r.passes and r.headline_ok and r.usd_per_hour is not None][:top]
     if not chosen:
         chosen = [r for r in rows if r.usd_per_hour is not None and r.candidate.capacity_rps][:1]
     out = []

@@ -1,19 +1,20 @@
-"""Price each candidate, check it against every constraint, and rank.
+"""Price each candidate and check it against every constraint (the order is `order.py`'s).
 
-Passing rows come first, cheapest first (monthly cost when a load is given, else
-blended $/1M tokens), ties broken by SLO margin and then measured before estimated.
-Failing rows follow, fewest failed constraints first. Every row carries why it sits
-where it does and, for each failed constraint, what would have to give.
+A measured row's SLOs are judged by the early-stopping rule (met, failed, or not established:
+never counted as met); an estimated row passes an SLO only when the high end of its error range
+does, and a budget only when the high end of its cost range does. Every failure says what would
+have to give. Costs carry a range where the capacity has one (repeats' interval, estimate range).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from advisor.catalog import COMPLEXITY_ORDER, Catalog
 from advisor.cost import cost_per_million, monthly_cost_usd, replicas_needed
+from advisor.metrics.intervals import Interval
 from advisor.recommend.candidates import Candidate
 
 _SLO_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
@@ -21,7 +22,7 @@ _SLO_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
 
 @dataclass(frozen=True)
 class Failure:
-    constraint: str  # "slo", "budget", "hardware", "vendor", "deployment", "complexity", "quality", "price", "estimates"
+    constraint: str  # "slo", "evidence", "budget", "hardware", "vendor", "deployment", "complexity", "quality", "price", "estimates"
     detail: str
     would_have_to_give: str
 
@@ -45,7 +46,12 @@ class Row:
     complexity_reason: str
     quality_drift: float | None
     failures: tuple[Failure, ...]
-    why: str
+    why: str  # one short reason for its place
+    monthly_range: Interval | None = None  # from the capacity's interval or error range
+    blended_range: Interval | None = None
+    headline_ok: bool = True  # its evidence may carry a headline recommendation
+    tied_with: tuple[str, ...] = ()  # keys of the rows its cost range overlaps (a tie, broken by tie_break)
+    details: tuple[str, ...] = field(default=())  # the longer story: failures, ranges, evidence, tie
 
     @property
     def passes(self) -> bool:
@@ -68,30 +74,64 @@ class Row:
                 "slo_margin_ms": c.slo_margin_ms, "complexity": self.complexity,
                 "complexity_reason": self.complexity_reason, "quality_drift": self.quality_drift,
                 "passes": self.passes, "failures": [f.to_dict() for f in self.failures], "why": self.why,
-                "assumptions": list(c.assumptions)}
+                "assumptions": list(c.assumptions), "evidence": c.evidence, "evidence_note": c.evidence_note,
+                "headline_ok": self.headline_ok, "repeats": c.repeats, "group_id": c.group_id,
+                "capacity_range": c.capacity_range.to_dict() if c.capacity_range else None,
+                "latency_range_ms": {k: v.to_dict() for k, v in c.latency_range_ms.items()},
+                "slo_checks": list(c.slo_checks),
+                "monthly_range": self.monthly_range.to_dict() if self.monthly_range else None,
+                "blended_range": self.blended_range.to_dict() if self.blended_range else None,
+                "tied_with": list(self.tied_with), "details": list(self.details)}
 
 
 def _slo_failures(c: Candidate, pct: float) -> list[Failure]:
     out = []
+    if c.source == "measured":
+        for ch in c.slo_checks:
+            name = f"p{pct:g} {_SLO_NAMES[ch['metric']]}"
+            if ch["status"] == "failed":
+                seen = ch["observed_ms"]
+                value = f"{seen:.0f} ms" if seen is not None else f"{ch['n_over']} of {ch['n']} requests over"
+                out.append(Failure("slo", f"{name} {value} > {ch['limit_ms']:.0f} ms limit",
+                                   f"relax {name} to {math.ceil(seen)} ms" if seen is not None
+                                   else "measure a lower rate or relax the SLO"))
+            elif ch["status"] == "not established":
+                out.append(Failure("slo", ch["text"], f"measure at least {ch['more_needed']} more requests "
+                                   "(see the commands that would establish it)"))
+        if c.evidence == "invalid":
+            out.append(Failure("evidence", c.evidence_note, "re-run it so its verdict is VALID"))
+        if c.capacity_rps is None and not out:
+            out.append(Failure("slo", "no measured rate met every SLO", "sweep lower rates or relax the SLOs"))
+        return out
     for k, lim in c.slos.items():
-        v = c.latency_ms.get(k)
         if lim is None:
             continue
+        v, hi = c.latency_ms.get(k), c.pessimistic_ms(k)
         name = f"p{pct:g} {_SLO_NAMES[k]}"
-        if v is None:
-            out.append(Failure("slo", f"{name} not measured (too few requests for p{pct:g})",
-                               "run more requests so the percentile exists"))
-        elif v > lim:
-            out.append(Failure("slo", f"{name} {v:.0f} ms > {lim:.0f} ms limit",
-                               f"relax {name} to {math.ceil(v)} ms"))
+        if v is None or hi is None:
+            out.append(Failure("slo", f"{name} not estimated", "measure it"))
+        elif hi > lim:
+            what = f"up to {hi:.0f} ms (estimate {v:.0f} ms)" if hi != v else f"{v:.0f} ms"
+            out.append(Failure("slo", f"{name} {what} > {lim:.0f} ms limit",
+                               f"relax {name} to {math.ceil(hi)} ms, or measure it"))
     if c.capacity_rps is None and not out:
-        out.append(Failure("slo", "no measured rate met every SLO", "sweep lower rates or relax the SLOs"))
+        out.append(Failure("slo", "no batch size meets every SLO at the pessimistic end", "relax the SLOs"))
     return out
+
+
+def _monthly(price_usd_h: float, c: Candidate, cap: float, design_rps: float | None, headroom: float) -> float:
+    replicas = replicas_needed(design_rps, cap, headroom) if design_rps else 1
+    return monthly_cost_usd(price_usd_h, c.devices, replicas)
+
+
+def _blended(price_usd_h: float, c: Candidate, cap: float) -> float | None:
+    return cost_per_million(price_usd_h, c.devices, cap * c.input_tokens_per_request,
+                            cap * c.output_tokens_per_request).blended_usd
 
 
 def evaluate(c: Candidate, cons: Any, catalog: Catalog, design_rps: float | None,
              quality: dict[str, float]) -> Row:
-    """One unranked row (rank 0): costs, failures; `quality` maps engine or engine/precision to drift."""
+    """One unranked row (rank 0): costs with their ranges, failures; `quality` maps engine[/precision] to drift."""
     hw = catalog.hardware.get(c.hardware_id)
     fails: list[Failure] = _slo_failures(c, cons.percentile)
     price = catalog.price(c.hardware_id, cons.tier) if hw else None
@@ -122,53 +162,26 @@ def evaluate(c: Candidate, cons: Any, catalog: Catalog, design_rps: float | None
     if c.source == "estimated" and not cons.include_estimates:
         fails.append(Failure("estimates", "estimated, not measured", "measure it, or allow estimates"))
     replicas = monthly = out1m = tot1m = blend1m = None
+    monthly_rng = blend_rng = None
     if price is not None and c.capacity_rps:
+        p = price.usd_per_hour
         replicas = replicas_needed(design_rps, c.capacity_rps, cons.headroom) if design_rps else 1
-        monthly = monthly_cost_usd(price.usd_per_hour, c.devices, replicas)
-        cpm = cost_per_million(price.usd_per_hour, c.devices, c.capacity_rps * c.input_tokens_per_request,
+        monthly = monthly_cost_usd(p, c.devices, replicas)
+        cpm = cost_per_million(p, c.devices, c.capacity_rps * c.input_tokens_per_request,
                                c.capacity_rps * c.output_tokens_per_request)
         out1m, tot1m, blend1m = cpm.output_usd, cpm.total_usd, cpm.blended_usd
-        if cons.budget_usd_month is not None and monthly > cons.budget_usd_month:
-            fails.append(Failure("budget", f"${monthly:,.0f}/month > ${cons.budget_usd_month:,.0f} budget",
-                                 f"raise the budget to ${math.ceil(monthly):,}/month"))
+        if c.capacity_range is not None and c.capacity_range.low > 0:
+            monthly_rng = c.capacity_range.map(lambda cap: _monthly(p, c, cap, design_rps, cons.headroom),
+                                               decreasing=True)
+            if blend1m is not None:
+                blend_rng = c.capacity_range.map(lambda cap: _blended(p, c, cap) or 0.0, decreasing=True)
+        worst = monthly_rng.high if monthly_rng is not None and c.source == "estimated" else monthly
+        if cons.budget_usd_month is not None and worst > cons.budget_usd_month:
+            what = f"up to ${worst:,.0f}/month" if worst != monthly else f"${monthly:,.0f}/month"
+            fails.append(Failure("budget", f"{what} > ${cons.budget_usd_month:,.0f} budget",
+                                 f"raise the budget to ${math.ceil(worst):,}/month"))
+    headline_ok = c.headline_ok or (cons.allow_uncalibrated and c.evidence == "uncalibrated")
     return Row(0, c, hw.name if hw else c.hardware_id, price.usd_per_hour if price else None,
                price.source if price else "no price", replicas, monthly, out1m, tot1m, blend1m,
                ops.complexity if ops else None, ops.reason if ops else "engine not rated in the catalog",
-               drift, tuple(fails), "")
-
-
-def _sort_key(r: Row, by_monthly: bool) -> tuple[Any, ...]:
-    cost = (r.monthly_usd if by_monthly else r.usd_per_1m_blended)
-    margin = r.candidate.min_margin_frac
-    return (not r.passes, len(r.failures), cost if cost is not None else math.inf,
-            -(margin if margin is not None else -math.inf), r.candidate.source != "measured", r.key)
-
-
-def _money(r: Row, by_monthly: bool) -> str:
-    if by_monthly:
-        return f"${r.monthly_usd:,.0f}/month" if r.monthly_usd is not None else "cost unknown"
-    return f"${r.usd_per_1m_blended:.3g} per 1M blended tokens" if r.usd_per_1m_blended is not None else "cost unknown"
-
-
-def rank(rows: list[Row], by_monthly: bool) -> list[Row]:
-    """Sort and write each row's rank and why."""
-    ordered = sorted(rows, key=lambda r: _sort_key(r, by_monthly))
-    first_pass = next((r for r in ordered if r.passes), None)
-    out = []
-    for i, r in enumerate(ordered, start=1):
-        m = r.candidate.min_margin_frac
-        margin = f", tightest SLO margin {m:.0%}" if m is not None else ""
-        label = "measured" if r.candidate.source == "measured" else "estimated (roofline)"
-        if r.passes:
-            if r is first_pass:
-                why = f"meets every constraint at the lowest cost: {_money(r, by_monthly)}{margin}; {label}"
-            else:
-                why = f"meets every constraint; {_money(r, by_monthly)}, more than rank {first_pass.rank if first_pass else 1}{margin}; {label}"
-        else:
-            why = (f"fails {len(r.failures)} constraint(s): " + "; ".join(f.detail for f in r.failures)
-                   + f" ({_money(r, by_monthly)}; {label})")
-        nr = replace(r, rank=i, why=why)
-        if r is first_pass:
-            first_pass = nr
-        out.append(nr)
-    return out
+               drift, tuple(fails), "", monthly_rng, blend_rng, headline_ok)

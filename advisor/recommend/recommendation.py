@@ -17,11 +17,14 @@ from advisor.cost import BLEND_INPUT_PER_OUTPUT, HOURS_PER_MONTH, OUTPUT_TOKEN_W
 from advisor.hardware_detect import Detected, match_hardware
 from advisor.recommend.candidates import MeasuredRun, estimated_candidates, measured_candidates
 from advisor.recommend.constraints import Constraints
+from advisor.recommend.evidence import EvidenceGap, evidence_gap
 from advisor.recommend.explain import Advice, advise
 from advisor.recommend.hosted import BreakEven, break_evens
+from advisor.recommend.order import rank
 from advisor.recommend.pareto import Frontier, pareto
-from advisor.recommend.ranking import Row, evaluate, rank
+from advisor.recommend.ranking import Row, evaluate
 from advisor.roofline import Backtest, backtest
+from advisor.slo_evidence import RunSample
 
 
 class NoRunsError(ValueError):
@@ -39,18 +42,27 @@ class Recommendation:
     backtest: Backtest
     advice: Advice | None  # set only when nothing passes
     notes: tuple[str, ...] = field(default=())
+    evidence: EvidenceGap | None = None  # set when the data cannot carry a recommendation yet
 
     @property
     def best(self) -> Row | None:
-        return next((r for r in self.rows if r.passes), None)
+        """The first row that passes on evidence that can carry a decision (None: no recommendation)."""
+        return next((r for r in self.rows if r.passes and r.headline_ok), None)
+
+    @property
+    def runners_up(self) -> tuple[Row, ...]:
+        """The next two rows after the best that pass on such evidence."""
+        best = self.best
+        return tuple(r for r in self.rows if r.passes and r.headline_ok and r is not best)[:2]
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": "advisor.recommendation/1", "constraints": self.constraints.model_dump(mode="json"),
                 "design_rps": self.design_rps, "load_basis": self.load_basis,
-                "best": self.best.key if self.best else None, "rows": [r.to_dict() for r in self.rows],
+                "best": self.best.key if self.best else None,
+                "runners_up": [r.key for r in self.runners_up], "rows": [r.to_dict() for r in self.rows],
                 "pareto": [f.to_dict() for f in self.frontiers], "break_even": [b.to_dict() for b in self.break_even],
                 "backtest": self.backtest.to_dict(), "advice": self.advice.to_dict() if self.advice else None,
-                "notes": list(self.notes)}
+                "evidence": self.evidence.to_dict() if self.evidence else None, "notes": list(self.notes)}
 
 
 def resolve_runs(runs: list[dict[str, Any]], catalog: Catalog, detected: Detected | None) -> list[MeasuredRun]:
@@ -91,8 +103,13 @@ def _drop_test_engine(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
 
 
 def recommend(runs: list[dict[str, Any]], constraints: Constraints, catalog: Catalog,
-              detected: Detected | None = None, quality: dict[str, float] | None = None) -> Recommendation:
-    """Rank every measured and estimated deployment of `runs` against `constraints`."""
+              detected: Detected | None = None, quality: dict[str, float] | None = None,
+              samples: dict[str, RunSample] | None = None) -> Recommendation:
+    """Rank every measured and estimated deployment of `runs` against `constraints`.
+
+    `samples` (by run id, `advisor.slo_evidence.load_samples`) makes the SLO checks exact; without them
+    the count of requests over a limit is bounded from the summary's percentiles.
+    """
     if constraints.scenario:
         runs = [r for r in runs if (r.get("scenario") or {}).get("name") == constraints.scenario]
     if not runs:
@@ -106,20 +123,25 @@ def recommend(runs: list[dict[str, Any]], constraints: Constraints, catalog: Cat
         if unknown:
             raise ValueError(f"unknown hardware {', '.join(unknown)}; known: {', '.join(sorted(catalog.hardware))}")
     resolved = resolve_runs(runs, catalog, detected)
-    cands = measured_candidates(resolved, constraints)
+    cands = measured_candidates(resolved, constraints, samples)
     if constraints.include_estimates:
         cands += estimated_candidates(resolved, constraints, catalog)
     tokens = [c.input_tokens_per_request + c.output_tokens_per_request for c in cands if c.source == "measured"]
     design_rps, basis = constraints.design_rps(max(tokens) if tokens else None)
     by_monthly = design_rps is not None
     quality = {**quality_from_runs(runs), **(quality or {})}  # a --quality file wins
-    rows = rank([evaluate(c, constraints, catalog, design_rps, quality) for c in cands], by_monthly)
+    rows = rank([evaluate(c, constraints, catalog, design_rps, quality) for c in cands], by_monthly,
+                constraints.tie_break)
     notes = [f"load: {basis}; replicas = ceil(load x (1 + {constraints.headroom:g} headroom) / capacity per replica)",
              f"monthly cost = $/device-hour x devices x replicas x {HOURS_PER_MONTH:g} h (always on)",
              f"price tier: {constraints.tier} (a --price / --prices override wins)",
              f"$/1M at the SLO operating point (capacity); blended = {BLEND_INPUT_PER_OUTPUT:g}:1 input:output with an "
              f"output token weighted {OUTPUT_TOKEN_WEIGHT:g}x",
-             "estimated rows extrapolate measured runs with a roofline model; see each row's assumptions and the backtest"]
+             "estimated rows extrapolate measured runs with a roofline model; each estimate is a range from the "
+             "estimator's backtest for that engine and device class (default x/÷2), and passes an SLO or the "
+             "budget only at the pessimistic end of its range",
+             "an SLO is met only when the run's requests establish it (MLPerf early stopping, 99%); options whose "
+             f"cost ranges overlap are a tie, broken by {', then '.join(constraints.tie_break) or 'cost'}"]
     if test_note:
         notes.append(test_note)
     if constraints.max_quality_drift is not None and not quality:
@@ -128,7 +150,8 @@ def recommend(runs: list[dict[str, Any]], constraints: Constraints, catalog: Cat
                        if mr.hardware is None})
     if unmapped:
         notes.append(f"machines not in the catalog ({', '.join(unmapped)}): priced only with --price custom=USD")
+    gap = evidence_gap(runs, rows, constraints.percentile)
     return Recommendation(constraints, design_rps, basis, tuple(rows), tuple(pareto(rows, by_monthly)),
                           tuple(break_evens(rows, catalog.hosted)),
                           backtest([(mr.run, mr.hardware) for mr in resolved if mr.hardware is not None]),
-                          advise(rows), tuple(notes))
+                          None if gap else advise(rows), tuple(notes), gap)

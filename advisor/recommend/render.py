@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from advisor.catalog import Catalog
+from advisor.recommend.ranking import Row
 from advisor.recommend.recommendation import Recommendation
 
 
@@ -19,15 +20,38 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v:,.0f}"
 
 
-def print_recommendation(rec: Recommendation, console: Console | None = None, top: int = 15) -> None:
-    con = console or Console()
+def _cost_text(r: Row) -> str:
+    rng = r.monthly_range
+    if r.monthly_usd is None:
+        return "cost unknown"
+    span = f" (range {_usd(rng.low)}-{_usd(rng.high)})" if rng is not None and rng.low != rng.high else ""
+    return f"{_usd(r.monthly_usd)}/month{span}"
+
+
+def print_headline(rec: Recommendation, con: Console) -> None:
+    """What to do, first: the recommendation and its runner-ups, or why there is none and how to get one."""
     best = rec.best
-    con.print(f"[bold]Load:[/] {rec.load_basis}")
-    if best:
+    if rec.evidence is not None:
+        con.print(f"[bold red]{rec.evidence.reason[0].upper()}{rec.evidence.reason[1:]}.[/]", highlight=False)
+        con.print("[bold]Commands that would produce the missing evidence:[/]")
+        for cmd in rec.evidence.commands:
+            con.print(f"  {cmd}", highlight=False, soft_wrap=True)
+        for n in rec.evidence.notes:
+            con.print(f"  [dim]{n}[/]", highlight=False)
+    elif best:
         con.print(f"[bold green]Recommended:[/] {best.candidate.engine} on {best.hardware_name} ({best.candidate.config}), "
-                  f"{best.replicas} replica(s), {_usd(best.monthly_usd)}/month - {best.why}")
+                  f"{best.replicas} replica(s), {_cost_text(best)} - {best.why}", highlight=False)
+        for r in rec.runners_up:
+            con.print(f"  runner-up #{r.rank}: {r.candidate.engine} on {r.hardware_name}, {_cost_text(r)} - {r.why}",
+                      highlight=False)
     else:
         con.print("[bold red]Nothing meets every constraint.[/] Closest options and what would have to give below.")
+
+
+def print_recommendation(rec: Recommendation, console: Console | None = None, top: int = 15) -> None:
+    con = console or Console()
+    print_headline(rec, con)
+    con.print(f"[bold]Load:[/] {rec.load_basis}")
     t = Table(title="Ranked options")
     for col in ("#", "engine @ hardware", "src", "repl", "$/month", "$/1M out", "$/1M blend", "p95 TTFT/TPOT ms",
                 "margin"):
@@ -35,16 +59,20 @@ def print_recommendation(rec: Recommendation, console: Console | None = None, to
     for r in rec.rows[:top]:
         c = r.candidate
         m = c.min_margin_frac
-        style = "green" if r.passes else "red"
-        t.add_row(f"[{style}]{r.rank}[/]", f"{c.engine} @ {c.hardware_id}", "meas" if c.source == "measured" else "est",
+        style = "green" if r.passes and r.headline_ok else "yellow" if r.passes else "red"
+        src = ("meas" if c.source == "measured" else "est") + ("" if r.headline_ok else "?")
+        t.add_row(f"[{style}]{r.rank}[/]", f"{c.engine} @ {c.hardware_id}", src,
                   "-" if r.replicas is None else str(r.replicas), _usd(r.monthly_usd), _usd(r.usd_per_1m_output, 3),
                   _usd(r.usd_per_1m_blended, 3),
                   f"{_ms(c.latency_ms.get('ttft_ms'))}/{_ms(c.latency_ms.get('tpot_ms'))}", "-" if m is None else f"{m:.0%}")
     con.print(t)
     for r in rec.rows[:top]:
-        con.print(f"  [{'green' if r.passes else 'red'}]{r.rank}.[/] {r.candidate.config}: {r.why}", highlight=False)
+        con.print(f"  [{'green' if r.passes and r.headline_ok else 'red'}]{r.rank}.[/] {r.candidate.engine} @ "
+                  f"{r.candidate.hardware_id}: {r.why}", highlight=False)
     if len(rec.rows) > top:
         con.print(f"... {len(rec.rows) - top} more rows (use --json for all)")
+    con.print("[dim]src: meas = measured, est = roofline estimate (a range; passes only at its pessimistic end), "
+              "? = its evidence cannot carry a recommendation[/]")
     if rec.advice:
         con.print("[bold]What would have to give:[/]")
         for line in rec.advice.would_have_to_give:

@@ -35,8 +35,8 @@ def test_cheapest_passing_option_wins_and_costs_are_hand_computed(catalog):
     assert best.monthly_usd == pytest.approx(12 * 0.08925 * 730)
     l4 = next(x for x in r.rows if x.candidate.hardware_id == "l4")
     assert l4.replicas == 3 and l4.monthly_usd == pytest.approx(3 * 0.7992 * 730)
-    assert l4.rank == 2 and "more than rank 1" in l4.why
-    assert "lowest cost" in best.why
+    assert l4.rank == 2 and "higher cost than #1" in l4.why
+    assert "cheapest option meeting every constraint" in best.why
 
 
 def test_tighter_ttft_moves_the_slow_option_out(catalog):
