@@ -69,7 +69,8 @@ def compare_page() -> None:
         st.info("Select runs on the Runs page first.")
         return
     show_flags(selected)
-    st.table(dash.runs_table(selected))
+    st.caption("One row per option: repeats of one cell are one row, each figure the median [interval].")
+    st.table(dash.options_table(selected))
     prices = price_runs(selected)
     for nf in figures.report_figures(selected, prices):
         st.plotly_chart(nf.figure, key=nf.id)
@@ -92,15 +93,16 @@ def recommend_page() -> None:
     estimates = c8.checkbox("Include estimated hardware", value=True, key="r_estimates")
     cons = dash.constraints_from_widgets(scenario, ttft, tpot, peak, budget, deployment, complexity, estimates)
     rec = dash.recommend_runs(runs, cons)
-    best = dash.best_row(rec)
-    if best:
-        st.success(f"Recommended: {best['engine']} on {best['hardware_name']} ({best['config']}), "
-                   f"{best['replicas']} replica(s), ${best['monthly_usd'] or 0:,.0f}/month: {best['why']}")
+    kind, line, commands = dash.headline(rec)
+    if kind == "recommended":
+        st.success(line)
     else:
-        st.warning(f"No recommendation: {rec.reason or 'no option meets every constraint'}")
+        st.warning(line)
+        for cmd in commands:
+            st.code(cmd, language="bash")
         advice = (rec.recommendation or {}).get("advice") or {}
-        for line in advice.get("would_have_to_give") or []:
-            st.text(f"- {line}")
+        for give in advice.get("would_have_to_give") or []:
+            st.text(f"- {give}")
     table = dash.ranking_table(rec)
     if table:
         st.table(table)

@@ -13,6 +13,8 @@ from typing import Any
 from advisor.metrics.lag import LAG_FLOOR_MS  # the send-lag rule's floor; the rule itself is in the verdict
 from advisor.store import RunResult
 from reports.costs import RunPrice
+from reports.executive import executive
+from reports.groups import option_rows
 from reports.labels import engine_name, is_valid, load_text, model_name, run_labels, scenario_name, status
 from reports.selection import RecommendationResult
 
@@ -152,23 +154,24 @@ def environments(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str,
     return {"machines": list(machines.values()), "engines": engines}
 
 
-def executive(runs: Sequence[RunResult], rows: list[dict[str, Any]], rec: RecommendationResult) -> dict[str, Any]:
-    """The summary a manager can act on: the recommendation (or why none) and how the runs fared."""
-    best = None
-    if rec.recommendation and rec.recommendation.get("best"):
-        best = next((r for r in rec.recommendation["rows"] if r.get("key") == rec.recommendation["best"]), None)
-    meeting = [r for r in rows if r["valid"] and r["slo_met"] and all(v is not False for v in r["slo_met"].values())]
-    return {"best": best, "reason": rec.reason, "advice": (rec.recommendation or {}).get("advice"),
-            "n_runs": len(runs), "n_valid": sum(1 for r in rows if r["valid"]), "n_meeting": len(meeting),
-            "meeting": meeting, "design": (rec.recommendation or {}).get("load_basis")}
-
-
 def build_context(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: RecommendationResult,
                   sweeps: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """Everything the report template renders except the figures."""
     labels = run_labels(runs)
     rows = [run_row(r, labels[r.run_id], prices.get(r.run_id)) for r in runs]
-    return {"rows": rows, "executive": executive(runs, rows, rec), "risks": risks(runs, labels, prices, rec),
-            "estimated": estimated_items(prices, rec), "methodology": methodology(runs, labels),
-            "environment": environments(runs, labels), "recommendation": rec.recommendation,
-            "rec_reason": rec.reason, "constraints": rec.constraints, "sweeps": list(sweeps)}
+    return {"rows": rows, "options": option_rows(runs, labels, prices), "executive": executive(runs, prices, rec),
+            "risks": risks(runs, labels, prices, rec), "estimated": estimated_items(prices, rec),
+            "methodology": methodology(runs, labels), "environment": environments(runs, labels),
+            "recommendation": rec.recommendation, "rec_reason": rec.reason, "constraints": rec.constraints,
+            "sweeps": list(sweeps), "statistics": statistics_notes()}
+
+
+def statistics_notes() -> dict[str, Any]:
+    """How intervals, percentile support and estimate ranges are made (the methodology section)."""
+    from advisor.metrics.intervals import METHOD, coverage_table
+    from advisor.metrics.support import RULE, requests_needed
+    from advisor.recommend.error_bars import DEFAULT_ERROR_FACTOR
+
+    return {"interval_method": METHOD, "coverage": coverage_table(10), "support_rule": RULE,
+            "support_n": [(p, requests_needed(0, p)) for p in (50.0, 90.0, 95.0, 99.0, 99.9)],
+            "default_error_factor": DEFAULT_ERROR_FACTOR}

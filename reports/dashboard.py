@@ -105,19 +105,70 @@ def recommend_runs(runs: Sequence[RunResult], constraints: dict[str, Any]) -> Re
     return make_recommendation(runs, constraints)
 
 
+def _interval(value: float | None, rng: dict[str, Any] | None, digits: int = 3) -> str:
+    """'12 [10, 15]' for a figure with a range, '12' without one ('' when undefined)."""
+    text = _r(value, digits)
+    if text and rng and rng.get("low") != rng.get("high"):
+        text += f" [{_r(rng['low'], digits)}, {_r(rng['high'], digits)}]"
+    return text
+
+
 def ranking_table(rec: RecommendationResult, top: int = 20) -> list[dict[str, Any]]:
-    """The recommender's ranked rows, for display."""
+    """The recommender's ranked rows, for display: one short reason each, costs with their ranges."""
     rows = (rec.recommendation or {}).get("rows") or []
     out = []
     for r in rows[:top]:
         margins = ", ".join(f"{k} {v:.3g}" for k, v in (r.get("slo_margin_ms") or {}).items())
         fails = "; ".join(f"{f['constraint']}: {f['detail']}" for f in r.get("failures") or [])
+        evidence = r.get("source") + (f" ({r['repeats']} repeats)" if (r.get("repeats") or 1) > 1 else "")
+        if not r.get("headline_ok"):
+            evidence += ", cannot carry a decision"
         out.append({"rank": str(r.get("rank")), "engine": r.get("engine"), "hardware": r.get("hardware_name"),
-                    "model": r.get("model"), "measured?": r.get("source"), "replicas": "" if r.get("replicas") is None else str(r["replicas"]),
-                    "monthly $": _r(r.get("monthly_usd"), 4), "$/1M out": _r(r.get("usd_per_1m_output")),
+                    "model": r.get("model"), "evidence": evidence,
+                    "replicas": "" if r.get("replicas") is None else str(r["replicas"]),
+                    "monthly $": _interval(r.get("monthly_usd"), r.get("monthly_range"), 4),
+                    "$/1M out": _r(r.get("usd_per_1m_output")),
                     "SLO margin ms": margins, "result": "passes" if r.get("passes") else f"fails: {fails}",
                     "why": r.get("why")})
     return out
+
+
+def options_table(runs: Sequence[RunResult]) -> list[dict[str, Any]]:
+    """One display row per option: a repeat group is one row, each figure its median [interval]."""
+    from reports.groups import option_rows
+
+    labels = run_labels(runs)
+    out = []
+    for o in option_rows(runs, labels, price_runs(runs)):
+        f = o["figures"]
+
+        def cell(key: str, figs: dict[str, Any] = f) -> str:
+            v = figs[key]
+            rng = {"low": v["range"][0], "high": v["range"][1]} if v["range"] else None
+            return _interval(v["value"], rng)
+
+        out.append({"option": o["label"], "verdict": o["status"], "runs": str(o["n"]), "load": o["load"],
+                    "TTFT p95 ms": cell("ttft_p95_ms"), "TPOT p95 ms": cell("tpot_p95_ms"),
+                    "output tok/s": cell("output_tokens_per_s"),
+                    "SLOs": "; ".join(f"{c['name']}: {c['status']}" for c in o["slos"]),
+                    "percentiles supported": o["support"],
+                    "interval": "single run" if o["coverage"] is None else f"{o['coverage']:.0%} of the median"})
+    return out
+
+
+def headline(rec: RecommendationResult) -> tuple[str, str, list[str]]:
+    """(kind, one line, commands): kind is "recommended", "no_trust" or "none"."""
+    d = rec.recommendation or {}
+    best = best_row(rec)
+    if best:
+        from reports.executive import money
+
+        return ("recommended", f"Recommended: {best['engine']} on {best['hardware_name']} ({best['config']}), "
+                f"{best['replicas']} replica(s), {money(best)}: {best['why']}", [])
+    gap = d.get("evidence")
+    if gap:
+        return "no_trust", gap["reason"][0].upper() + gap["reason"][1:], list(gap["commands"])
+    return "none", f"No recommendation: {rec.reason or 'no option meets every constraint'}", []
 
 
 def best_row(rec: RecommendationResult) -> dict[str, Any] | None:

@@ -59,12 +59,25 @@ def _compact(value: Any) -> str:
     return "—" if value is None else str(value)
 
 
+def _capitalize_first(value: Any) -> str:
+    text = str(value)
+    return text[:1].upper() + text[1:]
+
+
+def _range(value: Any) -> str:
+    """An interval dict as '[low, high]' ('' for a point or none)."""
+    if not value or value.get("low") == value.get("high"):
+        return ""
+    return f"[{_num(value['low'])}, {_num(value['high'])}]"
+
+
 @cache
 def environment() -> jinja2.Environment:
     """The report's jinja2 environment: autoescape on for every template, undefined names are errors."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=_num, pct=_pct, usd=_usd, compact=_compact)
+    env.filters.update(num=_num, pct=_pct, usd=_usd, compact=_compact, capitalize_first=_capitalize_first,
+                       range=_range)
     return env
 
 

@@ -105,7 +105,10 @@ def make_recommendation(runs: Sequence[RunResult], constraints: Any | None = Non
         elif isinstance(constraints, dict):
             constraints = build(constraints, "constraints")
         catalog = catalog if catalog is not None else load_catalog()
-        rec = recommend([r.to_dict() for r in runs], constraints, catalog, detected=detect(catalog, measure=False))
+        from advisor.slo_evidence import load_samples
+
+        rec = recommend([r.to_dict() for r in runs], constraints, catalog, detected=detect(catalog, measure=False),
+                        samples=load_samples(runs))
     except (ConstraintsError, StoreError, ValueError) as e:
         return RecommendationResult(None, str(e), _dump(constraints))
     return RecommendationResult(rec.to_dict(), "", _dump(constraints))

@@ -38,11 +38,15 @@ def requests_for(percentile: float) -> int:
     return math.ceil(max(MIN_VALID_REQUESTS, requests_needed(0, percentile)) * SAFETY)
 
 
+def _is_evidence(f: Any) -> bool:
+    return f.constraint == "evidence" or (f.constraint == "slo" and "not established" in f.detail)
+
+
 def _evidence_problem(r: Row) -> bool:
+    """Only the evidence stands between this row and a recommendation (better data could make it one)."""
     if r.passes:
         return not r.headline_ok
-    return any(f.constraint == "evidence" or (f.constraint == "slo" and "not established" in f.detail)
-               for f in r.failures)
+    return all(_is_evidence(f) for f in r.failures)
 
 
 def _rate(run: Mapping[str, Any]) -> float | None:

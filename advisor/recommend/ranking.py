@@ -59,8 +59,10 @@ class Row:
 
     @property
     def key(self) -> str:
+        """Unique per row: engine, hardware, config, model (its folder name) and source."""
         c = self.candidate
-        return f"{c.engine}@{c.hardware_id}:{c.config}:{c.source}"
+        model = c.model.rstrip("/").rsplit("/", 1)[-1]
+        return f"{c.engine}@{c.hardware_id}:{c.config}:{model}:{c.source}"
 
     def to_dict(self) -> dict[str, Any]:
         c = self.candidate

@@ -154,4 +154,4 @@ def recommend(runs: list[dict[str, Any]], constraints: Constraints, catalog: Cat
     return Recommendation(constraints, design_rps, basis, tuple(rows), tuple(pareto(rows, by_monthly)),
                           tuple(break_evens(rows, catalog.hosted)),
                           backtest([(mr.run, mr.hardware) for mr in resolved if mr.hardware is not None]),
-                          None if gap else advise(rows), tuple(notes), gap)
+                          advise(rows), tuple(notes), gap)

@@ -43,3 +43,32 @@ def test_report_prints_to_pdf(page, browser_runs, artifacts):
     pdf = artifacts / "report.pdf"
     page.pdf(path=str(pdf), format="A4", landscape=True, print_background=True)
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 50_000
+
+
+def _above_the_fold(page, selector: str) -> bool:
+    box = page.locator(selector).first.bounding_box()
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 800
+
+
+@pytest.mark.parametrize("which", ["recommended", "no_trust"])
+def test_first_screen_at_1280x800_shows_the_decision_and_its_cost(page, browser_runs, artifacts, which):
+    _, runs = browser_runs
+    chosen = runs if which == "recommended" else [r for r in runs if r.verdict["status"] != "VALID"]
+    path = write_report(artifacts / f"report-{which}.html", chosen, prices=price_runs(chosen, usd_per_hour=2.0),
+                        recommendation=make_recommendation(chosen))
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(path.as_uri())
+    page.locator("#fig-percentiles .main-svg").first.wait_for(state="attached", timeout=20_000)
+    assert page.evaluate("window.scrollY") == 0
+    shot(page, artifacts, f"first-screen-{which}")
+    assert _above_the_fold(page, "#summary h2")
+    assert _above_the_fold(page, "#decision .headline")
+    headline = page.locator("#decision .headline").inner_text()
+    if which == "recommended":
+        assert headline.startswith("Recommended:") and "/month" in headline
+        assert _above_the_fold(page, "#decision .cost")
+    else:
+        assert headline.startswith("No trustworthy recommendation yet.")
+        assert _above_the_fold(page, "#decision pre.cmd")  # the first command that would fix it
+    assert _above_the_fold(page, "#summary .risks li")
+    assert page.errors == []

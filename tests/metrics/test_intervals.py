@@ -29,7 +29,7 @@ def test_the_narrowest_interval_that_reaches_the_target_is_picked():
     assert rank_for(6) == 1 and rank_for(9) == 2 and rank_for(20) == 6
     iv = median_interval(range(1, 10))  # 9 repeats: [x(2), x(8)]
     assert (iv.low, iv.high) == (2.0, 8.0) and iv.coverage >= 0.95
-    for n, j, cov in coverage_table(12):
+    for _n, j, cov in coverage_table(12):
         assert cov >= 0.95 or j == 1  # below 95% only when even the widest interval is short of it
 
 

@@ -55,10 +55,17 @@ def test_constraints_file_drives_the_recommendation(runs_root: Path, saved_runs,
     cons = tmp_path / "c.yaml"
     cons.write_text("ttft_ms: 0.001\n")  # nothing meets this
     out = tmp_path / "c.html"
-    res = _invoke(saved_runs[0].run_id, "--runs", str(runs_root), "-o", str(out), "--constraints", str(cons))
+    valid = next(r for r in saved_runs if r.verdict["status"] == "VALID")
+    res = _invoke(valid.run_id, "--runs", str(runs_root), "-o", str(out), "--constraints", str(cons))
     assert res.exit_code == 0, res.output
     summary = out.read_text().split('<section id="summary">')[1].split("</section>")[0]
     assert "No recommendation" in summary and "Recommended:" not in summary
+    assert "relax p95 TTFT" in summary  # what would have to give
+    invalid = next(r for r in saved_runs if r.verdict["status"] != "VALID")
+    res = _invoke(invalid.run_id, "--runs", str(runs_root), "-o", str(out))
+    summary = out.read_text().split('<section id="summary">')[1].split("</section>")[0]
+    assert "No trustworthy recommendation yet" in summary and "Recommended:" not in summary
+    assert "advisor sweep --scenario" in summary or "advisor bench --scenario" in summary
 
 
 def test_unknown_run_is_a_one_line_error(runs_root: Path, tmp_path: Path):

@@ -63,7 +63,16 @@ def test_runs_that_are_not_valid_are_flagged(saved_runs, html):
 def test_executive_summary_names_the_recommended_option_and_its_cost(html):
     summary = html.split('<section id="summary">')[1].split("</section>")[0]
     assert "Recommended:" in summary and "/month" in summary
-    assert "Risks" in summary and "Estimated or assumed, not measured" in summary
+    assert "Risks" in summary
+    methodology = html.split('<section id="methodology">')[1].split("</section>")[0]
+    assert "Estimated or assumed, not measured" in methodology and "early stopping" in methodology
+
+
+def test_ranking_rows_have_one_short_reason_and_their_details_folded(html):
+    table = html.split('<table id="ranking">')[1].split("</table>")[0]
+    for cell in re.findall(r'<td class="why">(.*?)<details>', table, re.S):
+        assert "\n" not in cell.strip() and len(cell.strip()) < 220
+    assert table.count("<details><summary>details</summary>") == table.count("<tr class=")
 
 
 def test_without_recommendation_the_report_says_what_to_give(saved_runs):

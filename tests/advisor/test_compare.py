@@ -1,0 +1,81 @@
+"""`advisor compare A B`: differences beyond intervals, a JSON document, and a non-zero exit on a regression."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from advisor.cli import cli
+from tests.recommend.runs import make_run, write_runs
+
+
+def group(gid: str, ttft_p95: list[float], rps: float = 2.0) -> list[dict]:
+    out = []
+    for i, t in enumerate(ttft_p95):
+        r = make_run(f"{gid}-{i}", rps=rps * (1 + 0.01 * i), ttft_ms=t)
+        r["schedule"]["repeat"] = {"group_id": gid, "index": i, "count": len(ttft_p95), "restart_engine": True}
+        out.append(r)
+    return out
+
+
+@pytest.fixture
+def root(tmp_path):
+    return write_runs(tmp_path / "runs", group("base", [300, 310, 320]) + group("slow", [400, 410, 420])
+                      + group("same", [305, 315, 330]) + [make_run("single-a", ttft_ms=300),
+                                                          make_run("single-b", ttft_ms=303)])
+
+
+def compare(root, *args):
+    return CliRunner().invoke(cli, ["compare", "--runs", str(root), *args])
+
+
+def test_a_regression_beyond_both_intervals_fails_the_gate(root):
+    r = compare(root, "base", "slow", "--max-regression", "10", "--json")
+    assert r.exit_code == 1, r.output
+    d = json.loads(r.output)
+    assert d["a"]["kind"] == "repeat group" and d["a"]["n"] == 3 and d["b"]["run_ids"] == ["slow-0", "slow-1", "slow-2"]
+    ttft = next(f for f in d["figures"] if f["key"] == "ttft_p95_ms")
+    assert ttft["differs"] and ttft["worse"] and ttft["regression"]
+    assert ttft["change_pct"] == pytest.approx((410 - 310) / 310 * 100)
+    assert ttft["a"]["coverage"] == pytest.approx(0.75)  # 3 repeats: a 75% interval, said so
+    assert "ttft_p95_ms" in d["regressions"]
+
+
+def test_a_change_under_the_threshold_or_inside_the_intervals_passes(root):
+    assert compare(root, "base", "slow", "--max-regression", "50").exit_code == 0  # +32% < 50%
+    r = compare(root, "base", "same", "--max-regression", "1", "--json")
+    assert r.exit_code == 0, r.output
+    ttft = next(f for f in json.loads(r.output)["figures"] if f["key"] == "ttft_p95_ms")
+    assert not ttft["differs"] and ttft["verdict"] == "no difference established"
+
+
+def test_without_a_threshold_it_only_reports(root):
+    r = compare(root, "base", "slow")
+    assert r.exit_code == 0 and "TTFT p95" in r.output and "B worse" in r.output
+
+
+def test_single_runs_have_no_interval_and_say_so(root):
+    r = compare(root, "single-a", "single-b", "--max-regression", "0.5", "--figures", "ttft_p95_ms", "--json")
+    d = json.loads(r.output)
+    assert r.exit_code == 1 and d["a"]["kind"] == "run" and len(d["figures"]) == 1
+    assert any("single run has no interval" in n for n in d["notes"])
+
+
+def test_cost_per_million_follows_throughput_with_a_given_price(root):
+    d = json.loads(compare(root, "base", "slow", "--price-usd-hour", "3.6", "--json").output)
+    cost = next(f for f in d["figures"] if f["key"] == "usd_per_1m_output")
+    tps = next(f for f in d["figures"] if f["key"] == "output_tokens_per_s")
+    assert cost["a"]["value"] == pytest.approx(3.6 / (tps["a"]["value"] * 3600) * 1e6)
+    assert cost["a"]["low"] == pytest.approx(3.6 / (tps["a"]["high"] * 3600) * 1e6)  # a decreasing map
+
+
+@pytest.mark.parametrize("args, message", [
+    (["base", "nope"], "nope: no run or repeat group"),
+    (["base", "slow", "--figures", "ttft_p42"], "unknown figure ttft_p42"),
+    (["base", "slow", "--max-regression", "-1"], "--max-regression"),
+])
+def test_bad_input_is_one_line_naming_the_fix(root, args, message):
+    r = compare(root, *args)
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
