@@ -71,6 +71,8 @@ def _common_flags(run: Mapping[str, Any], sweep: bool) -> list[str]:
             flags.append(f"{flag} {ov[key]:g}" if isinstance(ov[key], float) else f"{flag} {ov[key]}")
     if e.get("threads"):
         flags.append(f"--opt threads={e['threads']}" if sweep else f"--threads {e['threads']}")
+    if e.get("adapter") == "openai" and e.get("device"):  # the server's URL (credentials already stripped)
+        flags.append(f"--opt url={e['device']}" if sweep else f"--url {e['device']}")
     if ov.get("full_scale") and not sweep:
         flags.append("--full-scale")
     return flags

@@ -40,7 +40,7 @@ class Recommendation:
     frontiers: tuple[Frontier, ...]
     break_even: tuple[BreakEven, ...]
     backtest: Backtest
-    advice: Advice | None  # set only when nothing passes
+    advice: Advice | None  # set when no row passes on evidence that can carry a recommendation
     notes: tuple[str, ...] = field(default=())
     evidence: EvidenceGap | None = None  # set when the data cannot carry a recommendation yet
 

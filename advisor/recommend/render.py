@@ -20,6 +20,15 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v:,.0f}"
 
 
+def _latency(c: Any) -> str:
+    """'TTFT/TPOT' ms; an estimate as its ranges 'lo-hi/lo-hi'."""
+    if c.source == "estimated" and c.latency_range_ms:
+        t, p = c.latency_range_ms.get("ttft_ms"), c.latency_range_ms.get("tpot_ms")
+        if t is not None and p is not None:
+            return f"{_ms(t.low)}-{_ms(t.high)}/{_ms(p.low)}-{_ms(p.high)}"
+    return f"{_ms(c.latency_ms.get('ttft_ms'))}/{_ms(c.latency_ms.get('tpot_ms'))}"
+
+
 def _cost_text(r: Row) -> str:
     rng = r.monthly_range
     if r.monthly_usd is None:
@@ -53,7 +62,8 @@ def print_recommendation(rec: Recommendation, console: Console | None = None, to
     print_headline(rec, con)
     con.print(f"[bold]Load:[/] {rec.load_basis}")
     t = Table(title="Ranked options")
-    for col in ("#", "engine @ hardware", "src", "repl", "$/month", "$/1M out", "$/1M blend", "p95 TTFT/TPOT ms",
+    pct = f"p{rec.constraints.percentile:g}"
+    for col in ("#", "engine @ hardware", "src", "repl", "$/month", "$/1M out", "$/1M blend", f"{pct} TTFT/TPOT ms",
                 "margin"):
         t.add_column(col, overflow="fold")
     for r in rec.rows[:top]:
@@ -64,7 +74,7 @@ def print_recommendation(rec: Recommendation, console: Console | None = None, to
         t.add_row(f"[{style}]{r.rank}[/]", f"{c.engine} @ {c.hardware_id}", src,
                   "-" if r.replicas is None else str(r.replicas), _usd(r.monthly_usd), _usd(r.usd_per_1m_output, 3),
                   _usd(r.usd_per_1m_blended, 3),
-                  f"{_ms(c.latency_ms.get('ttft_ms'))}/{_ms(c.latency_ms.get('tpot_ms'))}", "-" if m is None else f"{m:.0%}")
+                  _latency(c), "-" if m is None else f"{m:.0%}")
     con.print(t)
     for r in rec.rows[:top]:
         con.print(f"  [{'green' if r.passes and r.headline_ok else 'red'}]{r.rank}.[/] {r.candidate.engine} @ "

@@ -80,3 +80,17 @@ def test_interval_of_six_repeats_covers_the_true_median_at_its_stated_rate(tmp_p
     print(f"\n6 repeats, stated coverage {stated:.4f}: the interval held the true median in {hits} of {trials} trials")
     sd = math.sqrt(stated * (1 - stated) / trials)
     assert abs(hits / trials - stated) <= 3.5 * sd + 0.005, (hits, trials, stated)
+
+
+def test_the_console_table_states_median_interval_and_coverage(tmp_path):
+    from io import StringIO
+
+    from rich.console import Console
+
+    from advisor.repeat_table import print_group
+
+    group = run_repeats(lambda i: bench_fake(tmp_path, 10.0 + 5 * i), 3)
+    buf = StringIO()
+    print_group(group, Console(file=buf, width=120))
+    text = buf.getvalue()
+    assert "TTFT p50 (ms)" in text and "75.0% coverage of the true median" in text and "[" in text
