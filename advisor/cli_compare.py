@@ -25,6 +25,12 @@ from advisor.store import RESULT_FILE, RunResult, StoreError, list_runs, load_ru
 COST_KEY = "usd_per_1m_output"
 
 
+class RegressionFound(click.ClickException):
+    """B is worse than A beyond both intervals and past the threshold: exit 1 (the CI gate)."""
+
+    exit_code = 1
+
+
 def resolve(item: str, root: Path, runs: list[RunResult] | None = None) -> RepeatGroup:
     """A run (by folder or id) as a group of one, or a repeat group by its id."""
     p = Path(item)
@@ -150,7 +156,8 @@ def compare_command(a: str, b: str, root: Path, max_regression_pct: float | None
     else:
         _print(ga, gb, diffs, notes, max_regression_pct)
     if regressions:
-        raise click.exceptions.Exit(1)
+        raise RegressionFound(f"{len(regressions)} regression(s) past {max_regression_pct:g}% beyond the intervals: "
+                              f"{', '.join(regressions)}")
 
 
 def _print(ga: RepeatGroup, gb: RepeatGroup, diffs: list[Difference], notes: list[str],
@@ -169,8 +176,7 @@ def _print(ga: RepeatGroup, gb: RepeatGroup, diffs: list[Difference], notes: lis
         t.add_row(f"{d.label} ({d.unit})", d.a.text(), d.b.text(), change,
                   f"[{style}]{d.verdict()}[/]" if style else d.verdict())
     con.print(t)
-    n_reg = sum(1 for d in diffs if d.regression)
-    if threshold is not None:
-        con.print(f"{n_reg} regression(s) past {threshold:g}% beyond the intervals" + (": exit 1" if n_reg else ""))
+    if threshold is not None and not any(d.regression for d in diffs):
+        con.print(f"no regression past {threshold:g}% beyond the intervals")
     for n in notes:
         con.print(f"[dim]note: {n}[/]", highlight=False)

@@ -34,7 +34,8 @@ def compare(root, *args):
 def test_a_regression_beyond_both_intervals_fails_the_gate(root):
     r = compare(root, "base", "slow", "--max-regression", "10", "--json")
     assert r.exit_code == 1, r.output
-    d = json.loads(r.output)
+    assert "1 regression(s) past 10%" in r.stderr or "regression(s) past 10%" in r.stderr
+    d = json.loads(r.stdout)  # stdout holds the JSON document and nothing else
     assert d["a"]["kind"] == "repeat group" and d["a"]["n"] == 3 and d["b"]["run_ids"] == ["slow-0", "slow-1", "slow-2"]
     ttft = next(f for f in d["figures"] if f["key"] == "ttft_p95_ms")
     assert ttft["differs"] and ttft["worse"] and ttft["regression"]
@@ -47,7 +48,7 @@ def test_a_change_under_the_threshold_or_inside_the_intervals_passes(root):
     assert compare(root, "base", "slow", "--max-regression", "50").exit_code == 0  # +32% < 50%
     r = compare(root, "base", "same", "--max-regression", "1", "--json")
     assert r.exit_code == 0, r.output
-    ttft = next(f for f in json.loads(r.output)["figures"] if f["key"] == "ttft_p95_ms")
+    ttft = next(f for f in json.loads(r.stdout)["figures"] if f["key"] == "ttft_p95_ms")
     assert not ttft["differs"] and ttft["verdict"] == "no difference established"
 
 
@@ -58,13 +59,13 @@ def test_without_a_threshold_it_only_reports(root):
 
 def test_single_runs_have_no_interval_and_say_so(root):
     r = compare(root, "single-a", "single-b", "--max-regression", "0.5", "--figures", "ttft_p95_ms", "--json")
-    d = json.loads(r.output)
+    d = json.loads(r.stdout)
     assert r.exit_code == 1 and d["a"]["kind"] == "run" and len(d["figures"]) == 1
     assert any("single run has no interval" in n for n in d["notes"])
 
 
 def test_cost_per_million_follows_throughput_with_a_given_price(root):
-    d = json.loads(compare(root, "base", "slow", "--price-usd-hour", "3.6", "--json").output)
+    d = json.loads(compare(root, "base", "slow", "--price-usd-hour", "3.6", "--json").stdout)
     cost = next(f for f in d["figures"] if f["key"] == "usd_per_1m_output")
     tps = next(f for f in d["figures"] if f["key"] == "output_tokens_per_s")
     assert cost["a"]["value"] == pytest.approx(3.6 / (tps["a"]["value"] * 3600) * 1e6)
@@ -78,4 +79,18 @@ def test_cost_per_million_follows_throughput_with_a_given_price(root):
 ])
 def test_bad_input_is_one_line_naming_the_fix(root, args, message):
     r = compare(root, *args)
-    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_console_script_exits_1_on_a_regression(root):
+    import subprocess
+    import sys
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-c", "from advisor.cli import main; main()", "compare", "--runs",
+                               str(root), *args], capture_output=True, text=True, timeout=120)
+
+    bad = run("base", "slow", "--max-regression", "10", "--json")
+    assert bad.returncode == 1 and "regression(s) past 10%" in bad.stderr
+    assert json.loads(bad.stdout)["regressions"]
+    assert run("base", "same", "--max-regression", "10").returncode == 0
