@@ -119,7 +119,7 @@ def ranking_table(rec: RecommendationResult, top: int = 20) -> list[dict[str, An
     out = []
     for r in rows[:top]:
         margins = ", ".join(f"{k} {v:.3g}" for k, v in (r.get("slo_margin_ms") or {}).items())
-        fails = "; ".join(f"{f['constraint']}: {f['detail']}" for f in r.get("failures") or [])
+        fails = ", ".join(dict.fromkeys(f["constraint"] for f in r.get("failures") or []))  # the why says the detail
         evidence = r.get("source") + (f" ({r['repeats']} repeats)" if (r.get("repeats") or 1) > 1 else "")
         if not r.get("headline_ok"):
             evidence += ", cannot carry a decision"

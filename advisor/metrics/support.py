@@ -125,8 +125,8 @@ class SloCheck:
         if self.status == "failed":
             seen = f"{self.observed_ms:.0f} ms" if self.observed_ms is not None else "over the limit"
             return f"{name} failed: {seen} > {self.limit_ms:g} ms ({over})"
-        return (f"{name} not established: {over}; {self.more_needed} more requests, all under the limit, "
-                "would establish it (MLPerf early stopping, 99%)")
+        return (f"{name} not established: {over}; needs {self.more_needed} more requests under the limit "
+                "(early stopping, 99%)")
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "text": self.text()}
