@@ -114,9 +114,9 @@ class RepeatGroup:
 
     @property
     def status(self) -> str:
-        """VALID only when every repeat is; otherwise the first non-VALID status (SATURATED before INVALID)."""
+        """VALID only when every repeat is; otherwise the worst status (FAILED, SATURATED, then INVALID)."""
         statuses = [str((r.verdict or {}).get("status") or "INVALID") for r in self.runs]
-        for s in ("SATURATED", "INVALID"):
+        for s in ("FAILED", "SATURATED", "INVALID"):
             if s in statuses:
                 return s
         return "VALID" if statuses and all(s == "VALID" for s in statuses) else "INVALID"

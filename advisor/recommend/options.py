@@ -74,7 +74,7 @@ def judge(runs: Sequence[dict[str, Any]], slos: Mapping[str, float | None], perc
     per_run = [slo_checks(r, slos, percentile, sample_for(r, samples)) for r in runs]
     checks = {k: _pool([c[k] for c in per_run]) for k in per_run[0]}
     statuses = [_status(r) for r in runs]
-    status = next((s for s in ("SATURATED", "INVALID") if s in statuses), "VALID")
+    status = next((s for s in ("FAILED", "SATURATED", "INVALID") if s in statuses), "VALID")
     reasons = tuple(x for r in runs if _status(r) != "VALID" for x in _reasons(r)[:1])
     latency = {}
     for k in ("ttft_ms", "tpot_ms", "e2e_ms"):
