@@ -52,9 +52,13 @@ def load_sample(run: RunResult) -> RunSample | None:
     if run.path is None:
         return None
     try:
-        return RunSample.from_records(run.records())
+        records = run.records()
     except (StoreError, OSError):
         return None
+    measured = sum(1 for r in records if not r.warmup)
+    if measured != int((run.summary or {}).get("n_requests") or 0):
+        return None  # records that are not this summary's (a hand-made or damaged folder): use the bounds
+    return RunSample.from_records(records)
 
 
 def load_samples(runs: Iterable[RunResult]) -> dict[str, RunSample]:

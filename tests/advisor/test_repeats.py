@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor.bench import BenchConfig, run_bench
+from advisor.bench import BenchConfig, bench_once
 from advisor.repeats import group_runs, repeat_tag, run_repeats
 from advisor.store import RunResult, list_runs, load_run
 from scenarios.overrides import Overrides
@@ -17,7 +17,7 @@ from scenarios.overrides import Overrides
 def bench_fake(root: Path, ttft_ms: float, duration_s: float = 0.3, rate: float = 100.0) -> RunResult:
     ov = Overrides(rate_rps=rate, duration_s=duration_s, warmup_s=0.0, max_input_tokens=16, max_output_tokens=4,
                    seed=1)
-    return run_bench(BenchConfig(scenario="copilot", engine="fake", overrides=ov, out_dir=root,
+    return bench_once(BenchConfig(scenario="copilot", engine="fake", overrides=ov, out_dir=root,
                                  engine_options={"ttft_ms": ttft_ms, "tpot_ms": 1.0}))
 
 

@@ -48,7 +48,7 @@ def test_only_invalid_runs_give_no_recommendation_and_the_commands_that_fix_it(t
     args = shlex.split(line)
     assert args[:2] == ["advisor", "sweep"]
     ctx = sweep_command.make_context("sweep", args[2:])  # every flag exists and parses
-    assert ctx.params["rates"] == "1,2,4,8" and ctx.params["duration"] == 120  # 120 requests at the lowest rate
+    assert ctx.params["rates"] == "1,2,4,8" and ctx.params["duration_s"] == 120  # 120 requests at the lowest rate
     assert ctx.params["max_input_tokens"] == 256
     passing = [row for row in d["rows"] if row["passes"]]
     assert passing and not any(row["headline_ok"] for row in passing)  # estimates pass on paper only
