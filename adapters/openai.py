@@ -207,7 +207,7 @@ class OpenAIAdapter(Adapter):
                     break
             else:
                 raise AdapterError("http_4xx", "server kept rejecting the request after dropping optional fields")
-            chunks = counter.finish()
+            chunks = counter.finish(req.max_tokens)
             if req.ignore_eos and counter.n_out != req.max_tokens:
                 self.short_requests += 1
             self.usage_modes[counter.usage_mode] = self.usage_modes.get(counter.usage_mode, 0) + 1

@@ -125,13 +125,18 @@ class StreamCounter:
                 return c
         return 0
 
-    def finish(self) -> list[Chunk]:
-        """End of a stream that saw [DONE]: every content chunk with its token count (docs/metrics.md)."""
+    def finish(self, max_tokens: int | None = None) -> list[Chunk]:
+        """End of a stream that saw [DONE]: every content chunk with its token count (docs/metrics.md).
+
+        Without usage, a `finish_reason` of "length" still tells the total: the request ran to `max_tokens`.
+        """
         if not self._events:
             raise AdapterError("stream", "stream ended without any output token")
         texts = [e[1] for e in self._events]
         weights = [float(len(t)) for t in texts]
         total = self.final_total
+        if total is None and self.finish_reason == "length" and max_tokens is not None:
+            total = max_tokens
         cumulative = [e[2] for e in self._events]
         if all(c is not None for c in cumulative):
             counts, prev = [], 0

@@ -90,3 +90,15 @@ def test_bad_events_are_stream_errors(payload):
     with pytest.raises(AdapterError) as info:
         StreamCounter("chat").feed(payload, 0)
     assert info.value.kind == "stream"
+
+
+def test_a_length_finish_without_usage_fixes_the_total_a_retokenization_would_miss():
+    """No usage; the tokenizer finds 3 tokens in text the server made of 2: finish_reason "length" says 2."""
+    c = StreamCounter("completions", token_ends=lambda text: [1, 2, 3])
+    done = json.dumps({"choices": [{"index": 0, "text": "c", "finish_reason": "length"}]})
+    out = _counts(c, [(_event("ab"), 1), (done, 2)])
+    c2 = StreamCounter("completions", token_ends=lambda text: [1, 2, 3])
+    c2.feed(_event("ab"), 1)
+    c2.feed(done, 2)
+    c2.feed("[DONE]", 3)
+    assert sum(x.n_tokens for x in c2.finish(max_tokens=2)) == 2 and out[-1].n_out_client == 3
