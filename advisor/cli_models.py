@@ -16,6 +16,7 @@ import click
 
 from own_engine.paths import DEFAULT_MODEL, is_model_dir, models_root, resolve_model
 from own_engine.presets import PRESETS
+from own_engine.tokenizer import TOKENIZER_KINDS
 
 
 @click.group("models")
@@ -31,9 +32,12 @@ def models_group() -> None:
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default=None,
               help="weight dtype (default: the preset's)")
 @click.option("--force", is_flag=True, help="overwrite an existing model of that name")
+@click.option("--tokenizer", type=click.Choice(TOKENIZER_KINDS), default=None,
+              help="tokenizer kind instead of the preset's (tests of every tokenizer x model family)")
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="write under this folder instead of the model cache")
-def create_command(name: str, preset: str, seed: int, dtype: str | None, force: bool, root: Path | None) -> None:
+def create_command(name: str, preset: str, seed: int, dtype: str | None, force: bool, tokenizer: str | None,
+                   root: Path | None) -> None:
     """Write a seeded random-weight LLaMA model NAME (Hugging Face layout); prints its folder last."""
     if preset not in PRESETS:
         raise click.UsageError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
@@ -42,7 +46,7 @@ def create_command(name: str, preset: str, seed: int, dtype: str | None, force: 
     p = PRESETS[preset]
     click.echo(f"creating '{name}' from preset {preset} ({p.n_params / 1e6:.1f}M params, {dtype or p.dtype})", err=True)
     try:
-        path = create_model(name, preset, seed=seed, root=root, force=force, dtype=dtype)
+        path = create_model(name, preset, seed=seed, root=root, force=force, dtype=dtype, tokenizer=tokenizer)
     except FileExistsError as e:
         raise click.ClickException(str(e)) from None
     except ValueError as e:
@@ -74,10 +78,10 @@ def list_command(as_json: bool) -> None:
         click.echo(f"no models in {root}; create one with `advisor models create NAME --preset tiny`")
     for r in rows:
         params = f"{r['n_params'] / 1e6:.1f}M" if r["n_params"] else "?"
-        click.echo(f"{r['name']:<20} {r['preset'] or '-':<12} {params:>9}  {r['path']}")
+        click.echo(f"{r['name']:<20} {r['preset'] or '-':<14} {params:>9}  {r['path']}")
     click.echo("\npresets:")
     for p in presets:
-        click.echo(f"  {p['preset']:<12} {p['n_params'] / 1e6:>8.1f}M  {p['dtype']:<9} {p['summary']}")
+        click.echo(f"  {p['preset']:<14} {p['n_params'] / 1e6:>8.1f}M  {p['dtype']:<9} {p['summary']}")
 
 
 def _tokenizer_for(model: str | None):  # -> tokenizers.Tokenizer | None

@@ -1,4 +1,4 @@
-"""Load a Hugging Face LLaMA folder (config.json + *.safetensors) into `LlamaModel`.
+"""Load a Hugging Face LLaMA/Qwen2/Mistral folder (config.json + *.safetensors) into `LlamaModel`.
 
 Safetensors only: a folder with only `pytorch_model.bin` is refused, because
 unpickling a file can run arbitrary code. q/k/v and gate/up tensors are
@@ -63,7 +63,7 @@ def load_model(model_path: str | Path, *, device: torch.device | str = "cpu", dt
                     if name not in targets:
                         if name.endswith("rotary_emb.inv_freq") or name == "lm_head.weight":  # tied head
                             continue
-                        raise ModelLoadError(f"{file}: unexpected tensor '{name}'; is this a LLaMA-family model?")
+                        raise ModelLoadError(f"{file}: unexpected tensor '{name}'; is this a LLaMA, Qwen2 or Mistral model?")
                     param, start, stop = targets[name]
                     tensor = f.get_tensor(name)
                     dst = param.data if start is None else param.data[start:stop]
@@ -94,11 +94,12 @@ def _targets(model: LlamaModel) -> dict[str, tuple[torch.nn.Parameter, int | Non
         t["lm_head.weight"] = (model.lm_head.weight, None, None)
     for i, layer in enumerate(model.layers):
         p = f"model.layers.{i}."
-        for suffix in ("weight", "bias") if cfg.attention_bias else ("weight",):
+        for suffix in ("weight", "bias") if cfg.qkv_bias else ("weight",):
             fused = getattr(layer.qkv_proj, suffix)
             t[p + f"self_attn.q_proj.{suffix}"] = (fused, 0, q)
             t[p + f"self_attn.k_proj.{suffix}"] = (fused, q, q + kv)
             t[p + f"self_attn.v_proj.{suffix}"] = (fused, q + kv, q + 2 * kv)
+        for suffix in ("weight", "bias") if cfg.o_bias else ("weight",):
             t[p + f"self_attn.o_proj.{suffix}"] = (getattr(layer.o_proj, suffix), None, None)
         for suffix in ("weight", "bias") if cfg.mlp_bias else ("weight",):
             fused = getattr(layer.gate_up_proj, suffix)

@@ -1,10 +1,12 @@
-"""The LLaMA-family decoder (RMSNorm, RoPE, GQA, SwiGLU) over flat token batches.
+"""The LLaMA-family decoder (RMSNorm, RoPE, GQA, SwiGLU) over flat token batches: LLaMA, Qwen2, Mistral.
 
 Tokens of all sequences in a step are one flat [T] batch; where attention
 keys come from (no cache, the paged cache, a contiguous static cache) is the
 job of an attention backend (`own_engine.attention`) passed to `forward`.
 q/k/v and gate/up are fused into one matmul each (as in nano-vllm); the
-loader splits the Hugging Face tensors into them.
+loader splits the Hugging Face tensors into them. The families differ only in
+which projections carry a bias and in per-layer sliding windows (see
+`own_engine.config`); a layer with a window passes it to the backend.
 """
 
 from __future__ import annotations
@@ -20,8 +22,12 @@ from own_engine.rope import apply_rope, rope_cache
 
 
 class AttentionBackend(Protocol):
-    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """q [T, Hq, D], k/v [T, Hkv, D] (already rotated) -> [T, Hq, D]."""
+    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                 window: int | None = None) -> torch.Tensor:
+        """q [T, Hq, D], k/v [T, Hkv, D] (already rotated) -> [T, Hq, D].
+
+        `window`: the layer's sliding window (a query at position p sees keys p-window+1 .. p); None = causal.
+        """
         ...
 
 
@@ -53,12 +59,13 @@ class RMSNorm(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig, dtype: torch.dtype) -> None:
+    def __init__(self, cfg: ModelConfig, dtype: torch.dtype, window: int | None = None) -> None:
         super().__init__()
         self.cfg = cfg
+        self.window = window
         h = cfg.hidden_size
-        self.qkv_proj = Linear(h, cfg.q_size + 2 * cfg.kv_size, cfg.attention_bias, dtype)
-        self.o_proj = Linear(cfg.q_size, h, cfg.attention_bias, dtype)
+        self.qkv_proj = Linear(h, cfg.q_size + 2 * cfg.kv_size, cfg.qkv_bias, dtype)
+        self.o_proj = Linear(cfg.q_size, h, cfg.o_bias, dtype)
         self.gate_up_proj = Linear(h, 2 * cfg.intermediate_size, cfg.mlp_bias, dtype)
         self.down_proj = Linear(cfg.intermediate_size, h, cfg.mlp_bias, dtype)
         self.input_layernorm = RMSNorm(h, cfg.rms_norm_eps, dtype)
@@ -74,7 +81,7 @@ class DecoderLayer(nn.Module):
         qk = apply_rope(qkv[:, : cfg.q_size + cfg.kv_size].view(t, hq + hkv, d), cos, sin)
         q, k = qk[:, :hq], qk[:, hq:]
         v = qkv[:, cfg.q_size + cfg.kv_size:].view(t, hkv, d)
-        o = attn(idx, q, k, v).reshape(t, cfg.q_size)
+        o = (attn(idx, q, k, v) if self.window is None else attn(idx, q, k, v, window=self.window)).reshape(t, cfg.q_size)
         x = x + self.o_proj(o)
         gate, up = self.gate_up_proj(self.post_attention_layernorm(x)).chunk(2, dim=-1)
         return x + self.down_proj(F.silu(gate) * up)
@@ -89,7 +96,7 @@ class LlamaModel(nn.Module):
         self.dtype = dtype
         self.max_model_len = max_model_len
         self.embed_tokens = nn.Parameter(torch.empty(cfg.vocab_size, cfg.hidden_size, dtype=dtype), requires_grad=False)
-        self.layers = nn.ModuleList(DecoderLayer(cfg, dtype) for _ in range(cfg.num_hidden_layers))
+        self.layers = nn.ModuleList(DecoderLayer(cfg, dtype, cfg.window(i)) for i in range(cfg.num_hidden_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, dtype)
         self.lm_head = None if cfg.tie_word_embeddings else Linear(cfg.hidden_size, cfg.vocab_size, False, dtype)
         self.register_buffer("rope", rope_cache(cfg, max_model_len), persistent=False)  # [max_len, 2, D] fp32

@@ -33,7 +33,8 @@ class ContiguousAttention:
                  mask: torch.Tensor) -> None:
         self.k_cache, self.v_cache, self.batch, self.start, self.mask = k_cache, v_cache, batch, start, mask
 
-    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                 window: int | None = None) -> torch.Tensor:
         b = self.batch
         s = q.shape[0] // b
         end = self.start + s
@@ -41,7 +42,12 @@ class ContiguousAttention:
         kc[:, :, self.start:end] = k.view(b, s, *k.shape[1:]).transpose(1, 2)
         vc[:, :, self.start:end] = v.view(b, s, *v.shape[1:]).transpose(1, 2)
         qb = q.view(b, s, *q.shape[1:]).transpose(1, 2)  # [B, Hq, S, D]
-        o = F.scaled_dot_product_attention(qb, kc[:, :, :end], vc[:, :, :end], attn_mask=self.mask,
+        mask = self.mask
+        if window is not None and end > window:
+            # left padding shifts query and key columns alike, so the window is a distance between columns
+            cols = torch.arange(end, device=q.device)
+            mask = mask & (cols[None, :] > cols[self.start:end, None] - window)  # [.., S, end]
+        o = F.scaled_dot_product_attention(qb, kc[:, :, :end], vc[:, :, :end], attn_mask=mask,
                                            enable_gqa=q.shape[1] != k.shape[1])
         return o.transpose(1, 2).reshape(b * s, *q.shape[1:])
 

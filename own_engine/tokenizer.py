@@ -1,28 +1,85 @@
-"""Build a byte-level BPE tokenizer offline, trained with `tokenizers` on text the package ships.
+"""Build a model's tokenizer offline, trained with `tokenizers` on text the package ships, in one of the families
+real checkpoints use.
 
-The alphabet is printable ASCII plus newline, so every non-special token
-decodes to complete, printable text (servers never hold back partial UTF-8).
-Text beyond the shipped corpus is synthesised deterministically (pseudo-words
-from a seeded generator) until the BPE can reach the requested vocab size.
+Kinds (`TOKENIZER_KINDS`):
+- `bpe-gpt2`: byte-level BPE with GPT-2's pre-tokenizer (advisor's original tokenizer);
+- `bpe-llama3`: byte-level BPE split by Llama-3's regex, `ignore_merges`, BOS added (as Llama-3 ships);
+- `bpe-qwen2`: byte-level BPE split by Qwen2's regex (single digits), NFC-normalised (as Qwen2 ships);
+- `spm-bpe`: SentencePiece-style BPE with byte fallback (Llama-2, Mistral, TinyLlama; `own_engine.tokenizer_spm`);
+- `unigram`, `wordlevel`: the other two `tokenizers` models (`own_engine.tokenizer_spm`), for refusal tests.
+
+Every token a model made by `advisor models create` can emit decodes to
+complete, printable text (servers never hold back partial UTF-8): alphabets
+are printable ASCII, and where a kind holds all 256 bytes (`bpe-llama3`,
+`bpe-qwen2`, the byte fallback of `spm-bpe`) the model's LM-head rows of the
+unprintable ones are zero (`own_engine.create`). Text beyond the shipped corpus is synthesised
+deterministically (pseudo-words from a seeded generator) until the model can
+reach the requested vocab size.
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from importlib.resources import files
+from typing import Literal
+
+TokenizerKind = Literal["bpe-gpt2", "bpe-llama3", "bpe-qwen2", "spm-bpe", "unigram", "wordlevel"]
+TOKENIZER_KINDS: tuple[TokenizerKind, ...] = ("bpe-gpt2", "bpe-llama3", "bpe-qwen2", "spm-bpe", "unigram", "wordlevel")
 
 BOS, EOS, PAD = "<|bos|>", "<|eos|>", "<|pad|>"
-SPECIAL_TOKENS = (BOS, EOS, PAD)  # ids 0, 1, 2
+SPECIAL_TOKENS = (BOS, EOS, PAD)  # ids 0, 1, 2 of the byte-level kinds
 _PRINTABLE = [chr(c) for c in range(0x20, 0x7F)] + ["\n"]
 _CONSONANTS = "bcdfghjklmnprstvwz"
 _VOWELS = "aeiou"
+
+# pre-tokenizer split patterns exactly as the published tokenizer.json files spell them
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                  r"\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                 r"\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+@dataclass(frozen=True)
+class TokenizerSpec:
+    """A kind's special tokens (ids 0..n-1, in this order) and which of them are BOS/EOS/PAD/UNK."""
+
+    kind: TokenizerKind
+    specials: tuple[str, ...]
+    bos: str
+    eos: str
+    pad: str | None = None
+    unk: str | None = None
+    add_bos: bool = False  # the tokenizer prepends BOS when encoding (its post-processor)
+
+    def id_of(self, token: str | None) -> int | None:
+        return None if token is None else self.specials.index(token)
+
+
+SPECS: dict[str, TokenizerSpec] = {
+    "bpe-gpt2": TokenizerSpec("bpe-gpt2", SPECIAL_TOKENS, BOS, EOS, PAD),
+    "bpe-llama3": TokenizerSpec("bpe-llama3", ("<|begin_of_text|>", "<|end_of_text|>", "<|finetune_right_pad_id|>"),
+                                "<|begin_of_text|>", "<|end_of_text|>", "<|finetune_right_pad_id|>", add_bos=True),
+    "bpe-qwen2": TokenizerSpec("bpe-qwen2", ("<|endoftext|>", "<|im_start|>", "<|im_end|>"),
+                               "<|endoftext|>", "<|endoftext|>", "<|endoftext|>"),
+    "spm-bpe": TokenizerSpec("spm-bpe", ("<unk>", "<s>", "</s>"), "<s>", "</s>", unk="<unk>", add_bos=True),
+    "unigram": TokenizerSpec("unigram", ("<unk>", "<s>", "</s>"), "<s>", "</s>", unk="<unk>", add_bos=True),
+    "wordlevel": TokenizerSpec("wordlevel", ("<unk>", "<s>", "</s>"), "<s>", "</s>", unk="<unk>"),
+}
+
+
+def tokenizer_spec(kind: str) -> TokenizerSpec:
+    """The kind's specials; a ValueError listing the valid kinds otherwise."""
+    if kind not in SPECS:
+        raise ValueError(f"unknown tokenizer kind '{kind}'; choose one of: {', '.join(TOKENIZER_KINDS)}")
+    return SPECS[kind]
 
 
 def shipped_corpus() -> str:
     return files("own_engine").joinpath("data/corpus.txt").read_text(encoding="ascii")
 
 
-def _synthetic_lines(vocab_size: int, seed: int) -> list[str]:
+def synthetic_lines(vocab_size: int, seed: int) -> list[str]:
     """Deterministic pseudo-words: enough distinct pairs for `vocab_size` merges."""
     rng = random.Random(seed)
     syllables = [c + v for c in _CONSONANTS for v in _VOWELS] + list(_VOWELS)
@@ -33,25 +90,58 @@ def _synthetic_lines(vocab_size: int, seed: int) -> list[str]:
     return [" ".join(words[i:i + 12]) for i in range(0, len(words), 12)]
 
 
-def build_tokenizer(vocab_size: int, *, seed: int = 0):  # -> tokenizers.Tokenizer
-    """A byte-level BPE with exactly `vocab_size` tokens (specials first: bos=0, eos=1, pad=2)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def training_lines(vocab_size: int, seed: int) -> list[str]:
+    return shipped_corpus().splitlines() * 4 + synthetic_lines(vocab_size, seed)
+
+
+def build_tokenizer(vocab_size: int, *, kind: str = "bpe-gpt2", seed: int = 0):  # -> tokenizers.Tokenizer
+    """A `kind` tokenizer with exactly `vocab_size` tokens (the kind's specials first)."""
+    spec = tokenizer_spec(kind)
+    if kind in ("spm-bpe", "unigram", "wordlevel"):
+        from own_engine import tokenizer_spm
+
+        return tokenizer_spm.build(spec, vocab_size, seed)
+    return _byte_level(spec, vocab_size, seed)
+
+
+def _byte_level(spec: TokenizerSpec, vocab_size: int, seed: int):
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     alphabet = pre_tokenizers.ByteLevel.alphabet()
     byte_map = {chr(b): ch for b, ch in zip(range(256), _byte_chars(), strict=True)}
-    initial = [byte_map[c] for c in _PRINTABLE]
+    # bpe-gpt2 keeps advisor's original printable-only alphabet (other bytes are dropped, as before); the
+    # Llama-3/Qwen2 kinds hold all 256 bytes as real ones do, and the model never emits the unprintable ones
+    initial = [byte_map[c] for c in _PRINTABLE] if spec.kind == "bpe-gpt2" else _byte_chars()
     assert all(c in alphabet for c in initial)
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok = Tokenizer(models.BPE(ignore_merges=spec.kind == "bpe-llama3"))
+    if spec.kind == "bpe-gpt2":
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    else:
+        pattern = LLAMA3_PATTERN if spec.kind == "bpe-llama3" else QWEN2_PATTERN
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)])
+    if spec.kind == "bpe-qwen2":
+        tok.normalizer = normalizers.NFC()
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS),
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(spec.specials),
                                   initial_alphabet=initial, limit_alphabet=len(initial), min_frequency=1,
                                   show_progress=False)
-    lines = shipped_corpus().splitlines() * 4 + _synthetic_lines(vocab_size, seed)
-    tok.train_from_iterator(lines, trainer=trainer)
+    tok.train_from_iterator(training_lines(vocab_size, seed), trainer=trainer)
+    if spec.add_bos:
+        add_bos_template(tok, spec)
     got = tok.get_vocab_size()
     assert got == vocab_size, f"tokenizer reached {got} tokens, wanted {vocab_size}"
     return tok
+
+
+def add_bos_template(tok, spec: TokenizerSpec) -> None:
+    """Prepend BOS on encode, as Llama-2/Llama-3 tokenizers do (a TemplateProcessing post-processor)."""
+    from tokenizers import processors
+
+    bos_id = spec.id_of(spec.bos)
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{spec.bos} $A", pair=f"{spec.bos} $A {spec.bos} $B", special_tokens=[(spec.bos, bos_id)])
 
 
 def _byte_chars() -> list[str]:
@@ -68,12 +158,24 @@ def _byte_chars() -> list[str]:
     return [chr(table[b]) for b in range(256)]
 
 
-def tokenizer_config(model_max_length: int) -> dict:
+def tokenizer_config(model_max_length: int, kind: str = "bpe-gpt2") -> dict:
     """tokenizer_config.json so `transformers.AutoTokenizer` loads the folder offline."""
-    return {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": BOS, "eos_token": EOS, "pad_token": PAD,
-            "model_max_length": model_max_length, "clean_up_tokenization_spaces": False, "add_bos_token": False,
-            "add_eos_token": False}
+    spec = tokenizer_spec(kind)
+    cfg = {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": spec.bos, "eos_token": spec.eos,
+           "model_max_length": model_max_length, "clean_up_tokenization_spaces": False,
+           "add_bos_token": spec.add_bos, "add_eos_token": False}
+    if spec.pad is not None:
+        cfg["pad_token"] = spec.pad
+    if spec.unk is not None:
+        cfg["unk_token"] = spec.unk
+    return cfg
 
 
-def special_tokens_map() -> dict:
-    return {"bos_token": BOS, "eos_token": EOS, "pad_token": PAD}
+def special_tokens_map(kind: str = "bpe-gpt2") -> dict:
+    spec = tokenizer_spec(kind)
+    out = {"bos_token": spec.bos, "eos_token": spec.eos}
+    if spec.pad is not None:
+        out["pad_token"] = spec.pad
+    if spec.unk is not None:
+        out["unk_token"] = spec.unk
+    return out
