@@ -28,6 +28,7 @@ from pydantic import Field
 
 from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
+from advisor.convert import limits
 
 
 @dataclass
@@ -85,7 +86,7 @@ class LlamaCppAdapter(EngineThreadMixin, Adapter):
         src, self.precision, out, cfg = convert_on_first_use(self.model, "gguf", self.precision)
         path = out / FILENAME
         self._ll = ll
-        train_ctx = int(cfg.get("max_position_embeddings", 2048))  # what the GGUF was written with
+        train_ctx = limits.llama_cpp(cfg, self.precision).max_context  # the trained context, or a sliding window
         self._max_len = min(train_ctx, int(self.n_ctx or train_ctx))
         # unified KV cache of max_len per slot: every slot can reach the full length
         self._model, self._ctx = load(path, n_ctx=self._max_len * self.parallel, n_batch=self.n_batch,

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
+from advisor.convert import limits
 
 
 @dataclass
@@ -74,7 +75,7 @@ class OnnxRuntimeAdapter(EngineThreadMixin, Adapter):
         from advisor.convert import ConversionError
 
         src, self.precision, out, cfg = convert_on_first_use(self.model, "onnx", self.precision)
-        context = int(cfg.get("max_position_embeddings", 2048))
+        context = limits.onnxruntime_genai(cfg, self.precision).max_context
         # the KV buffer is preallocated to max_length for every batch slot: keep it as tight as the work allows
         self._max_len = min(context, int(self.max_length or context))
         overlay: dict[str, Any] = {"engine": {"static_batching": {"max_batch_size": self.max_batch}},

@@ -23,6 +23,7 @@ from pydantic import Field
 
 from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
+from advisor.convert import limits
 
 
 @dataclass
@@ -69,7 +70,7 @@ class OpenVINOAdapter(EngineThreadMixin, Adapter):
         from advisor.convert.openvino import compile_config
 
         src, self.precision, ir, cfg = convert_on_first_use(self.model, "openvino", self.precision)
-        self._max_len = int(cfg.get("max_position_embeddings", 2048))
+        self._max_len = limits.openvino(cfg, self.precision).max_context  # the trained context, or a sliding window
         sc = ov_genai.SchedulerConfig()
         sc.cache_size = max(1, int(round(self.cache_size_gb)))
         sc.max_num_seqs = self.max_batch

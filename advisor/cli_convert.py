@@ -83,11 +83,12 @@ def _table(report) -> None:
 
     t = Table(title=f"agreement with own_engine fp32 on {report.model} ({report.n_tokens} tokens x "
                     f"{len(report.prompts)} prompts)")
-    for col in ("engine", "format", "precision", "status", "tokens agree", "first diverges", "max |dlogit|", "KL"):
+    for col in ("engine", "format", "precision", "status", "tokens agree", "first diverges", "max |dlogit|", "KL",
+                "text agrees"):
         t.add_column(col)
     for r in report.results:
         fmt = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
         t.add_row(r.adapter, r.format, r.precision, r.status if not r.detail else f"{r.status}: {r.detail[:60]}",
                   fmt(r.token_agreement, ".0%"), "-" if r.first_divergence is None else str(r.first_divergence),
-                  fmt(r.max_abs_diff, ".2g"), fmt(r.kl, ".2g"))
+                  fmt(r.max_abs_diff, ".2g"), fmt(r.kl, ".2g"), fmt(r.text_agreement, ".0%"))
     Console().print(t)

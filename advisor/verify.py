@@ -8,7 +8,11 @@ the same engine on the reference sequence (teacher-forced), are compared
 over the first steps (max abs difference, KL). fp32 variants, and fp16 ones
 whose engine computes in fp32 (OpenVINO), must agree token for token; the
 others report "quality drift", which the recommender reads from
-`VariantResult.to_dict()`.
+`VariantResult.to_dict()`. The text check (`advisor.convert.text_check`)
+runs each variant's own tokenizer over mixed text against the original
+`tokenizers` one: any variant whose ids or decoded text differ is a MISMATCH,
+whatever its precision (a benchmark sending it text would measure other
+prompts).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import numpy as np
 
 import adapters
 from adapters.base import RequestSpec
-from advisor.convert import ConversionError, convert, logits_fn, reference
+from advisor.convert import ConversionError, convert, logits_fn, reference, text_check
 from advisor.convert.check import divergence
 
 Status = Literal["agree", "quality drift", "MISMATCH", "unavailable", "error"]
@@ -66,6 +70,8 @@ class VariantResult:
     kl: float | None = None  # mean KL(reference || variant) per step, nats
     version: str | None = None
     detail: str = ""
+    text_agreement: float | None = None  # fraction of mixed texts its own tokenizer encodes and decodes as the original
+    text_detail: str = ""  # the first text that differed
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -128,9 +134,15 @@ def verify_variant(v: Variant, model: Path, prompts: list[list[int]], refs: list
         return VariantResult(v.adapter, v.adapter, v.format, v.precision, "unavailable", detail=why)
     try:
         outs, engine, version = _generate(v.adapter, model, v.precision, prompts, n, threads)
-        div = None
-        if v.adapter != "own":
-            fn = logits_fn(v.format, convert(model, v.format, v.precision))  # type: ignore[arg-type]
+        div = text = None
+        if v.adapter == "own":  # own_engine's adapter encodes with the original tokenizer.json itself
+            if (model / "tokenizer.json").is_file():
+                text = text_check.compare(model, *text_check.original(model, skip_special=False))
+        else:
+            out_dir = convert(model, v.format, v.precision)  # type: ignore[arg-type]
+            if (model / "tokenizer.json").is_file():
+                text = text_check.check(model, v.format, out_dir)
+            fn = logits_fn(v.format, out_dir)
             try:
                 steps = min(logit_steps, n)
                 ref_l, got_l = [], []
@@ -152,9 +164,12 @@ def verify_variant(v: Variant, model: Path, prompts: list[list[int]], refs: list
     first = min((f for f in firsts if f is not None), default=None)
     exact = first is None
     status: Status = "agree" if exact else ("MISMATCH" if v.strict else "quality drift")
+    if text is not None and not text.ok:
+        status = "MISMATCH"
     return VariantResult(v.adapter, engine, v.format, v.precision, status, total, same / total if total else None,
                          first, div.positions if div else 0, div.max_abs_diff if div else None,
-                         div.kl if div else None, version)
+                         div.kl if div else None, version, text_agreement=text.agreement if text else None,
+                         text_detail=text.first_mismatch or "" if text else "")
 
 
 def _first_diff(out: list[int], ref: list[int]) -> int | None:

@@ -4,10 +4,12 @@
 `<model>/converted/<format>-<precision>/` with the engine's files and a
 `manifest.json` (source fingerprint, tool versions, the logit check's
 result). A second call with an unchanged source returns at once; a changed
-source (or `force=True`) reconverts. Every fresh conversion is checked
-against the fp32 reference and raises ConversionError on a mismatch; the
-conversion itself is done by each engine family's own tools (see the format
-modules).
+source (or `force=True`) reconverts. Before writing, the target engine's
+limits are checked (`limits.for_format`: a clear error instead of a kernel
+message mid-run). Every fresh conversion is checked against the fp32
+reference (logits) and its tokenizer against the original on mixed text
+(`text_check`); either mismatch raises ConversionError. The conversion
+itself is done by each engine family's own tools (see the format modules).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
+from advisor.convert import limits, text_check, tokenizer_family
 from advisor.convert.check import ConversionError, Divergence, check_logits
 
 Format = Literal["gguf", "onnx", "openvino"]
@@ -140,15 +143,17 @@ def _versions(fmt: str) -> dict[str, str]:
     return out
 
 
-def _write(model_path: Path, fmt: str, precision: str, tmp: Path) -> None:
+def _write(model_path: Path, fmt: str, precision: str, tmp: Path) -> dict[str, Any] | None:
+    """Write `fmt` into `tmp`; returns what the writer reports about the tokenizer it wrote (GGUF), if anything."""
     if fmt == "gguf":
         from advisor.convert import gguf as g
 
         if precision in ("fp32", "fp16"):
-            g.write_gguf(model_path, tmp / g.FILENAME, precision)
-        else:  # quantize from the (cached, checked) fp32 file with llama.cpp's quantizer
-            src = convert(model_path, "gguf", "fp32")
-            g.quantize(src / g.FILENAME, tmp / g.FILENAME, precision)
+            return g.write_gguf(model_path, tmp / g.FILENAME, precision)
+        # quantize from the (cached, checked) fp32 file with llama.cpp's quantizer
+        src = convert(model_path, "gguf", "fp32")
+        g.quantize(src / g.FILENAME, tmp / g.FILENAME, precision)
+        return (read_manifest(src) or {}).get("tokenizer")
     elif fmt == "onnx":
         from advisor.convert import onnx as o
 
@@ -157,6 +162,22 @@ def _write(model_path: Path, fmt: str, precision: str, tmp: Path) -> None:
         from advisor.convert import openvino as v
 
         v.write_openvino(model_path, tmp, precision)
+    return None
+
+
+def _check_text(model_path: Path, fmt: str, precision: str, out_dir: Path) -> text_check.TextCheck | None:
+    """The converted tokenizer against the original on mixed text; ConversionError naming the family if they differ."""
+    if not (model_path / "tokenizer.json").is_file():
+        return None  # nothing to compare against: the model runs on token ids only
+    result = text_check.check(model_path, fmt, out_dir)
+    if not result.ok:
+        family = tokenizer_family.detect(model_path).describe()
+        raise ConversionError(
+            f"{fmt} {precision}: the converted {family} tokenizer tokenizes text differently from the original "
+            f"({result.ids_agree}/{result.texts} texts give the same ids, {result.decode_agree}/{result.texts} decode "
+            f"the same); first: {result.first_mismatch}. A benchmark sending text to this engine would measure "
+            "other prompts; use a format whose tokenizer agrees (`advisor verify` shows each), or send token ids")
+    return result
 
 
 def logits_fn(fmt: str, out_dir: Path) -> Any:
@@ -170,6 +191,8 @@ def convert(model_path: Path, to: Format, precision: str = "fp32", *, force: boo
     model_path = Path(model_path).resolve()
     precision = normalize_precision(to, precision)
     _validate_source(model_path)
+    cfg = json.loads((model_path / "config.json").read_text())
+    engine_limits = limits.for_format(to, cfg, precision)  # refuses what the engine cannot run, even when cached
     out = converted_dir(model_path, to, precision)
     fp = fingerprint(model_path)
     man = read_manifest(out)
@@ -179,18 +202,20 @@ def convert(model_path: Path, to: Format, precision: str = "fp32", *, force: boo
     t0 = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix=f".{to}-{precision}-", dir=out.parent))
     try:
-        _write(model_path, to, precision, tmp)
-        div = None
+        tokenizer = _write(model_path, to, precision, tmp)
+        div = text = None
         if check:
-            cfg = json.loads((model_path / "config.json").read_text())
             fn = logits_fn(to, tmp)
             try:
                 div = check_logits(model_path, to, precision, fn, int(cfg["vocab_size"]))
             finally:
                 getattr(fn, "close", lambda: None)()
+            text = _check_text(model_path, to, precision, tmp)
         manifest = {"source": str(model_path), "source_fingerprint": fp, "format": to, "precision": precision,
                     "tools": _versions(to), "convert_s": round(time.perf_counter() - t0, 3),
-                    "check": div.to_dict() if div else None}
+                    "check": div.to_dict() if div else None, "text_check": text.to_dict() if text else None,
+                    "tokenizer": tokenizer, "max_context": engine_limits.max_context,
+                    "limits": list(engine_limits.notes)}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
         if out.exists():
             shutil.rmtree(out)

@@ -1,11 +1,14 @@
-"""HF LLaMA folder -> GGUF for llama.cpp, written with llama.cpp's own `gguf` package.
+"""HF LLaMA/Qwen2/Mistral folder -> GGUF for llama.cpp, written with llama.cpp's own `gguf` package.
 
-fp32/fp16 files are written directly with `gguf.GGUFWriter` (what llama.cpp's
-`convert_hf_to_gguf.py` does for the LLaMA architecture: the same tensor names,
-the same Q/K rotary permutation, a GPT-2-style byte-level BPE vocabulary
-declared with pre-tokenizer `gpt-2`). q8_0/q4_0 are made from the fp32 file
-with llama.cpp's quantizer (`llama_cpp.llama_model_quantize`). Only the
-LLaMA architecture is handled; anything else is refused with the fix.
+fp32/fp16 files are written directly with `gguf.GGUFWriter`, as llama.cpp's
+`convert_hf_to_gguf.py` does: LLaMA and Mistral as the `llama` architecture
+(Q/K rotary permutation), Qwen2 as `qwen2` (NEOX rotary, no permutation, q/k/v
+biases); a tied LM head is left out (llama.cpp reuses the embedding). The
+vocabulary is written as what it is (`advisor.convert.gguf_vocab`). llama.cpp
+has no sliding-window attention for these architectures, so a model with
+windows gets the smallest window as its context length (`advisor.convert.limits`
+says so). q8_0/q4_0 are made from the fp32 file with llama.cpp's quantizer
+(`llama_cpp.llama_model_quantize`). Other architectures are refused.
 """
 
 from __future__ import annotations
@@ -60,40 +63,18 @@ def _gguf() -> Any:
     return gguf
 
 
-def _vocab(model_path: Path, vocab_size: int) -> tuple[list[str], list[int], list[str]]:
-    """Tokens, token types and merges from tokenizer.json, padded to the embedding's vocab size."""
+def write_gguf(model_path: Path, out_file: Path, precision: str) -> dict[str, Any]:
+    """Write fp32 or fp16 GGUF for the HF folder at `model_path`; returns what was written about the tokenizer."""
     gguf = _gguf()
-
-    path = model_path / "tokenizer.json"
-    if not path.is_file():
-        raise ConversionError(f"{model_path} has no tokenizer.json; GGUF needs the model's tokenizer in the folder")
-    tj = json.loads(path.read_text())
-    model = tj["model"]
-    if model.get("type") != "BPE":
-        raise ConversionError(f"GGUF writer handles byte-level BPE tokenizers only, got {model.get('type')!r}")
-    tokens: dict[int, str] = {i: t for t, i in model["vocab"].items()}
-    types: dict[int, int] = {i: int(gguf.TokenType.NORMAL) for i in tokens}
-    for added in tj.get("added_tokens", []):
-        tokens[added["id"]] = added["content"]
-        types[added["id"]] = int(gguf.TokenType.CONTROL if added.get("special") else gguf.TokenType.USER_DEFINED)
-    if max(tokens) >= vocab_size:
-        raise ConversionError(f"tokenizer has id {max(tokens)} but the model's vocab_size is {vocab_size}")
-    toks, tts = [], []
-    for i in range(vocab_size):
-        toks.append(tokens.get(i, f"[PAD{i}]"))
-        tts.append(types.get(i, int(gguf.TokenType.UNUSED)))
-    merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
-    return toks, tts, merges
-
-
-def write_gguf(model_path: Path, out_file: Path, precision: str) -> None:
-    """Write fp32 or fp16 GGUF for the LLaMA HF folder at `model_path`."""
-    gguf = _gguf()
+    from advisor.convert import limits
+    from advisor.convert.gguf_vocab import write_vocab
 
     assert precision in ("fp32", "fp16"), precision
     cfg = json.loads((model_path / "config.json").read_text())
-    if cfg.get("model_type") != "llama":
-        raise ConversionError(f"GGUF writer supports model_type 'llama' only, got {cfg.get('model_type')!r}")
+    family = cfg.get("model_type")
+    if family not in ("llama", "mistral", "qwen2"):
+        raise ConversionError(f"GGUF writer supports model_type llama, mistral and qwen2, got {family!r}")
+    arch = "qwen2" if family == "qwen2" else "llama"
     w = load_weights(model_path)
     n_head, n_kv = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"])
     hidden, vocab = cfg["hidden_size"], cfg["vocab_size"]
@@ -104,9 +85,9 @@ def write_gguf(model_path: Path, out_file: Path, precision: str) -> None:
             rope.get("rope_type", "default") != "default":
         raise ConversionError("GGUF writer handles default RoPE only (no rope scaling)")
 
-    wr = gguf.GGUFWriter(str(out_file), "llama")
+    wr = gguf.GGUFWriter(str(out_file), arch)
     wr.add_name(model_path.name)
-    wr.add_context_length(cfg.get("max_position_embeddings", 2048))
+    wr.add_context_length(limits.llama_cpp_context(cfg).max_context)
     wr.add_embedding_length(hidden)
     wr.add_block_count(cfg["num_hidden_layers"])
     wr.add_feed_forward_length(cfg["intermediate_size"])
@@ -119,26 +100,14 @@ def write_gguf(model_path: Path, out_file: Path, precision: str) -> None:
     wr.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-5)))
     wr.add_vocab_size(vocab)
     wr.add_file_type(_FTYPE[precision])
-
-    toks, types, merges = _vocab(model_path, vocab)
-    wr.add_tokenizer_model("gpt2")
-    wr.add_tokenizer_pre("gpt-2")  # a byte-level GPT-2 pre-tokenizer; llama.cpp rejects unknown hashes otherwise
-    wr.add_token_list(toks)
-    wr.add_token_types(types)
-    wr.add_token_merges(merges)
-    for key, fn in (("bos_token_id", wr.add_bos_token_id), ("eos_token_id", wr.add_eos_token_id),
-                    ("pad_token_id", wr.add_pad_token_id)):
-        val = cfg.get(key)
-        if isinstance(val, list):
-            val = val[0] if val else None
-        if val is not None:
-            fn(int(val))
-    wr.add_add_bos_token(False)  # callers pass token ids; never prepend anything silently
-    wr.add_add_eos_token(False)
+    written = write_vocab(wr, model_path, vocab)
 
     def put(name: str, arr: np.ndarray) -> None:
         half = precision == "fp16" and arr.ndim == 2
         wr.add_tensor(name, arr.astype(np.float16 if half else np.float32))
+
+    def qk(arr: np.ndarray, heads: int) -> np.ndarray:
+        return arr if arch == "qwen2" else _permute(arr, heads)  # qwen2 runs NEOX rotary: HF's own layout
 
     put("token_embd.weight", w["model.embed_tokens.weight"])
     put("output_norm.weight", w["model.norm.weight"])
@@ -147,10 +116,16 @@ def write_gguf(model_path: Path, out_file: Path, precision: str) -> None:
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
         put(f"blk.{i}.attn_norm.weight", w[p + "input_layernorm.weight"])
-        put(f"blk.{i}.attn_q.weight", _permute(w[p + "self_attn.q_proj.weight"], n_head))
-        put(f"blk.{i}.attn_k.weight", _permute(w[p + "self_attn.k_proj.weight"], n_kv))
+        put(f"blk.{i}.attn_q.weight", qk(w[p + "self_attn.q_proj.weight"], n_head))
+        put(f"blk.{i}.attn_k.weight", qk(w[p + "self_attn.k_proj.weight"], n_kv))
         put(f"blk.{i}.attn_v.weight", w[p + "self_attn.v_proj.weight"])
         put(f"blk.{i}.attn_output.weight", w[p + "self_attn.o_proj.weight"])
+        for name, heads in (("q", n_head), ("k", n_kv), ("v", 0)):
+            bias = w.get(p + f"self_attn.{name}_proj.bias")
+            if bias is not None:  # a permuted weight needs the same permutation of its bias rows
+                put(f"blk.{i}.attn_{name}.bias", bias if heads == 0 else qk(bias, heads))
+        if p + "self_attn.o_proj.bias" in w:
+            put(f"blk.{i}.attn_output.bias", w[p + "self_attn.o_proj.bias"])
         put(f"blk.{i}.ffn_norm.weight", w[p + "post_attention_layernorm.weight"])
         put(f"blk.{i}.ffn_gate.weight", w[p + "mlp.gate_proj.weight"])
         put(f"blk.{i}.ffn_up.weight", w[p + "mlp.up_proj.weight"])
@@ -159,6 +134,7 @@ def write_gguf(model_path: Path, out_file: Path, precision: str) -> None:
     wr.write_kv_data_to_file()
     wr.write_tensors_to_file()
     wr.close()
+    return written.to_dict()
 
 
 def quantize(src: Path, dst: Path, precision: str, threads: int = 0) -> None:
@@ -258,3 +234,40 @@ def logits_fn(out_dir: Path, n_ctx: int = 512):
 
     fn.close = close  # type: ignore[attr-defined]
     return fn
+
+
+def tokenizer_fn(out_dir: Path):
+    """(encode, decode, skip_special) through llama.cpp's own vocabulary in the GGUF (specials added and parsed)."""
+    import ctypes
+
+    import llama_cpp as ll
+
+    quiet()
+    ll.llama_backend_init()
+    mp = ll.llama_model_default_params()
+    mp.vocab_only = True
+    model = ll.llama_model_load_from_file(str(out_dir / FILENAME).encode(), mp)
+    if not model:
+        raise ConversionError(f"llama.cpp could not load the vocabulary of {out_dir / FILENAME}")
+    vocab = ll.llama_model_get_vocab(model)
+
+    def encode(text: str) -> list[int]:
+        raw = text.encode("utf-8")
+        n_max = len(raw) + 16
+        buf = (ll.llama_token * n_max)()
+        n = ll.llama_tokenize(vocab, raw, len(raw), buf, n_max, True, True)
+        if n < 0:
+            raise ConversionError(f"llama.cpp could not tokenize {text!r} (code {n})")
+        return list(buf[:n])
+
+    def decode(ids: list[int]) -> str:
+        arr = (ll.llama_token * max(1, len(ids)))(*ids)
+        size = 16 * len(ids) + 64
+        out = ctypes.create_string_buffer(size)
+        n = ll.llama_detokenize(vocab, arr, len(ids), out, size, False, True)
+        if n < 0:
+            raise ConversionError(f"llama.cpp could not detokenize {ids[:8]} (code {n})")
+        return out.raw[:n].decode("utf-8", errors="replace")
+
+    encode.close = lambda: ll.llama_model_free(model)  # type: ignore[attr-defined]
+    return encode, decode, False

@@ -65,3 +65,23 @@ def logits_fn(out_dir: Path):
         return sess.run(["logits"], feed)[0][0].astype(np.float32)
 
     return fn
+
+
+def tokenizer_fn(out_dir: Path):
+    """(encode, decode, skip_special) through onnxruntime-genai's own tokenizer of the exported folder."""
+    try:
+        import onnxruntime_genai as og
+    except ImportError as e:
+        raise ConversionError("checking an ONNX model's tokenizer needs onnxruntime-genai: pip install -e '.[onnx]'") from e
+    try:
+        tok = og.Tokenizer(og.Model(str(out_dir)))
+    except Exception as e:  # onnxruntime-genai raises its own error types for a tokenizer it cannot load
+        raise ConversionError(f"onnxruntime-genai cannot load the tokenizer in {out_dir}: {str(e)[:300]}") from e
+
+    def encode(text: str) -> list[int]:
+        return [int(i) for i in tok.encode(text)]
+
+    def decode(ids: list[int]) -> str:
+        return str(tok.decode(np.asarray(ids, dtype=np.int32)))
+
+    return encode, decode, False

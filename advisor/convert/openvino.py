@@ -45,8 +45,9 @@ def write_openvino(model_path: Path, out_dir: Path, precision: str) -> None:
 
     assert precision in PRECISIONS, precision
     cfg = json.loads((model_path / "config.json").read_text())
-    if cfg.get("model_type") != "llama":
-        raise ConversionError(f"OpenVINO converter supports model_type 'llama' only, got {cfg.get('model_type')!r}")
+    if cfg.get("model_type") not in ("llama", "qwen2", "mistral"):
+        raise ConversionError(f"OpenVINO converter supports model_type llama, qwen2 and mistral, "
+                              f"got {cfg.get('model_type')!r}")
     weights = {k: torch.from_numpy(v) for k, v in load_weights(model_path).items()}
     module = TraceableLlama(cfg, weights).eval()
     n_layers, n_kv, hd = module.n_layers, module.n_kv, module.head_dim
@@ -91,14 +92,24 @@ def _zero_state_init(model, opset13) -> None:
 
 
 def _write_tokenizer(model_path: Path, out_dir: Path) -> None:
+    if not (model_path / "tokenizer.json").is_file():
+        return  # the IR runs on token ids; there is no tokenizer to convert
     try:
         import openvino as ov
         from openvino_tokenizers import convert_tokenizer
         from transformers import AutoTokenizer
-    except ImportError:
-        return  # the IR still runs on token ids; text in/out needs openvino-tokenizers
+    except ImportError as e:
+        raise ConversionError("OpenVINO's tokenizer IRs need openvino-tokenizers and transformers: "
+                              "pip install -e '.[openvino]'") from e
+    from advisor.convert.tokenizer_family import detect
+
     hf_tok = AutoTokenizer.from_pretrained(str(model_path))
-    tok, detok = convert_tokenizer(hf_tok, with_detokenizer=True, skip_special_tokens=True)
+    try:
+        tok, detok = convert_tokenizer(hf_tok, with_detokenizer=True, skip_special_tokens=True)
+    except Exception as e:  # openvino-tokenizers raises several types for a tokenizer it cannot represent
+        raise ConversionError(f"openvino-tokenizers cannot convert this {detect(model_path).describe()} tokenizer "
+                              f"({type(e).__name__}: {str(e)[:200]}); use a format whose tokenizer agrees "
+                              "(`advisor verify`), or send token ids") from e
     ov.save_model(tok, str(out_dir / "openvino_tokenizer.xml"))
     ov.save_model(detok, str(out_dir / "openvino_detokenizer.xml"))
 
@@ -125,3 +136,23 @@ def logits_fn(out_dir: Path):
         return np.array(req.get_tensor("logits").data[0], dtype=np.float32)
 
     return fn
+
+
+def tokenizer_fn(out_dir: Path):
+    """(encode, decode, skip_special) through the openvino-tokenizers IRs (the detokenizer skips specials)."""
+    ov = _require_openvino()
+    tok_xml, detok_xml = out_dir / "openvino_tokenizer.xml", out_dir / "openvino_detokenizer.xml"
+    if not tok_xml.is_file() or not detok_xml.is_file():
+        raise ConversionError(f"{out_dir} has no tokenizer IRs; reconvert with openvino-tokenizers installed")
+    import openvino_tokenizers  # noqa: F401  (registers the tokenizer operations with OpenVINO)
+
+    core = ov.Core()
+    tok, detok = core.compile_model(str(tok_xml), "CPU"), core.compile_model(str(detok_xml), "CPU")
+
+    def encode(text: str) -> list[int]:
+        return [int(i) for i in tok([text])["input_ids"][0]]
+
+    def decode(ids: list[int]) -> str:
+        return str(detok(np.array([ids], dtype=np.int64))["string_output"][0])
+
+    return encode, decode, True

@@ -9,7 +9,10 @@ openvino-genai's pipelines expect of a stateful LLM: inputs input_ids,
 attention_mask, position_ids, beam_idx and past_key_values.{i}.key/value,
 outputs logits and present.{i}.key/value, with attention as
 `F.scaled_dot_product_attention` (so OpenVINO's SDPA-to-PagedAttention pass
-can turn it into its continuous-batching form).
+can turn it into its continuous-batching form). Qwen2 and Mistral differ only
+in q/k/v biases (taken from the weights when present) and sliding windows
+(added to the mask per layer; the continuous-batching form drops that mask,
+so `advisor.convert.limits.openvino` caps their context at the window).
 """
 
 from __future__ import annotations
@@ -34,9 +37,17 @@ class TraceableLlama(nn.Module):
         self.w = nn.ParameterDict({k.replace(".", "__"): nn.Parameter(v.float(), requires_grad=False)
                                    for k, v in weights.items()})
         self.tied = "lm_head.weight" not in weights or cfg.get("tie_word_embeddings", False)
+        from own_engine.config import ModelConfig
+
+        self.windows = [ModelConfig.from_dict(cfg).window(i) for i in range(self.n_layers)]
 
     def p(self, name: str) -> torch.Tensor:
         return self.w[name.replace(".", "__")]
+
+    def linear(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        """x @ W.T (+ b where the checkpoint has a bias: Qwen2's q/k/v, LLaMA's attention_bias)."""
+        key = (name + ".bias").replace(".", "__")
+        return F.linear(x, self.p(name + ".weight"), self.w[key] if key in self.w else None)
 
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         var = x.pow(2).mean(-1, keepdim=True)
@@ -61,15 +72,18 @@ class TraceableLlama(nn.Module):
         q_pos = torch.arange(t).unsqueeze(1) + p_len
         k_pos = torch.arange(total).unsqueeze(0)
         allowed = (k_pos <= q_pos).unsqueeze(0).unsqueeze(0) & attention_mask[:, None, None, :].bool()
-        mask = torch.zeros(allowed.shape, dtype=torch.float32).masked_fill(~allowed, torch.finfo(torch.float32).min)
+        masks: dict[int | None, torch.Tensor] = {}
+        for w in set(self.windows):
+            ok = allowed if w is None else allowed & (k_pos > q_pos - w)
+            masks[w] = torch.zeros(ok.shape, dtype=torch.float32).masked_fill(~ok, torch.finfo(torch.float32).min)
         presents: list[torch.Tensor] = []
         rep = self.n_head // self.n_kv
         for i in range(self.n_layers):
             pre = f"model.layers.{i}."
             h = self._norm(x, self.p(pre + "input_layernorm.weight"))
-            q = F.linear(h, self.p(pre + "self_attn.q_proj.weight")).view(b, t, self.n_head, self.head_dim).transpose(1, 2)
-            k = F.linear(h, self.p(pre + "self_attn.k_proj.weight")).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
-            v = F.linear(h, self.p(pre + "self_attn.v_proj.weight")).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
+            q = self.linear(h, pre + "self_attn.q_proj").view(b, t, self.n_head, self.head_dim).transpose(1, 2)
+            k = self.linear(h, pre + "self_attn.k_proj").view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
+            v = self.linear(h, pre + "self_attn.v_proj").view(b, t, self.n_kv, self.head_dim).transpose(1, 2)
             q = q * cos + self._rotate_half(q) * sin
             k = k * cos + self._rotate_half(k) * sin
             pk = past[2 * i].index_select(0, beam_idx)
@@ -79,8 +93,8 @@ class TraceableLlama(nn.Module):
             presents += [k, v]
             kr = k[:, :, None].expand(b, self.n_kv, rep, total, self.head_dim).reshape(b, self.n_head, total, self.head_dim)
             vr = v[:, :, None].expand(b, self.n_kv, rep, total, self.head_dim).reshape(b, self.n_head, total, self.head_dim)
-            a = F.scaled_dot_product_attention(q, kr, vr, attn_mask=mask)
-            x = x + F.linear(a.transpose(1, 2).reshape(b, t, -1), self.p(pre + "self_attn.o_proj.weight"))
+            a = F.scaled_dot_product_attention(q, kr, vr, attn_mask=masks[self.windows[i]])
+            x = x + self.linear(a.transpose(1, 2).reshape(b, t, -1), pre + "self_attn.o_proj")
             h = self._norm(x, self.p(pre + "post_attention_layernorm.weight"))
             g = F.linear(h, self.p(pre + "mlp.gate_proj.weight"))
             u = F.linear(h, self.p(pre + "mlp.up_proj.weight"))

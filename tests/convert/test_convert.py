@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import advisor.convert as conv
 from advisor.cli_convert import convert_command
-from advisor.convert import ConversionError, convert, read_manifest
+from advisor.convert import ConversionError, convert, read_manifest, text_check
 from advisor.convert import reference as ref_mod
 from tests.convert.models import tiny_model
 
@@ -29,8 +29,9 @@ def model_copy(tmp_path: Path) -> Path:
 
 @pytest.fixture()
 def fake_format(monkeypatch: pytest.MonkeyPatch):
-    """Stand in for an engine writer: counts writes; its 'engine' computes the reference logits (+ offset)."""
-    calls = {"writes": 0, "offset": 0.0}
+    """Stand in for an engine writer: counts writes; its 'engine' computes the reference logits (+ offset) and
+    tokenizes with the original tokenizer (+ `shift` added to every id)."""
+    calls = {"writes": 0, "offset": 0.0, "shift": 0}
 
     def write(model_path: Path, fmt: str, precision: str, tmp: Path) -> None:
         calls["writes"] += 1
@@ -40,8 +41,13 @@ def fake_format(monkeypatch: pytest.MonkeyPatch):
         src = out_dir.parent.parent  # <model>/converted/<tmp>
         return lambda ids: ref_mod.logits(src, ids) + calls["offset"] * np.arange(2048, dtype=np.float32) / 2048
 
+    def text(model_path: Path, fmt: str, out_dir: Path):
+        encode, decode = text_check.original(model_path, skip_special=False)
+        return text_check.compare(model_path, lambda t: [i + calls["shift"] for i in encode(t)], decode)
+
     monkeypatch.setattr(conv, "_write", write)
     monkeypatch.setattr(conv, "logits_fn", logits_fn)
+    monkeypatch.setattr(conv.text_check, "check", text)
     return calls
 
 
@@ -68,6 +74,20 @@ def test_a_converter_that_changes_the_function_fails_loudly(model_copy, fake_for
         convert(model_copy, "onnx", "fp32")
     assert read_manifest(model_copy / "converted" / "onnx-fp32") is None  # nothing half-written is cached
     assert not [p for p in (model_copy / "converted").iterdir() if p.name.startswith(".")]
+
+
+def test_a_converter_whose_tokenizer_differs_fails_naming_the_family(model_copy, fake_format):
+    fake_format["shift"] = 1  # same logits, other ids for the same text
+    with pytest.raises(ConversionError, match=r"converted byte-level BPE tokenizer tokenizes text differently.*"
+                                              r"0/10 texts give the same ids"):
+        convert(model_copy, "onnx", "fp32")
+    assert read_manifest(model_copy / "converted" / "onnx-fp32") is None
+
+
+def test_manifest_records_the_text_check_and_the_engine_limits(model_copy, fake_format):
+    man = read_manifest(convert(model_copy, "openvino", "fp32"))
+    assert man["text_check"]["ok"] and man["text_check"]["texts"] == 10
+    assert man["max_context"] == 4096 and man["limits"] == []
 
 
 def test_missing_model_folder_names_the_fix(tmp_path):

@@ -1,0 +1,114 @@
+"""Text check: a converted model's own tokenizer must give the original tokenizer's ids, and decode them alike.
+
+Logit checks feed token ids, so they cannot see a converter that writes a
+different vocabulary; this check encodes mixed text (ASCII, accents, CJK,
+emoji, code, whitespace runs, the tokenizer's own special tokens) with the
+original `tokenizers` tokenizer and with the format's tokenizer as its
+engine runs it (llama.cpp's vocab in the GGUF, onnxruntime-genai's tokenizer,
+the openvino-tokenizers IRs), and compares ids and decoded text. Every
+conversion runs it (`advisor.convert.convert`) and `advisor verify` reports it
+per variant.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+TEXTS = (
+    "Once upon a time, there was a little cat.",
+    "Héllo café 日本 🙂",
+    "Naïve résumé: Ærøskøbing, São Paulo, Zürich, Kraków, İstanbul.",
+    "日本語のテキストと中文和한국어 mixed with English.",
+    "Emoji: 🙂🚀👍🏽 ❤️ 🇫🇷 and a family 👨‍👩‍👧.",
+    "def f(x):\n    return x ** 2  # square\n\n\tif x >= 10:\n\t\tpass",
+    "spaces   between  words\t\ttabs\n\n\nnewlines   and trailing   ",
+    "   leading spaces, numbers 12345 67 3.14159 1,000,000 and 2026-11-22",
+    "{\"key\": [1, 2, 3], 'x': None} <html><b>bold</b></html> a+b=c; x->y && z||w",
+)
+
+Encode = Callable[[str], list[int]]
+Decode = Callable[[list[int]], str]
+
+
+@dataclass(frozen=True)
+class TextCheck:
+    texts: int
+    ids_agree: int  # texts whose ids equal the original's
+    decode_agree: int  # texts whose ids the format decodes to the original's decoding of them
+    first_mismatch: str | None = None  # what differed first, for the error and the report
+
+    @property
+    def ok(self) -> bool:
+        return self.ids_agree == self.decode_agree == self.texts
+
+    @property
+    def agreement(self) -> float:
+        return min(self.ids_agree, self.decode_agree) / self.texts if self.texts else 1.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {**asdict(self), "ok": self.ok}
+
+
+def special_tokens(model_path: Path) -> list[str]:
+    """The tokenizer's special added tokens, as text."""
+    tj = json.loads((Path(model_path) / "tokenizer.json").read_text(encoding="utf-8"))
+    return [t["content"] for t in tj.get("added_tokens", []) if t.get("special")]
+
+
+def texts_for(model_path: Path) -> list[str]:
+    """The fixed mixed texts plus one that embeds the tokenizer's own special tokens."""
+    specials = special_tokens(model_path)
+    out = list(TEXTS)
+    if specials:
+        out.append(f"{specials[0]}start of text{specials[-1]} middle {' x '.join(specials)} end")
+    return out
+
+
+def original(model_path: Path, skip_special: bool) -> tuple[Encode, Decode]:
+    """encode/decode of the model folder's tokenizer.json with `tokenizers` (specials added and parsed)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(Path(model_path) / "tokenizer.json"))
+    return (lambda text: list(tok.encode(text).ids),
+            lambda ids: tok.decode(ids, skip_special_tokens=skip_special))
+
+
+def compare(model_path: Path, encode: Encode, decode: Decode, *, skip_special: bool = False) -> TextCheck:
+    """Run both tokenizers over `texts_for(model_path)`."""
+    ref_encode, ref_decode = original(model_path, skip_special)
+    texts = texts_for(model_path)
+    ids_ok = dec_ok = 0
+    first: str | None = None
+    for text in texts:
+        want = ref_encode(text)
+        got = encode(text)
+        if got == want:
+            ids_ok += 1
+        elif first is None:
+            first = f"{text!r}: original ids {_short(want)}, converted {_short(got)}"
+        want_text, got_text = ref_decode(want), decode(want)
+        if got_text == want_text:
+            dec_ok += 1
+        elif first is None:
+            first = f"decoding the ids of {text!r}: original {want_text!r}, converted {got_text!r}"
+    return TextCheck(len(texts), ids_ok, dec_ok, first)
+
+
+def _short(ids: list[int]) -> str:
+    return f"{ids[:12]}{'...' if len(ids) > 12 else ''} ({len(ids)} tokens)"
+
+
+def check(model_path: Path, fmt: str, out_dir: Path) -> TextCheck:
+    """The text check of `fmt`'s tokenizer in the converted folder `out_dir` (the format module's `tokenizer_fn`)."""
+    from advisor.convert import _module
+
+    mod: Any = _module(fmt)
+    encode, decode, skip_special = mod.tokenizer_fn(out_dir)
+    try:
+        return compare(model_path, encode, decode, skip_special=skip_special)
+    finally:
+        getattr(encode, "close", lambda: None)()
