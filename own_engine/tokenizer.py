@@ -10,9 +10,9 @@ Kinds (`TOKENIZER_KINDS`):
 
 Every token a model made by `advisor models create` can emit decodes to
 complete, printable text (servers never hold back partial UTF-8): alphabets
-are printable ASCII, and where a kind holds all 256 bytes (`bpe-llama3`,
-`bpe-qwen2`, the byte fallback of `spm-bpe`) the model's LM-head rows of the
-unprintable ones are zero (`own_engine.create`). Text beyond the shipped corpus is synthesised
+are printable ASCII plus, for the byte-level kinds and the byte fallback of
+`spm-bpe`, all 256 bytes (as real tokenizers hold them); the model's LM-head
+rows of the unprintable ones are zero (`own_engine.create`). Text beyond the shipped corpus is synthesised
 deterministically (pseudo-words from a seeded generator) until the model can
 reach the requested vocab size.
 """
@@ -109,9 +109,10 @@ def _byte_level(spec: TokenizerSpec, vocab_size: int, seed: int):
 
     alphabet = pre_tokenizers.ByteLevel.alphabet()
     byte_map = {chr(b): ch for b, ch in zip(range(256), _byte_chars(), strict=True)}
-    # bpe-gpt2 keeps advisor's original printable-only alphabet (other bytes are dropped, as before); the
-    # Llama-3/Qwen2 kinds hold all 256 bytes as real ones do, and the model never emits the unprintable ones
-    initial = [byte_map[c] for c in _PRINTABLE] if spec.kind == "bpe-gpt2" else _byte_chars()
+    # all 256 bytes, as real byte-level tokenizers hold (a narrower alphabet silently drops other text, and
+    # llama.cpp drops it differently); the model never emits the unprintable ones (zero LM-head rows)
+    initial = _byte_chars()
+    assert all(byte_map[c] in initial for c in _PRINTABLE)
     assert all(c in alphabet for c in initial)
     tok = Tokenizer(models.BPE(ignore_merges=spec.kind == "bpe-llama3"))
     if spec.kind == "bpe-gpt2":

@@ -3,7 +3,8 @@
 - SentencePiece-style BPE (Llama-2, Mistral, TinyLlama) -> llama.cpp's "llama"
   (SPM) vocabulary: `gguf.vocab.SentencePieceVocab` when the folder has
   tokenizer.model (as llama.cpp's convert_hf_to_gguf.py does), else
-  `gguf.vocab.LlamaHfVocab` over tokenizer.json. LlamaHfVocab gives every
+  `gguf.vocab.LlamaHfVocab` over tokenizer.json (loaded as written, not through
+  AutoTokenizer's per-model-type class). LlamaHfVocab gives every
   token the placeholder score -1000, which makes llama.cpp's score-driven SPM
   merging differ from the tokenizer's merge ranks; here each piece scores
   minus the rank of the first merge that makes it, which reproduces the
@@ -29,7 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from advisor.convert.check import ConversionError
-from advisor.convert.tokenizer_family import GPT2_PATTERN, TokenizerFamily, detect, read_tokenizer_json
+from advisor.convert.tokenizer_family import (
+    GPT2_PATTERN,
+    TokenizerFamily,
+    detect,
+    hf_tokenizer,
+    read_tokenizer_json,
+)
 
 # tokenizer.json split regex -> (llama.cpp pre-tokenizer name, the ignore_merges llama.cpp applies for it,
 # normalizers llama.cpp does not apply but which leave NFC text unchanged). From llama.cpp's llama-vocab.cpp
@@ -182,12 +189,27 @@ def _merge_ranked_vocab(model_path: Path, family: TokenizerFamily) -> Any:
                                      "is missing), so llama.cpp's score-based merging would differ; add the model's "
                                      "tokenizer.model to the folder")
 
+    pieces = {i: p for p, i in vocab_map.items()}
+
     class MergeRankedVocab(LlamaHfVocab):
+        """LlamaHfVocab's token texts and types over the tokenizer.json itself, scored by merge rank."""
+
+        def __init__(self, base_path: Path) -> None:  # LlamaHfVocab's set-up, minus AutoTokenizer's class swap
+            self.tokenizer = hf_tokenizer(base_path)
+            added = sorted(self.tokenizer.get_added_vocab().items(), key=lambda kv: kv[1])
+            self.added_tokens_list = [t for t, i in added if i >= self.tokenizer.vocab_size]
+            self.added_tokens_dict = {t: i for t, i in added if i >= self.tokenizer.vocab_size}
+            self.added_tokens_ids = set(self.added_tokens_dict.values())
+            self.specials = {t: self.tokenizer.get_vocab()[t] for t in self.tokenizer.all_special_tokens}
+            self.special_ids = set(self.tokenizer.all_special_ids)
+            self.vocab_size_base = self.tokenizer.vocab_size
+            self.vocab_size = self.vocab_size_base + len(self.added_tokens_list)
+            self.fname_tokenizer = base_path / "tokenizer.json"
+
         def get_token_score(self, token_id: int) -> float:
-            piece = self._pieces.get(token_id)
+            piece = pieces.get(token_id)
             return -float(first_rank[piece]) if piece in first_rank else -1e9  # never made by a merge
 
-    MergeRankedVocab._pieces = {i: p for p, i in vocab_map.items()}  # type: ignore[attr-defined]
     try:
         return MergeRankedVocab(model_path)
     except ImportError as e:

@@ -97,13 +97,12 @@ def _write_tokenizer(model_path: Path, out_dir: Path) -> None:
     try:
         import openvino as ov
         from openvino_tokenizers import convert_tokenizer
-        from transformers import AutoTokenizer
     except ImportError as e:
         raise ConversionError("OpenVINO's tokenizer IRs need openvino-tokenizers and transformers: "
                               "pip install -e '.[openvino]'") from e
-    from advisor.convert.tokenizer_family import detect
+    from advisor.convert.tokenizer_family import detect, hf_tokenizer
 
-    hf_tok = AutoTokenizer.from_pretrained(str(model_path))
+    hf_tok = hf_tokenizer(model_path)
     try:
         tok, detok = convert_tokenizer(hf_tok, with_detokenizer=True, skip_special_tokens=True)
     except Exception as e:  # openvino-tokenizers raises several types for a tokenizer it cannot represent

@@ -92,3 +92,14 @@ def _byte_level_pattern(pre: dict | None) -> str | None:
         else:
             patterns.append(f"<{step.get('type')}>")
     return " + ".join(patterns) if patterns else None
+
+
+def hf_tokenizer(model_path: Path) -> Any:
+    """The folder's tokenizer.json as a transformers tokenizer, exactly as written.
+
+    Not AutoTokenizer: transformers 5 swaps in its own class for some model types (any `qwen2` model gets
+    Qwen2Tokenizer and its pipeline, whatever tokenizer.json says), which is not the model's tokenizer.
+    """
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast.from_pretrained(str(model_path))
