@@ -68,13 +68,18 @@ def logits_fn(out_dir: Path):
 
 
 def tokenizer_fn(out_dir: Path):
-    """(encode, decode, skip_special) through onnxruntime-genai's own tokenizer of the exported folder."""
+    """(encode, decode, skip_special) through onnxruntime-genai's own tokenizer of the exported folder.
+
+    onnxruntime-genai encodes without the tokenizer's BOS/EOS template unless told (`add_special_tokens`, set
+    here as the original tokenizer adds them) and always decodes without special tokens (compared so).
+    """
     try:
         import onnxruntime_genai as og
     except ImportError as e:
         raise ConversionError("checking an ONNX model's tokenizer needs onnxruntime-genai: pip install -e '.[onnx]'") from e
     try:
         tok = og.Tokenizer(og.Model(str(out_dir)))
+        tok.update_options(add_special_tokens="true")
     except Exception as e:  # onnxruntime-genai raises its own error types for a tokenizer it cannot load
         raise ConversionError(f"onnxruntime-genai cannot load the tokenizer in {out_dir}: {str(e)[:300]}") from e
 
@@ -84,4 +89,4 @@ def tokenizer_fn(out_dir: Path):
     def decode(ids: list[int]) -> str:
         return str(tok.decode(np.asarray(ids, dtype=np.int32)))
 
-    return encode, decode, False
+    return encode, decode, True
