@@ -4,7 +4,9 @@ and a WordLevel tokenizer.
 `spm-bpe` is laid out exactly as the tokenizer.json that transformers writes
 for a SentencePiece BPE model (Llama-2, Mistral, TinyLlama): specials
 <unk> <s> </s>, the 256 byte tokens <0x00>..<0xFF>, then the pieces in merge
-order; normalizer Prepend("▁") + Replace(" ", "▁"), no pre-tokenizer, BOS
+order (learnt under SentencePiece's rules: no piece mixes letters, digits and
+punctuation, digits stand alone, ▁ only leads); normalizer Prepend("▁") +
+Replace(" ", "▁"), no pre-tokenizer, BOS
 prepended, decoder Replace/ByteFallback/Fuse/Strip. Its merges are
 *complete* (every split of a piece into two pieces is a merge, ranked by the
 merged piece), as transformers' SentencePiece converter writes them, so the
@@ -24,7 +26,8 @@ if TYPE_CHECKING:
 
 SPACE = "\u2581"  # ▁, SentencePiece's whitespace symbol
 BYTE_TOKENS = tuple(f"<0x{b:02X}>" for b in range(256))
-_ALPHABET = [chr(c) for c in range(0x21, 0x7F)] + [SPACE]  # printable ASCII, space as ▁; the rest: byte fallback
+_ALPHABET = [chr(c) for c in range(0x21, 0x7F)] + [SPACE]
+SPM_PIECE = r"▁?\p{L}+|\p{N}|▁?[^\p{L}\p{N}▁]+|▁"  # printable ASCII, space as ▁; the rest: byte fallback
 
 
 def build(spec: TokenizerSpec, vocab_size: int, seed: int) -> Tokenizer:
@@ -37,12 +40,16 @@ def build(spec: TokenizerSpec, vocab_size: int, seed: int) -> Tokenizer:
 
 
 def _spm_bpe(spec: TokenizerSpec, vocab_size: int, seed: int) -> Tokenizer:
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     n_pieces = vocab_size - len(spec.specials) - len(BYTE_TOKENS)
     assert n_pieces > len(_ALPHABET), f"vocab {vocab_size} too small for a byte-fallback BPE"
     learner = Tokenizer(models.BPE())
-    learner.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SPACE, prepend_scheme="always", split=True)
+    # SentencePiece's training rules (split_by_unicode_script, split_digits, whitespace only as a prefix): a
+    # piece is letters, one digit, or punctuation, with at most a leading ▁, as in Llama-2's vocabulary
+    learner.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Metaspace(replacement=SPACE, prepend_scheme="always", split=True),
+        pre_tokenizers.Split(Regex(SPM_PIECE), behavior="isolated", invert=False)])
     trainer = trainers.BpeTrainer(vocab_size=n_pieces, initial_alphabet=_ALPHABET, limit_alphabet=len(_ALPHABET),
                                   min_frequency=1, show_progress=False)
     learner.train_from_iterator(training_lines(vocab_size, seed), trainer=trainer)
