@@ -14,6 +14,7 @@ Models and conversions are shared per module (each is converted once).
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,7 @@ FORMATS = {"gguf": ("llama_cpp", "llama_cpp"), "onnx": ("onnxruntime", "onnxrunt
 REFUSABLE = {"unigram": "Unigram", "wordlevel": "WordLevel"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _root() -> Path:
     import atexit
     import shutil
@@ -45,7 +46,7 @@ def _root() -> Path:
     return root
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def model(name: str) -> Path:
     from own_engine.create import create_model
 
@@ -102,8 +103,7 @@ def test_mistral_beyond_its_window_is_computed_or_capped_and_said(fmt) -> None:
         finally:
             ad.close()
         return
-    assert limits.for_format(fmt, {**__import__("json").loads((path / "config.json").read_text())},
-                             "fp32").max_context == 4096
+    assert limits.for_format(fmt, json.loads((path / "config.json").read_text()), "fp32").max_context == 4096
     fn = logits_fn(fmt, out)
     try:
         got = np.asarray(fn(ids))
