@@ -117,10 +117,23 @@ def _short(ids: list[int]) -> str:
 def check(model_path: Path, fmt: str, out_dir: Path) -> TextCheck:
     """The text check of `fmt`'s tokenizer in the converted folder `out_dir` (the format module's `tokenizer_fn`)."""
     from advisor.convert import _module
+    from advisor.convert.check import ConversionError
+    from advisor.convert.tokenizer_family import detect
 
     mod: Any = _module(fmt)
     encode, decode, skip_special = mod.tokenizer_fn(out_dir)
     try:
         return compare(model_path, encode, decode, skip_special=skip_special)
+    except ConversionError:
+        raise
+    except Exception as e:  # the engine's tokenizer itself failed on this tokenizer (each raises its own types)
+        raise ConversionError(f"{fmt}: the engine's own tokenizer fails on this {detect(model_path).describe()} "
+                              f"tokenizer of a {_model_type(model_path)} model ({type(e).__name__}: {str(e)[:200]}); "
+                              "use a format whose tokenizer agrees (`advisor verify` shows each), or send token "
+                              "ids") from e
     finally:
         getattr(encode, "close", lambda: None)()
+
+
+def _model_type(model_path: Path) -> str:
+    return str(json.loads((Path(model_path) / "config.json").read_text()).get("model_type"))
