@@ -81,9 +81,8 @@ def test_converts_and_agrees_with_own_engine_and_the_original_tokenizer(name, fm
     man = read_manifest(out)
     assert man["check"]["argmax_agreement"] == 1.0 and man["check"]["rel_max_abs_diff"] < 1e-3
     assert man["text_check"]["ok"] and man["text_check"]["texts"] == 10, man["text_check"]
-    report = verify(path, n_tokens=12, n_prompts=2,
-                    variants=(Variant("own", "hf-safetensors", "fp32", strict=True),
-                              Variant(FORMATS[fmt][0], fmt, "fp32", strict=True)))
+    own = (Variant("own", "hf-safetensors", "fp32", strict=True),) if fmt == "gguf" else ()  # once per model
+    report = verify(path, n_tokens=12, n_prompts=1, variants=(*own, Variant(FORMATS[fmt][0], fmt, "fp32", strict=True)))
     for r in report.results:
         assert r.status == "agree" and r.token_agreement == 1.0 and r.text_agreement == 1.0, r
     assert report.ok
