@@ -81,7 +81,11 @@ def tokenizer_fn(out_dir: Path):
         tok = og.Tokenizer(og.Model(str(out_dir)))
         tok.update_options(add_special_tokens="true")
     except Exception as e:  # onnxruntime-genai raises its own error types for a tokenizer it cannot load
-        raise ConversionError(f"onnxruntime-genai cannot load the tokenizer in {out_dir}: {str(e)[:300]}") from e
+        from advisor.convert.tokenizer_family import detect
+
+        raise ConversionError(f"onnxruntime-genai cannot load this {detect(out_dir).describe()} tokenizer "
+                              f"({str(e)[:200]}); use a format whose tokenizer agrees (`advisor verify` shows "
+                              "each), or send token ids") from e
 
     def encode(text: str) -> list[int]:
         return [int(i) for i in tok.encode(text)]
