@@ -86,7 +86,8 @@ class LlamaCppAdapter(EngineThreadMixin, Adapter):
         src, self.precision, out, cfg = convert_on_first_use(self.model, "gguf", self.precision)
         path = out / FILENAME
         self._ll = ll
-        train_ctx = limits.llama_cpp(cfg, self.precision).max_context  # the trained context, or a sliding window
+        lim = limits.llama_cpp(cfg, self.precision)
+        train_ctx = lim.max_context  # the trained context, or a sliding window
         self._max_len = min(train_ctx, int(self.n_ctx or train_ctx))
         # unified KV cache of max_len per slot: every slot can reach the full length
         self._model, self._ctx = load(path, n_ctx=self._max_len * self.parallel, n_batch=self.n_batch,
@@ -112,7 +113,7 @@ class LlamaCppAdapter(EngineThreadMixin, Adapter):
             extra={"gguf": str(path), "n_ctx_total": int(ll.llama_n_ctx(self._ctx)), "n_batch": self.n_batch,
                    "extra_buffers": extra_buffers_default() if self.extra_buffers is None else self.extra_buffers,
                    "flash_attn": "auto" if self.flash_attn is None else self.flash_attn},
-            notes=notes)
+            notes=(*notes, *lim.notes))
 
     def _close(self) -> None:
         self._stop_engine_thread()

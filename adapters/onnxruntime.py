@@ -75,7 +75,8 @@ class OnnxRuntimeAdapter(EngineThreadMixin, Adapter):
         from advisor.convert import ConversionError
 
         src, self.precision, out, cfg = convert_on_first_use(self.model, "onnx", self.precision)
-        context = limits.onnxruntime_genai(cfg, self.precision).max_context
+        lim = limits.onnxruntime_genai(cfg, self.precision)
+        context = lim.max_context
         # the KV buffer is preallocated to max_length for every batch slot: keep it as tight as the work allows
         self._max_len = min(context, int(self.max_length or context))
         overlay: dict[str, Any] = {"engine": {"static_batching": {"max_batch_size": self.max_batch}},
@@ -107,7 +108,7 @@ class OnnxRuntimeAdapter(EngineThreadMixin, Adapter):
             max_batch=self._caps_max_batch, vocab_size=vocab, max_model_len=self._max_len,
             pid=os.getpid(), extra={"onnx_dir": str(out), "kv_buffer_tokens": self._max_len,
                                     "onnxruntime": _version("onnxruntime")},
-            notes=("onnxruntime-genai static batching: requests arriving together decode as one batch; a request "
+            notes=(*lim.notes, "onnxruntime-genai static batching: requests arriving together decode as one batch; a request "
                    "arriving while a batch runs waits for that batch to finish",
                    "KV buffer preallocated to max_length per batch slot; memory from RSS only (no KV stats API)"))
 

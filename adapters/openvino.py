@@ -70,7 +70,8 @@ class OpenVINOAdapter(EngineThreadMixin, Adapter):
         from advisor.convert.openvino import compile_config
 
         src, self.precision, ir, cfg = convert_on_first_use(self.model, "openvino", self.precision)
-        self._max_len = limits.openvino(cfg, self.precision).max_context  # the trained context, or a sliding window
+        lim = limits.openvino(cfg, self.precision)
+        self._max_len = lim.max_context  # the trained context, or a sliding window
         sc = ov_genai.SchedulerConfig()
         sc.cache_size = max(1, int(round(self.cache_size_gb)))
         sc.max_num_seqs = self.max_batch
@@ -93,7 +94,7 @@ class OpenVINOAdapter(EngineThreadMixin, Adapter):
             max_batch=self.max_batch, vocab_size=int(cfg["vocab_size"]), max_model_len=self._max_len,
             pid=os.getpid(), extra={"ir": str(ir), "cache_size_gb": sc.cache_size, "prefix_caching": False,
                                     "max_num_batched_tokens": sc.max_num_batched_tokens, "plugin_config": props},
-            notes=("ContinuousBatchingPipeline: overlapping requests share decode steps (paged KV cache)",))
+            notes=(*lim.notes, "ContinuousBatchingPipeline: overlapping requests share decode steps (paged KV cache)"))
 
     def _close(self) -> None:
         self._stop_engine_thread()
