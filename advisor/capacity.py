@@ -34,6 +34,8 @@ class SweepPoint:
     reasons: tuple[str, ...] = ()
     n_requests: int | None = None  # measured requests; None: unknown (trusted)
     concurrency: int | None = None  # closed-loop users of this step (a users sweep); rate_rps is then achieved
+    run_ids: tuple[str, ...] = ()  # every run of the step (its repeats); empty: just run_id
+    group_id: str | None = None  # the repeat group of the step's runs
 
     @property
     def load(self) -> float:
@@ -49,6 +51,24 @@ class SweepPoint:
                    achieved_rps=float(s.get("requests_per_s") or 0.0), goodput_rps=float(s.get("goodput_rps") or 0.0),
                    slo_attainment=s.get("slo_attainment"), reasons=tuple(v.get("reasons") or ()),
                    n_requests=s.get("n_requests"), concurrency=concurrency)
+
+    @classmethod
+    def from_group(cls, rate_rps: float | None, runs: list[dict[str, Any]], group_id: str,
+                   concurrency: int | None = None) -> SweepPoint:
+        """A step measured several times: it passes only if every repeat would (worst status, every SLO met)."""
+        pts = [cls.from_run(rate_rps or 0.0, r, concurrency) for r in runs]
+        order = ("FAILED", "SATURATED", "INVALID", "VALID")
+        worst = min(pts, key=lambda p: order.index(p.status) if p.status in order else 0)
+        slo_met: dict[str, bool | None] = {}
+        for k in {k for p in pts for k in p.slo_met}:
+            vals = [p.slo_met.get(k) for p in pts]
+            slo_met[k] = False if False in vals else (True if vals and all(v is True for v in vals) else None)
+        achieved = sorted(p.achieved_rps for p in pts)[len(pts) // 2]
+        return cls(rate_rps=rate_rps if rate_rps is not None else achieved, run_id=pts[0].run_id,
+                   status=worst.status, slo_met=slo_met, error_rate=max(p.error_rate for p in pts),
+                   achieved_rps=achieved, goodput_rps=sorted(p.goodput_rps for p in pts)[len(pts) // 2],
+                   reasons=worst.reasons, n_requests=sum(p.n_requests or 0 for p in pts),
+                   concurrency=concurrency, run_ids=tuple(p.run_id for p in pts), group_id=group_id)
 
     @property
     def slos_ok(self) -> bool:

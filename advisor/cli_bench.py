@@ -9,14 +9,15 @@ from typing import Any
 
 import click
 
-from advisor.cli_options import bench_config, engine_flags, run_flags, scenario_flags
+from advisor.cli_options import bench_config, engine_flags, repeat_flags, run_flags, scenario_flags
 
 
 @click.command("bench")
 @scenario_flags()
 @engine_flags
 @run_flags
-def bench_command(as_json: bool, **flags: Any) -> None:
+@repeat_flags
+def bench_command(as_json: bool, repeats: int, restart_engine: bool, **flags: Any) -> None:
     """Run one traffic scenario against one engine and save the run.
 
     \b
@@ -24,11 +25,15 @@ def bench_command(as_json: bool, **flags: Any) -> None:
       advisor bench --scenario copilot
       advisor bench --scenario bursty --engine own-static
       advisor bench --scenario chat --full-scale --engine openai --url http://127.0.0.1:8000
+      advisor bench --scenario copilot --repeats 6     # median [interval] of 6 runs
     """
     from advisor import console
     from advisor.bench import bench_once
 
     cfg = bench_config(**flags)
+    if repeats > 1 or restart_engine:
+        _bench_repeats(cfg, repeats, restart_engine, as_json)
+        return
     show_progress = not as_json and sys.stderr.isatty()
     with console.progress_bar(enabled=show_progress) as progress:
         result = bench_once(cfg, progress=progress)
@@ -36,6 +41,31 @@ def bench_command(as_json: bool, **flags: Any) -> None:
         click.echo(json.dumps({**result.to_dict(), "path": str(result.path)}, allow_nan=False))
     else:
         console.print_run(result)
+
+
+def _bench_repeats(cfg: Any, n: int, restart: bool, as_json: bool) -> None:
+    """The same cell n times, one engine for all (or a fresh one each); a repeat group of saved runs."""
+    from advisor.bench import bench_once, open_engine, plan, run_bench
+    from advisor.repeat_table import print_group
+    from advisor.repeats import run_repeats
+
+    p = plan(cfg)
+    label = f"{p.scenario.name}-{cfg.engine}"
+
+    def said(i: int, run: Any) -> None:
+        if not as_json:
+            click.echo(f"repeat {i + 1}/{n}: {run.verdict.get('status')} (run {run.run_id})", err=True)
+
+    if restart:
+        group = run_repeats(lambda i: bench_once(cfg), n, label=label, restart_engine=True, on_repeat=said)
+    else:
+        with open_engine(cfg, p.options) as adapter:
+            group = run_repeats(lambda i: run_bench(cfg, adapter, planned=p), n, label=label, on_repeat=said)
+    if as_json:
+        click.echo(json.dumps({"group": group.to_dict(), "runs": [{**r.to_dict(), "path": str(r.path)}
+                                                                  for r in group.runs]}, allow_nan=False))
+    else:
+        print_group(group)
 
 
 @click.command("show")

@@ -26,9 +26,11 @@ if TYPE_CHECKING:
 @click.option("--ship-code", is_flag=True, help="With --ray: send this install's advisor code to the workers.")
 @click.option("--node-wait", "node_wait_s", type=float, default=0.0, show_default=True,
               help="With --ray on an autoscaling cluster: seconds a cell may wait for a node that can run it.")
+@click.option("--repeats", type=click.IntRange(1, 100), default=None,
+              help="Run every cell N times (a cell's own `repeats:` wins); each repeat an ordinary run, grouped.")
 @click.option("--json", "as_json", is_flag=True, help="Print the matrix file at the end and nothing else on stdout.")
 def matrix_command(plan_file: Path | None, ray_address: str | None, resume_id: str | None, out_dir: Path,
-                   check_only: bool, ship_code: bool, node_wait_s: float, as_json: bool) -> None:
+                   check_only: bool, ship_code: bool, node_wait_s: float, repeats: int | None, as_json: bool) -> None:
     """Run a matrix of benchmark cells: engine x model x options x scenario x rates, each where it fits.
 
     \b
@@ -67,6 +69,8 @@ def matrix_command(plan_file: Path | None, ray_address: str | None, resume_id: s
             raise click.UsageError("give a PLAN.yaml, or --resume MATRIX_ID")
         else:
             plan = load_plan(plan_file)
+            if repeats is not None:
+                plan = plan.with_repeats(repeats)
             matrix = MatrixFile(new_matrix_id(plan.name), out_dir, plan, "local")
         matrix = run_matrix(matrix, say, ray_address=ray_address, ship_code=ship_code, node_wait_s=node_wait_s,
                             check_only=check_only)

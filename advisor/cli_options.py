@@ -69,6 +69,14 @@ engine_flags = _stack([
                  help="Engine option (repeatable); `advisor engines --json` lists each engine's options."),
 ])
 
+repeat_flags = _stack([
+    click.option("--repeats", type=click.IntRange(1, 100), default=1, show_default=True,
+                 help="Run the same cell N times: each an ordinary saved run, grouped, reported as median "
+                      "[interval] (docs/metrics.md, 'Repeats')."),
+    click.option("--restart-engine", is_flag=True, help="Start the engine afresh for every repeat (default: one "
+                 "engine serves every repeat)."),
+])
+
 run_flags = _stack([
     click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
                  show_default=True, help="Folder for saved runs."),

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from advisor.cli_options import engine_flags, run_flags, scenario_flags
+from advisor.cli_options import engine_flags, repeat_flags, run_flags, scenario_flags
 
 
 def _catalog(prices: Path | None, price: tuple[str, ...]) -> Any:
@@ -160,6 +160,7 @@ def _numbers(text: str | None, flag: str, conv: type) -> tuple | None:
 @scenario_flags(skip=("rate_rps", "concurrency"))
 @engine_flags
 @run_flags
+@repeat_flags
 @click.option("--rates", default=None, help="Comma-separated request rates, e.g. 0.5,1,2,4.")
 @click.option("--concurrencies", default=None, help="Comma-separated closed-loop users, e.g. 1,2,4,8 "
               "(closed-loop scenarios: capacity in concurrent users).")
@@ -169,13 +170,14 @@ def _numbers(text: str | None, flag: str, conv: type) -> tuple | None:
 @click.option("--resume", "resume_id", default=None, metavar="SWEEP_ID",
               help="Go on with an interrupted sweep (its saved settings; finished steps are not run again).")
 def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float, factor: float, max_steps: int,
-                  resume_id: str | None, as_json: bool, **flags: Any) -> None:
+                  resume_id: str | None, as_json: bool, repeats: int, restart_engine: bool, **flags: Any) -> None:
     """Rising request rates (or users) until the SLOs break: the highest passing step is the capacity.
 
     \b
     Examples:
       advisor sweep --scenario copilot --rates 1,2,4,8
       advisor sweep --scenario chat-closed --concurrencies 1,2,4,8
+      advisor sweep --scenario copilot --rates 1,2,4 --repeats 3   # each step 3 times, grouped
       advisor sweep --resume 20261122-101500-sweep-copilot-own-3fa2c1
     """
     from advisor.bench import open_engine, plan
@@ -194,7 +196,7 @@ def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float
         else:
             cfg = SweepConfig(bench_config(**flags), rates=_numbers(rates, "--rates", float),
                               concurrencies=_numbers(concurrencies, "--concurrencies", int), start_rps=start_rps,
-                              factor=factor, max_steps=max_steps)
+                              factor=factor, max_steps=max_steps, repeats=repeats, restart_engine=restart_engine)
         first = plan(cfg.step_config(cfg.load_plan()[0]))  # scenario, options, out dir: all checked now
     except SweepError as e:
         raise click.UsageError(str(e)) from None

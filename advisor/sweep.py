@@ -43,8 +43,12 @@ class SweepConfig:
     start_rps: float = 0.5
     factor: float = 2.0
     max_steps: int = 6
+    repeats: int = 1  # runs per step, grouped (advisor.repeats)
+    restart_engine: bool = False  # a fresh engine for every repeat
 
     def __post_init__(self) -> None:
+        if not 1 <= self.repeats <= 100:
+            raise SweepError(f"--repeats must be 1 to 100, got {self.repeats}")
         if self.rates is not None and self.concurrencies is not None:
             raise SweepError("give --rates or --concurrencies, not both")
         if self.rates is not None and (not self.rates or any(not 0 < r < float("inf") for r in self.rates)):
@@ -81,7 +85,8 @@ class SweepConfig:
                 "engine_options": dict(b.engine_options), "out_dir": str(b.out_dir), "timeout_s": b.timeout_s,
                 "rates": list(self.rates) if self.rates is not None else None,
                 "concurrencies": list(self.concurrencies) if self.concurrencies is not None else None,
-                "start_rps": self.start_rps, "factor": self.factor, "max_steps": self.max_steps}
+                "start_rps": self.start_rps, "factor": self.factor, "max_steps": self.max_steps,
+                "repeats": self.repeats, "restart_engine": self.restart_engine}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], out_dir: Path) -> SweepConfig:
@@ -90,7 +95,8 @@ class SweepConfig:
                             out_dir=out_dir, timeout_s=float(d.get("timeout_s", 600.0)))
         return cls(bench, rates=tuple(d["rates"]) if d.get("rates") is not None else None,
                    concurrencies=tuple(d["concurrencies"]) if d.get("concurrencies") is not None else None,
-                   start_rps=d.get("start_rps", 0.5), factor=d.get("factor", 2.0), max_steps=d.get("max_steps", 6))
+                   start_rps=d.get("start_rps", 0.5), factor=d.get("factor", 2.0), max_steps=d.get("max_steps", 6),
+                   repeats=int(d.get("repeats", 1)), restart_engine=bool(d.get("restart_engine", False)))
 
 
 @dataclass
@@ -114,6 +120,7 @@ class SweepResult:
                 "model": self.model, "created_utc": self.created_utc, "state": self.state, "unit": self.unit,
                 "config": self.config, "interrupted": self.interrupted,
                 "steps": [{"rate_rps": p.rate_rps, "concurrency": p.concurrency, "run_id": p.run_id,
+                           "run_ids": list(p.run_ids or (p.run_id,)), "group_id": p.group_id,
                            "passes": p.passes, "point": p.to_dict()} for p in self.points],
                 "capacity": self.capacity.to_dict(), "stop_reason": self.stop_reason}
 
@@ -138,6 +145,7 @@ def _point(d: dict[str, Any]) -> SweepPoint:
     known = SweepPoint.__dataclass_fields__
     d = {k: v for k, v in d.items() if k in known}
     d["reasons"] = tuple(d.get("reasons") or ())
+    d["run_ids"] = tuple(d.get("run_ids") or ())
     return SweepPoint(**d)
 
 
@@ -205,7 +213,7 @@ def run_sweep(cfg: SweepConfig, adapter: Adapter | None, on_step: Callable[[Swee
         if load in done:
             continue
         try:
-            run = measure(cfg.step_config(load))
+            point = _step(cfg, load, measure, adapter, res.sweep_id)
         except RunInterrupted as e:
             res.points, res.state = tuple(points), "interrupted"
             res.interrupted = {"load": load, "run_id": e.result.run_id, "signal": e.name}
@@ -213,8 +221,7 @@ def run_sweep(cfg: SweepConfig, adapter: Adapter | None, on_step: Callable[[Swee
             res.stop_reason = f"interrupted by {e.name} at {load:g} {cfg.unit}"
             res.save(cfg.bench.out_dir)
             raise
-        points.append(SweepPoint.from_run(load if cfg.unit == "rps" else float(run.summary["requests_per_s"] or 0),
-                                          run.to_dict(), concurrency=int(load) if cfg.unit == "users" else None))
+        points.append(point)
         if on_step:
             on_step(points[-1])
         why = stop_reason(points) or ""
@@ -225,6 +232,28 @@ def run_sweep(cfg: SweepConfig, adapter: Adapter | None, on_step: Callable[[Swee
     res.stop_reason = why or f"all {len(cfg.load_plan())} planned steps run"
     res.save(cfg.bench.out_dir)
     return res
+
+
+def _step(cfg: SweepConfig, load: float, measure: Callable[[BenchConfig], RunResult], adapter: Adapter | None,
+          sweep_id: str) -> SweepPoint:
+    """One step: one run, or `cfg.repeats` runs grouped (the engine restarted between them when asked)."""
+    step = cfg.step_config(load)
+    users = int(load) if cfg.unit == "users" else None
+    if cfg.repeats == 1 and not cfg.restart_engine:
+        run = measure(step)
+        rate = load if users is None else float(run.summary["requests_per_s"] or 0)
+        return SweepPoint.from_run(rate, run.to_dict(), concurrency=users)
+    from advisor.repeats import run_repeats
+
+    def one(i: int) -> RunResult:
+        if cfg.restart_engine and adapter is not None and i > 0:
+            adapter.close()
+            adapter.start(timeout_s=cfg.bench.timeout_s)
+        return measure(step)
+
+    group = run_repeats(one, cfg.repeats, label=f"{sweep_id}-{load:g}", restart_engine=cfg.restart_engine)
+    return SweepPoint.from_group(load if users is None else None, [r.to_dict() for r in group.runs],
+                                 group.group_id, concurrency=users)
 
 
 def resume_config(sweep: SweepResult, out_dir: Path) -> SweepConfig:

@@ -53,7 +53,8 @@ def load_selection(items: Sequence[str | Path], root: Path = Path("runs"),
             sweep = _load_sweep(folder)
             sweeps.append(sweep)
             for step in sweep.get("steps") or []:
-                add(step["run_id"], folder.parent)
+                for run_id in step.get("run_ids") or [step["run_id"]]:  # every repeat of the step
+                    add(run_id, folder.parent)
         elif (folder / RESULT_FILE).is_file():
             add(folder, None)
         else:

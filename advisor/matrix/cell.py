@@ -40,8 +40,8 @@ class CellRuns:
 
 
 def run_cell(cell: Cell, out_dir: Path, on_progress: Callable[[str], None] | None = None) -> CellRuns:
-    """Run the cell's benchmark (one run) or sweep (its rates) on one engine started once; runs saved under `out_dir`."""
-    from advisor.bench import BenchConfig, open_engine, plan, run_bench
+    """Run the cell's benchmark (one run, or its repeats) or sweep (its rates) on one engine; runs under `out_dir`."""
+    from advisor.bench import BenchConfig, bench_once, open_engine, plan, run_bench
 
     check_here(cell)
     bench = BenchConfig(scenario=cell.scenario, engine=cell.engine, model=cell.model, overrides=cell.overrides(),
@@ -50,7 +50,7 @@ def run_cell(cell: Cell, out_dir: Path, on_progress: Callable[[str], None] | Non
         from advisor.sweep import SweepConfig, run_sweep
 
         assert cell.rates is not None
-        cfg = SweepConfig(bench, rates=tuple(cell.rates))
+        cfg = SweepConfig(bench, rates=tuple(cell.rates), repeats=cell.repeats, restart_engine=cell.restart_engine)
         first = plan(cfg.step_config(cfg.load_plan()[0]))
 
         def step(p: SweepPoint) -> None:
@@ -60,11 +60,19 @@ def run_cell(cell: Cell, out_dir: Path, on_progress: Callable[[str], None] | Non
 
         with open_engine(bench, first.options) as adapter:
             res = run_sweep(cfg, adapter, on_step=step)
-        return CellRuns(tuple(p.run_id for p in res.points), res.sweep_id)
+        return CellRuns(tuple(r for p in res.points for r in (p.run_ids or (p.run_id,))), res.sweep_id)
     planned = plan(bench)
-    with open_engine(bench, planned.options) as adapter:
-        result = run_bench(bench, adapter, planned=planned)
-    return CellRuns((result.run_id,))
+    if cell.repeats == 1 and not cell.restart_engine:
+        with open_engine(bench, planned.options) as adapter:
+            return CellRuns((run_bench(bench, adapter, planned=planned).run_id,))
+    from advisor.repeats import run_repeats
+
+    if cell.restart_engine:
+        group = run_repeats(lambda i: bench_once(bench), cell.repeats, label=cell.name, restart_engine=True)
+    else:
+        with open_engine(bench, planned.options) as adapter:
+            group = run_repeats(lambda i: run_bench(bench, adapter, planned=planned), cell.repeats, label=cell.name)
+    return CellRuns(tuple(r.run_id for r in group.runs))
 
 
 def check_here(cell: Cell) -> None:

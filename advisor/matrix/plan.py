@@ -74,6 +74,8 @@ class Cell(BaseModel):
     max_output_tokens: int | None = None
     full_scale: bool = False
     timeout_s: float = 600.0  # per request
+    repeats: int = Field(1, ge=1, le=100)  # runs of the cell (per step for a sweep), grouped (advisor.repeats)
+    restart_engine: bool = False  # a fresh engine for every repeat
     resources: dict[str, float] = Field(default_factory=dict)
     accelerator: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
@@ -84,7 +86,8 @@ class Cell(BaseModel):
 
     def overrides(self) -> Overrides:
         """The scenario overrides every run of this cell uses (a sweep sets the rate per step)."""
-        kw = {field: getattr(self, key) for key, field in OVERRIDE_KEYS.items() if getattr(self, key) not in (None, False)}
+        kw = {field: v for key, field in OVERRIDE_KEYS.items()
+              if (v := getattr(self, key)) is not None and v is not False}  # a given 0 (warmup: 0) is kept
         return Overrides(**kw)
 
     def cpus(self) -> float:
@@ -107,6 +110,12 @@ class Plan(BaseModel):
 
     def cell(self, name: str) -> Cell:
         return next(c for c in self.cells if c.name == name)
+
+    def with_repeats(self, n: int) -> Plan:
+        """Every cell that does not say its own `repeats:` runs n times (`advisor matrix --repeats N`)."""
+        cells = tuple(c if "repeats" in c.model_fields_set else c.model_copy(update={"repeats": n})
+                      for c in self.cells)
+        return self.model_copy(update={"cells": cells})
 
 
 def load_plan(path: Path) -> Plan:
