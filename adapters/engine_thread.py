@@ -47,7 +47,7 @@ def convert_on_first_use(model: str | None, fmt: str, precision: str) -> tuple[P
 
     Raises ConversionError (naming the fix) when the conversion fails, ValueError for an unknown precision.
     """
-    from advisor.convert import convert, normalize_precision
+    from adapters.formats import convert, normalize_precision
     from own_engine.paths import resolve_model
 
     src = resolve_model(model)

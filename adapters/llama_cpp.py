@@ -1,6 +1,6 @@
 """The `llama_cpp` adapter: llama.cpp through llama-cpp-python's low-level API, in-process, on GGUF.
 
-The HF folder is converted on first use (`advisor.convert.convert(..., "gguf")`,
+The HF folder is converted on first use (`adapters.formats.convert(..., "gguf")`,
 cached and logit-checked). The high-level `Llama` class serves one sequence
 at a time and silently reuses a matching prompt prefix, so this adapter
 drives llama.cpp's C API directly (as llama.cpp's own server does): one
@@ -28,7 +28,7 @@ from pydantic import Field
 
 from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
-from advisor.convert import limits
+from adapters.formats import limits
 
 
 @dataclass
@@ -81,7 +81,7 @@ class LlamaCppAdapter(EngineThreadMixin, Adapter):
     def _start(self) -> EngineInfo:
         import llama_cpp as ll
 
-        from advisor.convert.gguf import FILENAME, extra_buffers_default, load
+        from adapters.formats.gguf import FILENAME, extra_buffers_default, load
 
         src, self.precision, out, cfg = convert_on_first_use(self.model, "gguf", self.precision)
         path = out / FILENAME

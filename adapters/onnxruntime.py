@@ -1,6 +1,6 @@
 """The `onnxruntime` adapter: onnxruntime-genai's Engine over the exported ONNX model, in-process.
 
-The HF folder is converted on first use (`advisor.convert.convert(..., "onnx")`,
+The HF folder is converted on first use (`adapters.formats.convert(..., "onnx")`,
 the onnxruntime-genai model builder, cached and logit-checked). One engine
 thread owns `og.Engine`: it begins a turn for each new request (token ids,
 EOS masked with `min_generated_tokens` for exact lengths), calls `run()` once
@@ -24,7 +24,7 @@ from pydantic import Field
 
 from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
-from advisor.convert import limits
+from adapters.formats import limits
 
 
 @dataclass
@@ -72,7 +72,7 @@ class OnnxRuntimeAdapter(EngineThreadMixin, Adapter):
     def _start(self) -> EngineInfo:
         import onnxruntime_genai as og
 
-        from advisor.convert import ConversionError
+        from adapters.formats import ConversionError
 
         src, self.precision, out, cfg = convert_on_first_use(self.model, "onnx", self.precision)
         lim = limits.onnxruntime_genai(cfg, self.precision)

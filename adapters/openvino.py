@@ -1,6 +1,6 @@
 """The `openvino` adapter: openvino-genai's ContinuousBatchingPipeline, in-process, on an OpenVINO IR.
 
-The HF folder is converted on first use (`advisor.convert.convert(..., "openvino")`,
+The HF folder is converted on first use (`adapters.formats.convert(..., "openvino")`,
 cached and logit-checked). One engine thread owns the pipeline: it admits new
 requests between steps (`add_request` with token ids), calls `step()`, and
 reads each request's new tokens right after the step that produced them, so
@@ -16,14 +16,13 @@ import itertools
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
-from advisor.convert import limits
+from adapters.formats import limits
 
 
 @dataclass
@@ -66,8 +65,8 @@ class OpenVINOAdapter(EngineThreadMixin, Adapter):
     def _start(self) -> EngineInfo:
         import openvino_genai as ov_genai
 
-        from advisor.convert import ConversionError
-        from advisor.convert.openvino import compile_config
+        from adapters.formats import ConversionError
+        from adapters.formats.openvino import compile_config
 
         src, self.precision, ir, cfg = convert_on_first_use(self.model, "openvino", self.precision)
         lim = limits.openvino(cfg, self.precision)
@@ -181,9 +180,3 @@ class OpenVINOAdapter(EngineThreadMixin, Adapter):
         for p in active:  # closed while requests were in flight
             p.put(AdapterError("cancelled", "the openvino adapter was closed"))
 
-
-def ir_path(model_dir: Path, precision: str = "fp32") -> Path:
-    """Where the converted IR of `model_dir` lives (for tools that want the files)."""
-    from advisor.convert import converted_dir
-
-    return converted_dir(model_dir, "openvino", precision)

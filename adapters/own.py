@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from adapters.base import Adapter, AdapterError, Capabilities, Chunk, EngineInfo, InProcessOptions, RequestSpec
-from advisor import __version__ as advisor_version
+from own_engine import __version__ as advisor_version
 
 DEFAULT_MAX_BATCH = 64
 

@@ -2,4 +2,6 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from own_engine import __version__  # the distribution's version (pyproject.toml), read once
+
+__all__ = ["__version__"]

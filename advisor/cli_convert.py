@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from advisor.convert import FORMATS
+from adapters.formats import FORMATS
 
 
 @click.command("convert")
@@ -25,7 +25,7 @@ from advisor.convert import FORMATS
 @click.option("--no-check", is_flag=True, help="skip the logit check against own_engine fp32")
 def convert_command(model: str, fmt: str, precisions: tuple[str, ...], force: bool, no_check: bool) -> None:
     """Convert MODEL (a folder or a cached model name) to GGUF, ONNX or OpenVINO IR, cached next to the model."""
-    from advisor.convert import ConversionError, convert, read_manifest
+    from adapters.formats import ConversionError, convert, read_manifest
     from own_engine.paths import resolve_model
 
     try:

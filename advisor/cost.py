@@ -1,4 +1,4 @@
-"""Cost per 1M tokens, replicas for a peak load, and monthly cost (METRICS.md, "Cost").
+"""Cost per 1M tokens, replicas for a peak load, and monthly cost (docs/metrics.md, "Cost").
 
     $/1M tokens = (instance $/hour x instances) / (tokens/s x 3600) x 1e6
 
@@ -23,7 +23,7 @@ DEFAULT_HEADROOM = 0.2
 
 
 def usd_per_million_tokens(usd_per_hour: float, instances: float, tokens_per_s: float) -> float | None:
-    """The METRICS.md formula; None when nothing was produced (cost per token undefined)."""
+    """The docs/metrics.md formula; None when nothing was produced (cost per token undefined)."""
     assert usd_per_hour >= 0 and instances > 0
     if tokens_per_s <= 0:
         return None

@@ -8,7 +8,7 @@ the same engine on the reference sequence (teacher-forced), are compared
 over the first steps (max abs difference, KL). fp32 variants, and fp16 ones
 whose engine computes in fp32 (OpenVINO), must agree token for token; the
 others report "quality drift", which the recommender reads from
-`VariantResult.to_dict()`. The text check (`advisor.convert.text_check`)
+`VariantResult.to_dict()`. The text check (`adapters.formats.text_check`)
 runs each variant's own tokenizer over mixed text against the original
 `tokenizers` one: any variant whose ids or decoded text differ is a MISMATCH,
 whatever its precision (a benchmark sending it text would measure other
@@ -27,8 +27,8 @@ import numpy as np
 
 import adapters
 from adapters.base import RequestSpec
-from advisor.convert import ConversionError, convert, logits_fn, reference, text_check
-from advisor.convert.check import divergence
+from adapters.formats import ConversionError, convert, logits_fn, oracle, text_check
+from adapters.formats.check import divergence
 
 Status = Literal["agree", "quality drift", "MISMATCH", "unavailable", "error"]
 
@@ -36,7 +36,7 @@ Status = Literal["agree", "quality drift", "MISMATCH", "unavailable", "error"]
 @dataclass(frozen=True)
 class Variant:
     adapter: str
-    format: str  # advisor.convert format name, or "hf-safetensors" for own_engine
+    format: str  # adapters.formats format name, or "hf-safetensors" for own_engine
     precision: str
     strict: bool = False  # must agree token for token: fp32, and fp16 where the engine computes in fp32
 
@@ -148,7 +148,7 @@ def verify_variant(v: Variant, model: Path, prompts: list[list[int]], refs: list
                 ref_l, got_l = [], []
                 for p, r in zip(prompts, refs, strict=True):
                     seq = p + r[: steps - 1]
-                    ref_l.append(reference.logits(model, seq)[len(p) - 1:])
+                    ref_l.append(oracle.logits(model, seq)[len(p) - 1:])
                     got_l.append(np.asarray(fn(seq))[len(p) - 1:])
                 div = divergence(np.concatenate(ref_l), np.concatenate(got_l))
             finally:
@@ -187,6 +187,6 @@ def verify(model: str | Path | None = None, *, n_tokens: int = 32, n_prompts: in
     path = resolve_model(model)
     vocab = int(json.loads((path / "config.json").read_text())["vocab_size"])
     prompts = make_prompts(vocab, n_prompts)
-    refs = [reference.greedy(path, p, n_tokens) for p in prompts]
+    refs = [oracle.greedy(path, p, n_tokens) for p in prompts]
     results = tuple(verify_variant(v, path, prompts, refs, n_tokens, threads=threads) for v in variants)
     return VerifyReport(str(path), n_tokens, tuple(tuple(p) for p in prompts), results)

@@ -143,7 +143,7 @@ def main() -> None:
         return
 
     import adapters
-    from advisor.convert import convert
+    from adapters.formats import convert
     from own_engine.create import create_model
     from own_engine.paths import is_model_dir, models_root
 

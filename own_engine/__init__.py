@@ -14,7 +14,13 @@ test oracle for logits and greedy tokens.
 from __future__ import annotations
 
 import importlib
+from importlib import metadata
 from typing import Any
+
+try:  # one version for the whole distribution: pyproject.toml's
+    __version__ = metadata.version("advisor")
+except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"
 
 _LAZY = {
     "LLMEngine": "own_engine.llm_engine",

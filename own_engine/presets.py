@@ -16,7 +16,6 @@ from typing import Literal
 
 from own_engine.tokenizer import TOKENIZER_KINDS
 
-DEFAULT_PRESET = "tiny"
 Family = Literal["llama", "qwen2", "mistral"]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.traces import Trace
+from scenarios.trace_files import Trace
 
 
 def gamma_gap_s(rng: np.random.Generator, rate_rps: float, cv: float) -> float:

@@ -21,7 +21,7 @@ from scenarios.errors import ScenarioError
 from scenarios.lengths import Empirical, Fixed, LengthDist, Lognormal, Uniform, apply_scale_cap
 from scenarios.overrides import Overrides, flag
 from scenarios.pairs import Pairs, read_pairs
-from scenarios.traces import Trace, find_trace, read_trace
+from scenarios.trace_files import Trace, find_trace, read_trace
 from scenarios.types import PREFIX_BLOCK_TOKENS, Schedule, ScheduledRequest
 
 __all__ = ["Overrides", "Settings", "resolve", "build_schedule", "load_trace", "load_pairs", "MAX_SCHEDULE_REQUESTS"]

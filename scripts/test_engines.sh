@@ -25,6 +25,6 @@ for entry, why in adapters.available():
     if entry.name in ("llama_cpp", "onnxruntime", "openvino"):
         print(f"{entry.name:12s} {'ok' if why is None else why}")
 PY
-"$PY" -m pytest -m engines -q tests/convert tests/adapters tests/test_verify.py "$@"
+"$PY" -m pytest -m engines -q tests/adapters tests/advisor/test_verify.py "$@"
 t2=$(date +%s)
 echo "install: $((t1 - t0)) s, engine tests: $((t2 - t1)) s"

@@ -1,4 +1,4 @@
-"""Metrics: raw `RequestRecord`s -> `RunSummary` and a validity `Verdict`, per METRICS.md.
+"""Metrics: raw `RequestRecord`s -> `RunSummary` and a validity `Verdict`, per docs/metrics.md.
 
     summary = summarize(records, mode="open", slos=slos, window_ns=(w0, w1), offered_rps=2.0)
     v = verdict(summary, mode="open")

@@ -1,4 +1,4 @@
-"""Per-request metrics from one raw `RequestRecord`, exactly as METRICS.md defines them.
+"""Per-request metrics from one raw `RequestRecord`, exactly as docs/metrics.md defines them.
 
 Each function returns None where the metric is undefined for that record (never
 sent, no output token, n_out < 2 for TPOT, ...). They do not look at `ok`:

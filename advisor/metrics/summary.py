@@ -153,7 +153,7 @@ def _slo_checks(ok: Sequence[RequestRecord], slos: SLOs) -> tuple[dict[str, bool
 
 def summarize(records: Sequence[RequestRecord], *, mode: Mode, slos: SLOs, window_ns: tuple[int, int] | None,
               offered_rps: float | None = None) -> RunSummary:
-    """Summarize one run's raw records (warm-up included; they are excluded where METRICS.md says)."""
+    """Summarize one run's raw records (warm-up included; they are excluded where docs/metrics.md says)."""
     if mode not in ("open", "closed", "offline"):
         raise ValueError(f"mode must be 'open', 'closed' or 'offline', got {mode!r}")
     if mode == "open" and window_ns is None:

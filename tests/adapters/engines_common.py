@@ -11,8 +11,8 @@ import pytest
 
 import adapters
 from adapters.base import EngineInfo, EngineUnavailable, RequestSpec
-from advisor.convert import reference
-from tests.convert.models import tiny_model
+from adapters.formats import oracle
+from tests.adapters.formats.models import tiny_model
 
 
 def assert_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch, adapter: str, module: str,
@@ -70,7 +70,7 @@ def assert_greedy_is_the_reference(a: Any, prompts: list[list[int]], max_tokens:
     """Greedy outputs of `prompts`, run concurrently, are exactly the reference model's."""
     outs = output_ids(a, [RequestSpec(f"ref{j}", tuple(p), max_tokens=max_tokens) for j, p in enumerate(prompts)])
     for j, (p, out) in enumerate(zip(prompts, outs, strict=True)):
-        assert out == reference.greedy(tiny_model(), p, max_tokens), j
+        assert out == oracle.greedy(tiny_model(), p, max_tokens), j
 
 
 def long_then_late(a: Any, long_tokens: int) -> tuple[list[int], list[int]]:

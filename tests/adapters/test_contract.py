@@ -20,7 +20,7 @@ import pytest
 import adapters
 from adapters.base import AdapterError, Chunk, EngineInfo, RequestSpec
 from adapters.fake import FakeAdapter
-from tests.convert.models import tiny_model
+from tests.adapters.formats.models import tiny_model
 
 ENGINE_OPTIONS: dict[str, dict] = {
     "fake": {"tpot_ms": 1.0},

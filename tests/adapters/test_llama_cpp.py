@@ -14,7 +14,7 @@ from tests.adapters.engines_common import (
     output_ids,
     started_on_tiny_model,
 )
-from tests.convert.models import tiny_model
+from tests.adapters.formats.models import tiny_model
 
 
 def test_missing_package_names_the_extra(monkeypatch):

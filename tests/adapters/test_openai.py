@@ -10,7 +10,7 @@ import pytest
 import adapters
 from adapters.base import AdapterError, Chunk, EngineUnavailable, RequestSpec
 from adapters.openai import OpenAIAdapter, base_url, public_url
-from tests.convert.models import tiny_model
+from tests.adapters.formats.models import tiny_model
 from tests.servers.mock_openai import MockOpenAIServer, free_port
 
 

@@ -26,8 +26,8 @@ N_OUT = 16
 
 
 def test_llama_cpp_server_benchmarked_through_managed_launch(tmp_path):
-    from advisor.convert import convert
-    from tests.convert.models import tiny_model
+    from adapters.formats import convert
+    from tests.adapters.formats.models import tiny_model
 
     model = tiny_model()
     gguf = convert(model, "gguf", "fp32") / "model.gguf"

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from advisor.cli import cli
-from tests.recommend.runs import make_run, write_runs
+from tests.advisor.recommend.runs import make_run, write_runs
 
 
 def group(gid: str, ttft_p95: list[float], rps: float = 2.0) -> list[dict]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from adapters.launch import http_ok
-from tests.convert.models import tiny_model
+from tests.adapters.formats.models import tiny_model
 from tests.servers.mock_openai import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.traces import SHIPPED_TRACES
+from scenarios.trace_files import SHIPPED_TRACES
 
 AZURE_FILES = ("AzureLLMInferenceTrace_code.csv.gz", "AzureLLMInferenceTrace_conv.csv.gz")
 

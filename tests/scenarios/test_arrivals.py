@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from scenarios.arrivals import ClosedLoop, Constant, Gamma, Offline, OnOff, Poisson, TraceReplay
-from scenarios.traces import Trace
+from scenarios.trace_files import Trace
 
 
 def _times(proc, n: int) -> np.ndarray:

@@ -9,7 +9,7 @@ import pytest
 
 from scenarios.catalog import load_scenario
 from scenarios.schedule import Overrides, build_schedule, resolve
-from scenarios.traces import read_trace
+from scenarios.trace_files import read_trace
 
 SEEDS = (0, 1, 2, 3, 4)
 

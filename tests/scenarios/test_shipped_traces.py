@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.traces import SHIPPED_TRACES, find_trace, read_trace
+from scenarios.trace_files import SHIPPED_TRACES, find_trace, read_trace
 
 REPO = Path(__file__).resolve().parents[2]
 SHA256 = {  # of the CSVs as published in Azure/AzurePublicDataset data/ (the files in shared/traces)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from scenarios.errors import ScenarioError
-from scenarios.traces import find_trace, read_trace
+from scenarios.trace_files import find_trace, read_trace
 
 AZURE_OK = """TIMESTAMP,ContextTokens,GeneratedTokens
 2023-11-16 18:17:03.9799600,4808,10

@@ -83,7 +83,7 @@ def test_replays_run_from_a_plain_install(scenario: str, installed: tuple[Path, 
 
 def test_fit_runs_from_a_plain_install(installed: tuple[Path, Path, dict[str, str]]) -> None:
     target, work, env = installed
-    site = Path(_run([str(target / "bin" / "python"), "-c", "import scenarios.traces as t; print(t.SHIPPED_TRACES)"],
+    site = Path(_run([str(target / "bin" / "python"), "-c", "import scenarios.trace_files as t; print(t.SHIPPED_TRACES)"],
                      work, env).strip())
     log = site / "AzureLLMInferenceTrace_conv.csv.gz"
     _run([str(target / "bin" / "advisor"), "scenarios", "fit", str(log), "-o", str(work / "mine.yaml")], work, env)

@@ -13,7 +13,7 @@ import pytest
 from scenarios.catalog import load_scenario
 from scenarios.fit.compare import compare
 from scenarios.fit.fit import FitOptions, fit_logs, read_logs
-from scenarios.traces import SHIPPED_TRACES
+from scenarios.trace_files import SHIPPED_TRACES
 
 TRACES = {"code": "AzureLLMInferenceTrace_code.csv.gz", "conv": "AzureLLMInferenceTrace_conv.csv.gz"}
 

@@ -18,7 +18,7 @@
 - Unigram, WordLevel, WordPiece: refused, naming the family and what works.
 
 Special tokens, add-BOS/EOS flags and merges go through `gguf.SpecialVocab`.
-The result is checked by `advisor.convert.text_check` on mixed text after
+The result is checked by `adapters.formats.text_check` on mixed text after
 conversion; this module only decides how to write it.
 """
 
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.convert.check import ConversionError
-from advisor.convert.tokenizer_family import (
+from adapters.formats.check import ConversionError
+from adapters.formats.tokenizer_family import (
     GPT2_PATTERN,
     TokenizerFamily,
     detect,

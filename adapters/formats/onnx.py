@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from advisor.convert.check import ConversionError
+from adapters.formats.check import ConversionError
 
 PRECISIONS = ("fp32", "int8", "int4")
 ALIASES = {"f32": "fp32", "q8_0": "int8", "q4_0": "int4"}
@@ -81,7 +81,7 @@ def tokenizer_fn(out_dir: Path):
         tok = og.Tokenizer(og.Model(str(out_dir)))
         tok.update_options(add_special_tokens="true")
     except Exception as e:  # onnxruntime-genai raises its own error types for a tokenizer it cannot load
-        from advisor.convert.tokenizer_family import detect
+        from adapters.formats.tokenizer_family import detect
 
         raise ConversionError(f"onnxruntime-genai cannot load this {detect(out_dir).describe()} tokenizer "
                               f"({str(e)[:200]}); use a format whose tokenizer agrees (`advisor verify` shows "

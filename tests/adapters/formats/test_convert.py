@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import advisor.convert as conv
+import adapters.formats as conv
+from adapters.formats import ConversionError, convert, read_manifest, text_check
+from adapters.formats import oracle as ref_mod
 from advisor.cli_convert import convert_command
-from advisor.convert import ConversionError, convert, read_manifest, text_check
-from advisor.convert import reference as ref_mod
-from tests.convert.models import tiny_model
+from tests.adapters.formats.models import tiny_model
 
 
 @pytest.fixture()
@@ -177,7 +177,7 @@ def test_round_trip_matches_the_reference(fmt, precision, package):
 def test_gguf_without_the_rotary_permutation_is_caught(model_copy, monkeypatch):
     pytest.importorskip("gguf")
     pytest.importorskip("llama_cpp")
-    from advisor.convert import gguf as g
+    from adapters.formats import gguf as g
 
     monkeypatch.setattr(g, "_permute", lambda w, n_head: w)  # the classic silent converter bug
     with pytest.raises(ConversionError, match="gguf fp32"):

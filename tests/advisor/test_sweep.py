@@ -11,7 +11,7 @@ from advisor.capacity import capacity_from_sweep
 from advisor.store import RunResult
 from advisor.sweep import SweepConfig, SweepError, load_sweep, new_sweep_id, run_sweep
 from scenarios.overrides import Overrides
-from tests.recommend.runs import make_run
+from tests.advisor.recommend.runs import make_run
 
 
 def fake_system(capacity_rps: float):

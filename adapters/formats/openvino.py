@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from advisor.convert.check import ConversionError
+from adapters.formats.check import ConversionError
 
 PRECISIONS = ("fp32", "fp16")
 ALIASES = {"f32": "fp32", "f16": "fp16"}
@@ -36,8 +36,8 @@ def write_openvino(model_path: Path, out_dir: Path, precision: str) -> None:
     """Convert to a stateful OpenVINO IR in `out_dir` (plus tokenizer IRs when openvino-tokenizers is present)."""
     import torch
 
-    from advisor.convert.gguf import load_weights
-    from advisor.convert.ov_graph import TraceableLlama
+    from adapters.formats.gguf import load_weights
+    from adapters.formats.ov_graph import TraceableLlama
 
     ov = _require_openvino()
     from openvino import opset13
@@ -100,7 +100,7 @@ def _write_tokenizer(model_path: Path, out_dir: Path) -> None:
     except ImportError as e:
         raise ConversionError("OpenVINO's tokenizer IRs need openvino-tokenizers and transformers: "
                               "pip install -e '.[openvino]'") from e
-    from advisor.convert.tokenizer_family import detect, hf_tokenizer
+    from adapters.formats.tokenizer_family import detect, hf_tokenizer
 
     hf_tok = hf_tokenizer(model_path)
     try:

@@ -23,8 +23,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from advisor.convert import limits, text_check, tokenizer_family
-from advisor.convert.check import ConversionError, Divergence, check_logits
+from adapters.formats import limits, text_check, tokenizer_family
+from adapters.formats.check import ConversionError, Divergence, check_logits
 
 Format = Literal["gguf", "onnx", "openvino"]
 FORMATS: tuple[Format, ...] = ("gguf", "onnx", "openvino")
@@ -38,11 +38,11 @@ __all__ = ["FORMATS", "ConversionError", "Divergence", "convert", "normalize_pre
 
 def _module(fmt: str) -> Any:
     if fmt == "gguf":
-        from advisor.convert import gguf as mod
+        from adapters.formats import gguf as mod
     elif fmt == "onnx":
-        from advisor.convert import onnx as mod
+        from adapters.formats import onnx as mod
     elif fmt == "openvino":
-        from advisor.convert import openvino as mod
+        from adapters.formats import openvino as mod
     else:
         raise ConversionError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     return mod
@@ -146,7 +146,7 @@ def _versions(fmt: str) -> dict[str, str]:
 def _write(model_path: Path, fmt: str, precision: str, tmp: Path) -> dict[str, Any] | None:
     """Write `fmt` into `tmp`; returns what the writer reports about the tokenizer it wrote (GGUF), if anything."""
     if fmt == "gguf":
-        from advisor.convert import gguf as g
+        from adapters.formats import gguf as g
 
         if precision in ("fp32", "fp16"):
             return g.write_gguf(model_path, tmp / g.FILENAME, precision)
@@ -155,11 +155,11 @@ def _write(model_path: Path, fmt: str, precision: str, tmp: Path) -> dict[str, A
         g.quantize(src / g.FILENAME, tmp / g.FILENAME, precision)
         return (read_manifest(src) or {}).get("tokenizer")
     elif fmt == "onnx":
-        from advisor.convert import onnx as o
+        from adapters.formats import onnx as o
 
         o.write_onnx(model_path, tmp, precision)
     else:
-        from advisor.convert import openvino as v
+        from adapters.formats import openvino as v
 
         v.write_openvino(model_path, tmp, precision)
     return None

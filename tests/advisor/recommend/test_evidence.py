@@ -15,7 +15,7 @@ from advisor.recommend import Constraints, recommend
 from advisor.recommend.candidates import Candidate
 from advisor.recommend.ranking import evaluate
 from advisor.slo_evidence import RunSample
-from tests.recommend.runs import dist, make_run, write_runs
+from tests.advisor.recommend.runs import dist, make_run, write_runs
 
 L4 = [{"name": "NVIDIA L4", "memory_gb": 24.0}]
 

@@ -3,7 +3,7 @@
 Converters have silent failure modes (a wrong rotary permutation, the wrong
 layer taken as the LM head, a dropped norm), so every conversion ends with
 `check_logits`: the converted model's logits for a few prompts against
-`reference.logits`. fp32 must match tightly, fp16 loosely; quantized formats
+`oracle.logits`. fp32 must match tightly, fp16 loosely; quantized formats
 only fail on gross mismatch (the argmax rarely agreeing) and otherwise report
 their drift.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from advisor.convert import reference
+from adapters.formats import oracle
 
 LogitsFn = Callable[[list[int]], np.ndarray]  # prompt ids -> logits [T, vocab]
 
@@ -78,7 +78,7 @@ def check_logits(model_path: Path, fmt: str, precision: str, fn: LogitsFn, vocab
     """Run the converted model on a few prompts; raise ConversionError on a mismatch, else return the drift."""
     refs, gots = [], []
     for ids in check_prompts(vocab_size):
-        refs.append(reference.logits(model_path, ids))
+        refs.append(oracle.logits(model_path, ids))
         gots.append(np.asarray(fn(ids), dtype=np.float32))
     div = divergence(np.concatenate(refs), np.concatenate(gots))
     tol = TOLERANCE.get(precision)

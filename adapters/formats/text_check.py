@@ -6,7 +6,7 @@ emoji, code, whitespace runs, the tokenizer's own special tokens) with the
 original `tokenizers` tokenizer and with the format's tokenizer as its
 engine runs it (llama.cpp's vocab in the GGUF, onnxruntime-genai's tokenizer,
 the openvino-tokenizers IRs), and compares ids and decoded text. Every
-conversion runs it (`advisor.convert.convert`) and `advisor verify` reports it
+conversion runs it (`adapters.formats.convert`) and `advisor verify` reports it
 per variant.
 """
 
@@ -116,9 +116,9 @@ def _short(ids: list[int]) -> str:
 
 def check(model_path: Path, fmt: str, out_dir: Path) -> TextCheck:
     """The text check of `fmt`'s tokenizer in the converted folder `out_dir` (the format module's `tokenizer_fn`)."""
-    from advisor.convert import _module
-    from advisor.convert.check import ConversionError
-    from advisor.convert.tokenizer_family import detect
+    from adapters.formats import _module
+    from adapters.formats.check import ConversionError
+    from adapters.formats.tokenizer_family import detect
 
     mod: Any = _module(fmt)
     encode, decode, skip_special = mod.tokenizer_fn(out_dir)

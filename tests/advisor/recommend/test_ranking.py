@@ -7,7 +7,7 @@ import pytest
 from advisor.catalog import load_catalog
 from advisor.recommend import Constraints, recommend
 from advisor.recommend.hosted import break_even
-from tests.recommend.runs import make_run
+from tests.advisor.recommend.runs import make_run
 
 L4 = [{"name": "NVIDIA L4", "memory_gb": 24.0}]
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from advisor.cli_recommend import hardware_command, recommend_command
-from tests.recommend.runs import make_run, write_runs
+from tests.advisor.recommend.runs import make_run, write_runs
 
 L4 = [{"name": "NVIDIA L4", "memory_gb": 24.0}]
 

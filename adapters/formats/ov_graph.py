@@ -12,7 +12,7 @@ outputs logits and present.{i}.key/value, with attention as
 can turn it into its continuous-batching form). Qwen2 and Mistral differ only
 in q/k/v biases (taken from the weights when present) and sliding windows
 (added to the mask per layer; the continuous-batching form drops that mask,
-so `advisor.convert.limits.openvino` caps their context at the window).
+so `adapters.formats.limits.openvino` caps their context at the window).
 """
 
 from __future__ import annotations

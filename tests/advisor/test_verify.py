@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from advisor.cli_convert import verify_command
 from advisor.verify import VARIANTS, Variant, VariantResult, VerifyReport, verify
-from tests.convert.models import tiny_model
+from tests.adapters.formats.models import tiny_model
 
 
 def test_own_engine_fp32_agrees_with_its_reference():

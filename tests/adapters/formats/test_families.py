@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.convert import ConversionError, convert, read_manifest
+from adapters.formats import ConversionError, convert, read_manifest
 from advisor.verify import Variant, verify
 
 pytestmark = pytest.mark.engines
@@ -93,7 +93,7 @@ def test_mistral_beyond_its_window_is_computed_or_capped_and_said(fmt) -> None:
     import numpy as np
 
     import adapters
-    from advisor.convert import limits, logits_fn, reference
+    from adapters.formats import limits, logits_fn, oracle
 
     _need(fmt)
     path = model("mistral-spm")
@@ -115,7 +115,7 @@ def test_mistral_beyond_its_window_is_computed_or_capped_and_said(fmt) -> None:
         got = np.asarray(fn(ids))
     finally:
         getattr(fn, "close", lambda: None)()
-    ref = reference.logits(path, ids)
+    ref = oracle.logits(path, ids)
     assert np.abs(got - ref).max() < 2e-3 * max(1.0, float(np.abs(ref).max()))
 
 

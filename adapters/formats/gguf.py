@@ -4,9 +4,9 @@ fp32/fp16 files are written directly with `gguf.GGUFWriter`, as llama.cpp's
 `convert_hf_to_gguf.py` does: LLaMA and Mistral as the `llama` architecture
 (Q/K rotary permutation), Qwen2 as `qwen2` (NEOX rotary, no permutation, q/k/v
 biases); a tied LM head is left out (llama.cpp reuses the embedding). The
-vocabulary is written as what it is (`advisor.convert.gguf_vocab`). llama.cpp
+vocabulary is written as what it is (`adapters.formats.gguf_vocab`). llama.cpp
 has no sliding-window attention for these architectures, so a model with
-windows gets the smallest window as its context length (`advisor.convert.limits`
+windows gets the smallest window as its context length (`adapters.formats.limits`
 says so). q8_0/q4_0 are made from the fp32 file with llama.cpp's quantizer
 (`llama_cpp.llama_model_quantize`). Other architectures are refused.
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from advisor.convert.check import ConversionError
+from adapters.formats.check import ConversionError
 
 PRECISIONS = ("fp32", "fp16", "q8_0", "q4_0")
 ALIASES = {"int8": "q8_0", "int4": "q4_0", "f32": "fp32", "f16": "fp16"}
@@ -66,8 +66,8 @@ def _gguf() -> Any:
 def write_gguf(model_path: Path, out_file: Path, precision: str) -> dict[str, Any]:
     """Write fp32 or fp16 GGUF for the HF folder at `model_path`; returns what was written about the tokenizer."""
     gguf = _gguf()
-    from advisor.convert import limits
-    from advisor.convert.gguf_vocab import write_vocab
+    from adapters.formats import limits
+    from adapters.formats.gguf_vocab import write_vocab
 
     assert precision in ("fp32", "fp16"), precision
     cfg = json.loads((model_path / "config.json").read_text())

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.convert.check import ConversionError
+from adapters.formats.check import ConversionError
 
 
 class EngineLimitError(ConversionError):
@@ -78,7 +78,7 @@ def onnxruntime_genai(cfg: dict[str, Any], precision: str = "fp32") -> EngineLim
                                f"a multiple of 16; this model's is {head} (hidden_size / num_attention_heads). "
                                "Use llama_cpp, openvino or own for this model")
     # the builder writes GroupQueryAttention's local_window_size, but a prefill longer than the window computes
-    # other logits than the model (measured: tests/convert/test_families.py), so the context stops at the window
+    # other logits than the model (measured: tests/adapters/formats/test_families.py), so the context stops at the window
     context, notes = _window_cap("ONNX Runtime GenAI", cfg, _context(cfg))
     return EngineLimits("ONNX Runtime GenAI", context, notes)
 
