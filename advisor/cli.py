@@ -30,6 +30,7 @@ _COMMANDS = [
     ("advisor.cli_recommend", "recommend_command"),
     ("advisor.cli_recommend", "hardware_command"),
     ("reports.cli", "report_command"),
+    ("advisor.cli_dashboard", "dashboard_command"),
     ("advisor.cli_matrix", "matrix_command"),
     ("advisor.cli_compare", "compare_command"),
 ]

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from advisor.bench import BenchConfig, bench_once
 from advisor.cli import cli
-from reports.dashboard import load_runs
+from reports.dashboard.data import load_runs
 from scenarios.overrides import Overrides
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports import dashboard as dash
+from reports.dashboard import data as dash
 
 
 def test_filters_combine_and_empty_filters_pass_everything(saved_runs):

@@ -8,7 +8,7 @@ import pytest
 
 from advisor.repeats import run_repeats
 from advisor.store import list_runs
-from reports import dashboard as dash
+from reports.dashboard import data as dash
 from reports.costs import price_runs
 from reports.html import render_report
 from reports.selection import make_recommendation
