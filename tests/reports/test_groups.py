@@ -8,8 +8,8 @@ import pytest
 
 from advisor.repeats import run_repeats
 from advisor.store import list_runs
-from reports.dashboard import data as dash
 from reports.costs import price_runs
+from reports.dashboard import data as dash
 from reports.html import render_report
 from reports.selection import make_recommendation
 from tests.advisor.test_repeats import bench_fake
