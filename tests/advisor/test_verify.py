@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from advisor.cli_convert import verify_command
+from advisor.cli.verify import verify_command
 from advisor.verify import VARIANTS, Variant, VariantResult, VerifyReport, verify
 from tests.adapters.formats.models import tiny_model
 

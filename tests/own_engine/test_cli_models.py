@@ -7,7 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from advisor.cli_models import generate_command, models_group
+from advisor.cli.generate import generate_command
+from advisor.cli.models import models_group
 from own_engine import reference
 
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 import adapters.formats as conv
 from adapters.formats import ConversionError, convert, read_manifest, text_check
 from adapters.formats import oracle as ref_mod
-from advisor.cli_convert import convert_command
+from advisor.cli.models import convert_command
 from tests.adapters.formats.models import tiny_model
 
 

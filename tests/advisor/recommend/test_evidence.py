@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from advisor.catalog import load_catalog
-from advisor.cli_recommend import recommend_command, sweep_command
+from advisor.cli.recommend import recommend_command
+from advisor.cli.sweep import sweep_command
 from advisor.metrics.intervals import Interval
 from advisor.recommend import Constraints, recommend
 from advisor.recommend.candidates import Candidate

@@ -1,4 +1,4 @@
-"""Flags shared by `bench` and `sweep` (and later `matrix`), declared once, and their conversion.
+"""Flags shared by the commands, declared once (bench/sweep/matrix, recommend/hardware), and their conversion.
 
 `engine_flags`, `scenario_flags` and `run_flags` are decorators; a command that
 takes them receives the values as keyword arguments and turns them into a
@@ -84,6 +84,23 @@ run_flags = _stack([
                  help="Per-request timeout (s)."),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else."),
 ])
+
+
+price_flags = _stack([
+    click.option("--prices", type=click.Path(path_type=Path), default=None,
+                 help="YAML of price overrides: `prices: {h100-sxm: 2.10}` (a negotiated price wins)."),
+    click.option("--price", multiple=True, metavar="ID=USD", help="Price override per device-hour (repeatable)."),
+])
+
+
+def catalog_from_flags(prices: Path | None, price: tuple[str, ...]) -> Any:
+    """The hardware catalog with the `--prices`/`--price` overrides; a bad one is a usage error."""
+    from advisor.catalog import CatalogError, load_catalog, parse_price_flags
+
+    try:
+        return load_catalog(prices, parse_price_flags(price))
+    except CatalogError as e:
+        raise click.UsageError(str(e)) from None
 
 
 def overrides_from(flags: dict[str, Any]) -> Any:

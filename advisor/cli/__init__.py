@@ -1,4 +1,7 @@
-"""The `advisor` command line: one group, each command in the module named for it.
+"""The `advisor` command line: one group, each command in the module named for it (advisor/cli/<command>.py).
+
+Shared flags live in `options.py` (declared once for bench, sweep and matrix). The command line is the
+entry point: it sits on top of every layer (it may import reports/), and nothing imports it.
 
 Commands import their heavy dependencies (torch, engines) only when they run,
 so `advisor --help` is instant. Every user error ends in a one-line message
@@ -17,23 +20,9 @@ import click
 
 from advisor import __version__
 
-# (module, attribute) of every sub-command, attached to the main group.
-_COMMANDS = [
-    ("advisor.cli_bench", "bench_command"),
-    ("advisor.cli_scenarios", "scenarios_command"),
-    ("advisor.cli_bench", "engines_command"),
-    ("advisor.cli_bench", "show_command"),
-    ("advisor.cli_models", "models_group"),
-    ("advisor.cli_models", "generate_command"),
-    ("advisor.cli_convert", "verify_command"),
-    ("advisor.cli_recommend", "sweep_command"),
-    ("advisor.cli_recommend", "recommend_command"),
-    ("advisor.cli_recommend", "hardware_command"),
-    ("reports.cli", "report_command"),
-    ("advisor.cli_dashboard", "dashboard_command"),
-    ("advisor.cli_matrix", "matrix_command"),
-    ("advisor.cli_compare", "compare_command"),
-]
+# Every sub-command, one module each under advisor/cli/ (attached to the main group in this order).
+_COMMANDS = ("bench", "sweep", "matrix", "show", "scenarios", "engines", "models", "generate", "verify", "recommend",
+             "hardware", "report", "compare", "dashboard")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -51,12 +40,11 @@ def cli() -> None:
 
 
 def _attach() -> None:
-    for module, attr in _COMMANDS:
-        cmd = getattr(importlib.import_module(module), attr)
+    for name in _COMMANDS:
+        module = importlib.import_module(f"advisor.cli.{name}")
+        cmd = next(v for k, v in vars(module).items() if isinstance(v, click.Command) and v.name == name
+                   and not k.startswith("_"))
         cli.add_command(cmd)
-    models = cli.commands["models"]
-    assert isinstance(models, click.Group)
-    models.add_command(importlib.import_module("advisor.cli_convert").convert_command, "convert")
 
 
 _attach()

@@ -1,9 +1,4 @@
-"""`advisor models create|list` and `advisor generate`: make test models offline and try one request.
-
-`generate` goes through `adapters.create(engine, model)`, so it works for any
-engine; output ids are shown when the adapter keeps them (own, own-static),
-and text comes from the chunks or from the model folder's tokenizer.json.
-"""
+"""`advisor generate`: one greedy request, the quickest check that an engine and a model work."""
 
 from __future__ import annotations
 
@@ -14,74 +9,7 @@ from pathlib import Path
 
 import click
 
-from own_engine.paths import DEFAULT_MODEL, is_model_dir, models_root, resolve_model
-from own_engine.presets import PRESETS
-from own_engine.tokenizer import TOKENIZER_KINDS
-
-
-@click.group("models")
-def models_group() -> None:
-    """Create and list models in the model cache ($ADVISOR_HOME/models, default ~/.cache/advisor/models)."""
-
-
-@models_group.command("create")
-@click.argument("name")
-@click.option("--preset", "preset", default=DEFAULT_MODEL, show_default=True,
-              help=f"model shape: {', '.join(PRESETS)}")
-@click.option("--seed", type=int, default=0, show_default=True, help="weights seed (same seed, same bytes)")
-@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default=None,
-              help="weight dtype (default: the preset's)")
-@click.option("--force", is_flag=True, help="overwrite an existing model of that name")
-@click.option("--tokenizer", type=click.Choice(TOKENIZER_KINDS), default=None,
-              help="tokenizer kind instead of the preset's (tests of every tokenizer x model family)")
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="write under this folder instead of the model cache")
-def create_command(name: str, preset: str, seed: int, dtype: str | None, force: bool, tokenizer: str | None,
-                   root: Path | None) -> None:
-    """Write a seeded random-weight LLaMA model NAME (Hugging Face layout); prints its folder last."""
-    if preset not in PRESETS:
-        raise click.UsageError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
-    from own_engine.create import create_model
-
-    p = PRESETS[preset]
-    click.echo(f"creating '{name}' from preset {preset} ({p.n_params / 1e6:.1f}M params, {dtype or p.dtype})", err=True)
-    try:
-        path = create_model(name, preset, seed=seed, root=root, force=force, dtype=dtype, tokenizer=tokenizer)
-    except FileExistsError as e:
-        raise click.ClickException(str(e)) from None
-    except ValueError as e:
-        raise click.UsageError(str(e)) from None
-    click.echo(str(path))
-
-
-@models_group.command("list")
-@click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
-def list_command(as_json: bool) -> None:
-    """Models in the cache (name, preset, params, path), then the presets `create` knows."""
-    rows = []
-    root = models_root()
-    for folder in sorted(root.iterdir()) if root.is_dir() else []:
-        if folder.name.startswith(".") or not is_model_dir(folder):
-            continue
-        try:
-            meta = json.loads((folder / "config.json").read_text()).get("advisor") or {}
-        except json.JSONDecodeError:
-            meta = {}
-        rows.append({"name": folder.name, "preset": meta.get("preset"), "n_params": meta.get("n_params"),
-                     "path": str(folder)})
-    presets = [{"preset": p.name, "n_params": p.n_params, "dtype": p.dtype, "summary": p.summary}
-               for p in PRESETS.values()]
-    if as_json:
-        click.echo(json.dumps({"models": rows, "presets": presets}, indent=2))
-        return
-    if not rows:
-        click.echo(f"no models in {root}; create one with `advisor models create NAME --preset tiny`")
-    for r in rows:
-        params = f"{r['n_params'] / 1e6:.1f}M" if r["n_params"] else "?"
-        click.echo(f"{r['name']:<20} {r['preset'] or '-':<14} {params:>9}  {r['path']}")
-    click.echo("\npresets:")
-    for p in presets:
-        click.echo(f"  {p['preset']:<14} {p['n_params'] / 1e6:>8.1f}M  {p['dtype']:<9} {p['summary']}")
+from own_engine.paths import resolve_model
 
 
 def _tokenizer_for(model: str | None):  # -> tokenizers.Tokenizer | None

@@ -1,47 +1,10 @@
-"""Click commands `advisor models convert` and `advisor verify` (attached to the main CLI by advisor.cli).
-
-`convert_command` prints progress to stderr and the path it wrote as the last
-stdout line, so scripts can do `path=$(advisor models convert tiny --to gguf)`.
-`verify_command` prints a table, or one JSON document with `--json`, and
-exits 1 when an fp32 variant (or an fp16 one computed in fp32) disagrees
-with own_engine.
-"""
+"""`advisor verify`: every engine and format variant against own_engine fp32, token by token and on text."""
 
 from __future__ import annotations
 
 import sys
 
 import click
-
-from adapters.formats import FORMATS
-
-
-@click.command("convert")
-@click.argument("model")
-@click.option("--to", "fmt", type=click.Choice(FORMATS), required=True, help="target format")
-@click.option("--precision", "precisions", multiple=True, default=("fp32",), show_default=True,
-              help="fp32|fp16|int8|int4|q8_0|q4_0 (repeatable; valid set depends on the format)")
-@click.option("--force", is_flag=True, help="reconvert even if a cached conversion is up to date")
-@click.option("--no-check", is_flag=True, help="skip the logit check against own_engine fp32")
-def convert_command(model: str, fmt: str, precisions: tuple[str, ...], force: bool, no_check: bool) -> None:
-    """Convert MODEL (a folder or a cached model name) to GGUF, ONNX or OpenVINO IR, cached next to the model."""
-    from adapters.formats import ConversionError, convert, read_manifest
-    from own_engine.paths import resolve_model
-
-    try:
-        src = resolve_model(model)
-    except FileNotFoundError as e:
-        raise click.ClickException(str(e)) from None
-    for precision in precisions:
-        try:
-            out = convert(src, fmt, precision, force=force, check=not no_check)  # type: ignore[arg-type]
-        except ConversionError as e:
-            raise click.ClickException(str(e)) from None
-        check = (read_manifest(out) or {}).get("check")
-        if check:
-            click.echo(f"{fmt} {precision}: logits vs own_engine fp32: max abs diff {check['max_abs_diff']:.3g}, "
-                       f"KL {check['kl']:.3g}, top-1 agreement {check['argmax_agreement']:.0%}", err=True)
-        click.echo(str(out))
 
 
 @click.command("verify")

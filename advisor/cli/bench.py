@@ -1,15 +1,14 @@
-"""`advisor bench`, `advisor scenarios`, `advisor engines` and `advisor show`."""
+"""`advisor bench`: one scenario against one engine, saved as a run (or `--repeats N` runs, grouped)."""
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
-from advisor.cli_options import bench_config, engine_flags, repeat_flags, run_flags, scenario_flags
+from advisor.cli.options import bench_config, engine_flags, repeat_flags, run_flags, scenario_flags
 
 
 @click.command("bench")
@@ -66,35 +65,3 @@ def _bench_repeats(cfg: Any, n: int, restart: bool, as_json: bool) -> None:
                                                                   for r in group.runs]}, allow_nan=False))
     else:
         print_group(group)
-
-
-@click.command("show")
-@click.argument("run")
-@click.option("--runs", "root", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the saved result.json.")
-def show_command(run: str, root: Path, as_json: bool) -> None:
-    """Show a saved run (a run folder or a run id under --runs)."""
-    from advisor import console
-    from advisor.store import load_run
-
-    result = load_run(run, root)
-    if as_json:
-        click.echo(json.dumps(result.to_dict(), allow_nan=False))
-    else:
-        console.print_run(result)
-
-
-@click.command("engines")
-@click.option("--json", "as_json", is_flag=True)
-def engines_command(as_json: bool) -> None:
-    """List every engine adapter: available here, or missing and why (with the install hint)."""
-    import adapters
-
-    rows = [{"name": e.name, "available": why is None, "why": why, "extra": e.extra, "summary": e.summary,
-             "options": adapters.options_schema(e.name)} for e, why in adapters.available()]
-    if as_json:
-        click.echo(json.dumps(rows))
-        return
-    from advisor import console
-
-    console.print_engines(rows)

@@ -1,0 +1,105 @@
+"""`advisor models create|list|convert`: models made offline, listed, converted to an engine format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from adapters.formats import FORMATS
+from own_engine.paths import DEFAULT_MODEL, is_model_dir, models_root, resolve_model
+from own_engine.presets import PRESETS
+from own_engine.tokenizer import TOKENIZER_KINDS
+
+
+@click.group("models")
+def models_group() -> None:
+    """Create and list models in the model cache ($ADVISOR_HOME/models, default ~/.cache/advisor/models)."""
+
+
+@models_group.command("create")
+@click.argument("name")
+@click.option("--preset", "preset", default=DEFAULT_MODEL, show_default=True,
+              help=f"model shape: {', '.join(PRESETS)}")
+@click.option("--seed", type=int, default=0, show_default=True, help="weights seed (same seed, same bytes)")
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default=None,
+              help="weight dtype (default: the preset's)")
+@click.option("--force", is_flag=True, help="overwrite an existing model of that name")
+@click.option("--tokenizer", type=click.Choice(TOKENIZER_KINDS), default=None,
+              help="tokenizer kind instead of the preset's (tests of every tokenizer x model family)")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="write under this folder instead of the model cache")
+def create_command(name: str, preset: str, seed: int, dtype: str | None, force: bool, tokenizer: str | None,
+                   root: Path | None) -> None:
+    """Write a seeded random-weight LLaMA model NAME (Hugging Face layout); prints its folder last."""
+    if preset not in PRESETS:
+        raise click.UsageError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
+    from own_engine.create import create_model
+
+    p = PRESETS[preset]
+    click.echo(f"creating '{name}' from preset {preset} ({p.n_params / 1e6:.1f}M params, {dtype or p.dtype})", err=True)
+    try:
+        path = create_model(name, preset, seed=seed, root=root, force=force, dtype=dtype, tokenizer=tokenizer)
+    except FileExistsError as e:
+        raise click.ClickException(str(e)) from None
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    click.echo(str(path))
+
+
+@models_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
+def list_command(as_json: bool) -> None:
+    """Models in the cache (name, preset, params, path), then the presets `create` knows."""
+    rows = []
+    root = models_root()
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        if folder.name.startswith(".") or not is_model_dir(folder):
+            continue
+        try:
+            meta = json.loads((folder / "config.json").read_text()).get("advisor") or {}
+        except json.JSONDecodeError:
+            meta = {}
+        rows.append({"name": folder.name, "preset": meta.get("preset"), "n_params": meta.get("n_params"),
+                     "path": str(folder)})
+    presets = [{"preset": p.name, "n_params": p.n_params, "dtype": p.dtype, "summary": p.summary}
+               for p in PRESETS.values()]
+    if as_json:
+        click.echo(json.dumps({"models": rows, "presets": presets}, indent=2))
+        return
+    if not rows:
+        click.echo(f"no models in {root}; create one with `advisor models create NAME --preset tiny`")
+    for r in rows:
+        params = f"{r['n_params'] / 1e6:.1f}M" if r["n_params"] else "?"
+        click.echo(f"{r['name']:<20} {r['preset'] or '-':<14} {params:>9}  {r['path']}")
+    click.echo("\npresets:")
+    for p in presets:
+        click.echo(f"  {p['preset']:<14} {p['n_params'] / 1e6:>8.1f}M  {p['dtype']:<9} {p['summary']}")
+
+
+@models_group.command("convert")
+@click.argument("model")
+@click.option("--to", "fmt", type=click.Choice(FORMATS), required=True, help="target format")
+@click.option("--precision", "precisions", multiple=True, default=("fp32",), show_default=True,
+              help="fp32|fp16|int8|int4|q8_0|q4_0 (repeatable; valid set depends on the format)")
+@click.option("--force", is_flag=True, help="reconvert even if a cached conversion is up to date")
+@click.option("--no-check", is_flag=True, help="skip the logit check against own_engine fp32")
+def convert_command(model: str, fmt: str, precisions: tuple[str, ...], force: bool, no_check: bool) -> None:
+    """Convert MODEL (a folder or a cached model name) to GGUF, ONNX or OpenVINO IR, cached next to the model."""
+    from adapters.formats import ConversionError, convert, read_manifest
+
+    try:
+        src = resolve_model(model)
+    except FileNotFoundError as e:
+        raise click.ClickException(str(e)) from None
+    for precision in precisions:
+        try:
+            out = convert(src, fmt, precision, force=force, check=not no_check)  # type: ignore[arg-type]
+        except ConversionError as e:
+            raise click.ClickException(str(e)) from None
+        check = (read_manifest(out) or {}).get("check")
+        if check:
+            click.echo(f"{fmt} {precision}: logits vs own_engine fp32: max abs diff {check['max_abs_diff']:.3g}, "
+                       f"KL {check['kl']:.3g}, top-1 agreement {check['argmax_agreement']:.0%}", err=True)
+        click.echo(str(out))

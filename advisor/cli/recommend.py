@@ -1,0 +1,97 @@
+"""`advisor recommend`: engine x hardware x config ranked for your SLOs, load and budget, with why."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from advisor.cli.options import catalog_from_flags, price_flags
+
+
+def _quality(path: Path | None) -> dict[str, float]:
+    """`{"engine/precision" or "engine": drift | {"token_agreement": x}}` from a JSON file."""
+    if path is None:
+        return {}
+    if not path.is_file():
+        raise click.UsageError(f"quality file {path} not found; pass the JSON written by `advisor verify`")
+    try:
+        d = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise click.UsageError(f"{path}: not valid JSON ({e})") from None
+    out = {}
+    for k, v in (d.get("quality_drift", d) if isinstance(d, dict) else {}).items():
+        if isinstance(v, dict) and "token_agreement" in v:
+            out[k] = 1.0 - float(v["token_agreement"])
+        elif isinstance(v, int | float):
+            out[k] = float(v)
+    return out
+
+
+@click.command("recommend")
+@click.option("--scenario", "-s", default=None, help="Only runs of this scenario.")
+@click.option("--runs", "root", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
+              help="Folder of saved runs.")
+@click.option("--constraints", "constraints_file", type=click.Path(path_type=Path), default=None,
+              help="Constraints YAML (flags win over it).")
+@click.option("--peak-rps", type=float, default=None, help="Peak request rate to size replicas for.")
+@click.option("--avg-rps", type=float, default=None, help="Average request rate.")
+@click.option("--monthly-tokens-m", type=float, default=None, help="Monthly volume in millions of tokens.")
+@click.option("--p95-ttft-ms", "ttft_ms", type=float, default=None, help="TTFT limit at the percentile.")
+@click.option("--p95-tpot-ms", "tpot_ms", type=float, default=None, help="TPOT limit at the percentile.")
+@click.option("--p95-e2e-ms", "e2e_ms", type=float, default=None, help="End-to-end latency limit.")
+@click.option("--budget-usd-month", type=float, default=None, help="Monthly budget in USD.")
+@click.option("--hardware", multiple=True, help="Allowed catalog hardware id (repeatable; see `advisor hardware`).")
+@click.option("--vendor", "vendors", multiple=True, help="Allowed vendor (repeatable): nvidia, amd, intel.")
+@click.option("--cpu-only", is_flag=True, default=None, help="Only CPU hardware.")
+@click.option("--deployment", type=click.Choice(["any", "cloud", "on-prem", "edge"]), default=None)
+@click.option("--max-complexity", type=click.Choice(["low", "medium", "high"]), default=None,
+              help="Highest operational complexity the team accepts.")
+@click.option("--max-quality-drift", type=float, default=None, help="Max fraction of tokens that may differ (0-1).")
+@click.option("--quality", "quality_file", type=click.Path(path_type=Path), default=None,
+              help="JSON of quality drift per engine[/precision] (from `advisor verify`).")
+@click.option("--headroom", type=float, default=None, help="Spare capacity over peak (default 0.2).")
+@click.option("--price-tier", type=click.Choice(["cloud_on_demand", "owned_tco"]), default=None)
+@click.option("--no-estimates", is_flag=True, help="Only measured rows, no roofline estimates.")
+@click.option("--allow-uncalibrated", is_flag=True, default=None,
+              help="Let estimates calibrated on another device class (CPU runs carried to a GPU) be recommended.")
+@click.option("--tie-break", default=None, metavar="complexity,margin",
+              help="Order of the criteria that break a tie between options whose cost ranges overlap.")
+@click.option("--measure/--no-measure", default=True, help="Measure this machine's memory bandwidth for calibration.")
+@price_flags
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else.")
+def recommend_command(scenario: str | None, root: Path, constraints_file: Path | None, quality_file: Path | None,
+                      no_estimates: bool, tie_break: str | None, measure: bool, prices: Path | None,
+                      price: tuple[str, ...], as_json: bool, **flags: Any) -> None:
+    """Rank engine x hardware x config for your SLOs, load and budget, with why; measured and estimated."""
+    from advisor.hardware_detect import detect
+    from advisor.recommend import Constraints, ConstraintsError, NoRunsError, recommend
+    from advisor.recommend.render import print_recommendation
+    from advisor.slo_evidence import load_samples
+    from advisor.store import readable_runs
+
+    ties = tuple(x.strip() for x in tie_break.split(",") if x.strip()) if tie_break else None
+    try:
+        base = Constraints.from_yaml(constraints_file) if constraints_file else Constraints()
+        cons = base.merged(scenario=scenario, include_estimates=False if no_estimates else None, tie_break=ties,
+                           **flags)
+    except ConstraintsError as e:
+        raise click.UsageError(str(e)) from None
+    catalog = catalog_from_flags(prices, price)
+    if not root.is_dir():
+        raise click.UsageError(f"no runs folder {root}; run `advisor bench` first or pass --runs DIR")
+    saved = readable_runs(root, lambda line: click.echo(line, err=True))
+    runs = [r.to_dict() for r in saved]
+    try:
+        rec = recommend(runs, cons, catalog, detected=detect(catalog, measure=measure), quality=_quality(quality_file),
+                        samples=load_samples(saved))
+    except NoRunsError as e:
+        raise click.ClickException(f"{e} (looked in {root})") from None
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    if as_json:
+        click.echo(json.dumps(rec.to_dict(), default=str))
+    else:
+        print_recommendation(rec)

@@ -1,0 +1,84 @@
+"""`advisor sweep`: rising rates (or users) on one engine until the SLOs break; the capacity."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from advisor.cli.options import engine_flags, repeat_flags, run_flags, scenario_flags
+
+
+def _numbers(text: str | None, flag: str, conv: type) -> tuple | None:
+    if not text:
+        return None
+    try:
+        return tuple(conv(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        example = "0.5,1,2,4" if conv is float else "1,2,4,8"
+        raise click.UsageError(f"{flag} expects comma-separated numbers, e.g. {example}; got {text!r}") from None
+
+
+@click.command("sweep")
+@scenario_flags(skip=("rate_rps", "concurrency"))
+@engine_flags
+@run_flags
+@repeat_flags
+@click.option("--rates", default=None, help="Comma-separated request rates, e.g. 0.5,1,2,4.")
+@click.option("--concurrencies", default=None, help="Comma-separated closed-loop users, e.g. 1,2,4,8 "
+              "(closed-loop scenarios: capacity in concurrent users).")
+@click.option("--start", "start_rps", type=float, default=0.5, show_default=True, help="First rate (req/s).")
+@click.option("--factor", type=float, default=2.0, show_default=True, help="Rate multiplier per step.")
+@click.option("--max-steps", type=int, default=6, show_default=True)
+@click.option("--resume", "resume_id", default=None, metavar="SWEEP_ID",
+              help="Go on with an interrupted sweep (its saved settings; finished steps are not run again).")
+def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float, factor: float, max_steps: int,
+                  resume_id: str | None, as_json: bool, repeats: int, restart_engine: bool, **flags: Any) -> None:
+    """Rising request rates (or users) until the SLOs break: the highest passing step is the capacity.
+
+    \b
+    Examples:
+      advisor sweep --scenario copilot --rates 1,2,4,8
+      advisor sweep --scenario chat-closed --concurrencies 1,2,4,8
+      advisor sweep --scenario copilot --rates 1,2,4 --repeats 3   # each step 3 times, grouped
+      advisor sweep --resume 20261122-101500-sweep-copilot-own-3fa2c1
+    """
+    from advisor.bench import open_engine, plan
+    from advisor.cli.options import bench_config
+    from advisor.sweep import SweepConfig, SweepError, load_sweep, resume_config, run_sweep
+
+    resumed = None
+    try:
+        if resume_id:
+            given = [name for name, v in (("scenario", flags.get("scenario")), ("rates", rates),
+                                          ("concurrencies", concurrencies)) if v]
+            if given:
+                raise click.UsageError(f"--resume takes every setting from the saved sweep; drop --{given[0]}")
+            resumed = load_sweep(resume_id, flags["out_dir"])
+            cfg = resume_config(resumed, flags["out_dir"])
+        else:
+            cfg = SweepConfig(bench_config(**flags), rates=_numbers(rates, "--rates", float),
+                              concurrencies=_numbers(concurrencies, "--concurrencies", int), start_rps=start_rps,
+                              factor=factor, max_steps=max_steps, repeats=repeats, restart_engine=restart_engine)
+        first = plan(cfg.step_config(cfg.load_plan()[0]))  # scenario, options, out dir: all checked now
+    except SweepError as e:
+        raise click.UsageError(str(e)) from None
+
+    def show(p: Any) -> None:
+        if not as_json:
+            click.echo(f"{p.label()}: {'pass' if p.passes else 'FAIL: ' + p.failure()} "
+                       f"(achieved {p.achieved_rps:.2f} req/s, run {p.run_id})")
+
+    with open_engine(cfg.bench, first.options) as adapter:
+        res = run_sweep(cfg, adapter, on_step=show, resume=resumed)
+    if as_json:
+        click.echo(json.dumps(res.to_dict(), default=str))
+    else:
+        cap = res.capacity
+        if cap.capacity_users is not None:
+            what = f"{cap.capacity_users} users ({cap.capacity_rps:.2f} req/s)"
+        else:
+            what = "none" if cap.capacity_rps is None else f"{cap.capacity_rps:g} req/s"
+        click.echo(f"capacity: {what} - {cap.reason}")
+        click.echo(f"stopped: {res.stop_reason}; saved {res.path}")
