@@ -33,7 +33,7 @@ from advisor.store import RunResult, new_run_id
 from advisor.telemetry import Telemetry
 from scenarios.catalog import load_scenario
 from scenarios.prompts import make_prompt_ids
-from scenarios.schedule import Overrides, build_schedule, resolve
+from scenarios.schedule import Overrides, build_schedule
 from scenarios.spec import Scenario
 from scenarios.types import Schedule
 
@@ -82,7 +82,6 @@ class Plan:
 
     scenario: Scenario
     schedule: Schedule
-    settings: dict[str, Any]  # the effective settings (scenario, fit, overrides)
     options: EngineOptions  # the engine's typed options
 
 
@@ -96,7 +95,7 @@ def plan(cfg: BenchConfig) -> Plan:
                          "or --rate")
     options = adapters.parse_options(cfg.engine, cfg.engine_options)
     check_out_dir(cfg.out_dir)
-    return Plan(scenario, schedule, resolve(scenario, cfg.overrides, seed=seed).to_dict(), options)
+    return Plan(scenario, schedule, options)
 
 
 def check_out_dir(out_dir: Path) -> None:
@@ -234,7 +233,7 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
         scenario=p.scenario.model_dump(mode="json"),
         schedule={"mode": schedule.mode, "seed": schedule.seed, "overrides": dict(schedule.overrides),
                   "n_requests": len(schedule.requests), "offered_rps": offered, "warmup_s": schedule.warmup_s,
-                  "duration_s": schedule.duration_s, "concurrency": schedule.concurrency, "effective": p.settings},
+                  "duration_s": schedule.duration_s, "concurrency": schedule.concurrency, "effective": schedule.settings},
         slos={"ttft_ms": schedule.slos.ttft_ms, "tpot_ms": schedule.slos.tpot_ms, "e2e_ms": schedule.slos.e2e_ms,
               "percentile": schedule.slos.percentile},
         engine=_engine_dict(info), manifest=manifest.collect(), summary=summary_d, telemetry=tele,

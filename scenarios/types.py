@@ -59,6 +59,7 @@ class Schedule:
     duration_s: float = 0.0  # open loop: measurement window length after warm-up
     concurrency: int | None = None  # closed loop: number of concurrent users
     overrides: dict[str, Any] = field(default_factory=dict)  # what the user changed, as given
+    settings: dict[str, Any] = field(default_factory=dict)  # what was actually run (scenarios.schedule.Settings), resolved once
 
     @property
     def window_s(self) -> tuple[float, float]:
