@@ -2,7 +2,7 @@
 
 The log is generated in tmp: gateway-style JSONL lines of about 520 bytes (usage, a session id, and
 prompt text that is never read), ~1.9 million requests over ten hours. The fit runs in its own process,
-which reports its own peak resident memory (ru_maxrss) when it exits.
+which reports its own peak resident memory (VmHWM) when it exits.
 """
 
 from __future__ import annotations
@@ -21,8 +21,11 @@ TARGET_BYTES = 1_000_000_000
 RSS_LIMIT_MB = 500
 LINE = ('{"id":"req-%d","created":%.3f,"model":"m1","session_id":"s%d","messages":[{"role":"user","content":"%s"}],'
         '"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}\n')
-FIT = ("import atexit, resource, sys\n"
-       "atexit.register(lambda: sys.stderr.write('maxrss_kb=%d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
+# VmHWM (this process's own peak), not ru_maxrss: Linux carries the parent's peak into ru_maxrss across
+# fork/vfork + exec, so under a big pytest process ru_maxrss reported the parent's 2 GB, not the fit's.
+FIT = ("import atexit, re, sys\n"
+       "atexit.register(lambda: sys.stderr.write('maxrss_kb=%s\\n' % "
+       "re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)))\n"
        "from advisor.cli import main\n"
        "main()\n")
 
