@@ -18,6 +18,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from advisor.metrics import per_request
+from advisor.recommend.pareto import non_dominated
 from advisor.records import RequestRecord
 from advisor.store import RunResult, StoreError
 from reports.costs import RunPrice
@@ -149,13 +150,11 @@ def load_figure(runs: Sequence[RunResult]) -> go.Figure:
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
-    """Indices of the points no other point beats on both axes (both maximised), by x."""
-    idx = sorted(range(len(points)), key=lambda i: (-points[i][0], -points[i][1]))
-    front, best_y = [], float("-inf")
-    for i in idx:
-        if points[i][1] > best_y:
-            front.append(i)
-            best_y = points[i][1]
+    """Indices of the points no other point beats on both axes (both maximised), by x.
+
+    The recommender's dominance rule (advisor.recommend.pareto), on negated axes.
+    """
+    front = non_dominated([(-x, -y) for x, y in points])
     return sorted(front, key=lambda i: points[i][0])
 
 

@@ -1,11 +1,13 @@
 """Pareto frontier of cost against latency and against interactivity over priced rows.
 
-A row is on the frontier when no other row is at least as good on both axes and
-strictly better on one. Cost is monthly USD when a load is given, else blended $/1M.
+The one dominance rule of the project (the report's figures use it too): a point is on the
+frontier when no other point is at least as good on both axes and strictly better on one, so two
+equal points are both kept. Cost is monthly USD when a load is given, else blended $/1M.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,14 +24,20 @@ class Frontier:
         return {"cost_axis": self.cost_axis, "other_axis": self.other_axis, "keys": list(self.keys)}
 
 
+def dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """a beats b: no worse on both axes and better on one (lower is better on both)."""
+    return a[0] <= b[0] and a[1] <= b[1] and (a[0] < b[0] or a[1] < b[1])
+
+
+def non_dominated(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the points nothing dominates (lower is better on both), in input order."""
+    return [i for i, p in enumerate(points) if not any(dominates(q, p) for q in points)]
+
+
 def frontier(points: list[tuple[str, float, float]]) -> list[str]:
-    """Keys of (key, cost, badness) points not dominated by another (lower is better on both)."""
-    out = []
-    for k, c, b in points:
-        dominated = any((c2 <= c and b2 <= b) and (c2 < c or b2 < b) for _, c2, b2 in points)
-        if not dominated:
-            out.append((c, b, k))
-    return [k for _, _, k in sorted(out)]
+    """Keys of (key, cost, badness) points on the frontier, cheapest first."""
+    front = non_dominated([(c, b) for _, c, b in points])
+    return [k for _, _, k in sorted((points[i][1], points[i][2], points[i][0]) for i in front)]
 
 
 def _cost(r: Row, by_monthly: bool) -> float | None:

@@ -51,3 +51,11 @@ def test_invalid_runs_are_marked_in_charts(saved_runs):
     names = [t.name for t in fig.data if t.showlegend]
     n_flagged = sum(1 for r in saved_runs if r.verdict["status"] != "VALID")
     assert sum("[INVALID]" in n or "[SATURATED]" in n for n in names) == n_flagged
+
+
+def test_one_dominance_rule_for_the_report_and_the_recommender():
+    from advisor.recommend.pareto import frontier
+    pts = [(1.0, 10.0), (1.0, 10.0), (2.0, 8.0), (2.0, 5.0)]  # equal points are both kept; (2, 5) loses to (2, 8)
+    assert figures.pareto_front(pts) == [0, 1, 2]
+    keys = frontier([(str(i), -x, -y) for i, (x, y) in enumerate(pts)])  # the same points as costs
+    assert sorted(keys) == ["0", "1", "2"]
