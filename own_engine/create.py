@@ -21,7 +21,7 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from own_engine.paths import is_model_dir, models_root
+from own_engine.paths import RECIPE, is_model_dir, models_root
 from own_engine.presets import Preset, get_preset
 from own_engine.tokenizer import build_tokenizer, special_tokens_map, tokenizer_config, tokenizer_spec
 
@@ -87,7 +87,7 @@ def hf_config(p: Preset, dtype: str, seed: int) -> dict:
         "hidden_act": "silu", "initializer_range": INIT_STD, "use_cache": True,
         "bos_token_id": spec.id_of(spec.bos), "eos_token_id": spec.id_of(spec.eos),
         "torch_dtype": dtype, "dtype": dtype,
-        "advisor": {"preset": p.name, "seed": seed, "n_params": p.n_params, "tokenizer": p.tokenizer},
+        "advisor": {"preset": p.name, "recipe": RECIPE, "seed": seed, "n_params": p.n_params, "tokenizer": p.tokenizer},
     }
     if spec.pad is not None:
         cfg["pad_token_id"] = spec.id_of(spec.pad)

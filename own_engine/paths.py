@@ -6,10 +6,15 @@ A `--model` value is either an existing folder or a name in that cache;
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 
 DEFAULT_MODEL = "tiny"
+# Bump when the same preset and seed would write a different model (weights layout, tokenizer training):
+# the auto-made default model is remade when the recipe it recorded differs.
+RECIPE = 2  # 2: byte-level tokenizers carry all 256 byte tokens
 
 
 def advisor_home() -> Path:
@@ -30,11 +35,15 @@ def resolve_model(name_or_path: str | Path | None) -> Path:
     """An existing model folder for a path or cache name; None means `tiny`, created on first use."""
     if name_or_path is None or (str(name_or_path) == DEFAULT_MODEL and not Path(DEFAULT_MODEL).is_dir()):
         target = models_root() / DEFAULT_MODEL
-        if not is_model_dir(target):
+        stale = is_model_dir(target) and _recipe(target) != RECIPE
+        if stale:
+            print(f"advisor: the default model in {target} was made by another advisor version; remaking it",
+                  file=sys.stderr)
+        if stale or not is_model_dir(target):
             from own_engine.create import create_model  # torch only when a model must be made
 
             try:
-                create_model(DEFAULT_MODEL, DEFAULT_MODEL)
+                create_model(DEFAULT_MODEL, DEFAULT_MODEL, force=stale)
             except FileExistsError:  # another process made it between our check and create_model's
                 if not is_model_dir(target):
                     raise
@@ -51,3 +60,12 @@ def resolve_model(name_or_path: str | Path | None) -> Path:
     raise FileNotFoundError(
         f"no model '{name_or_path}': not a folder and not in {models_root()}; "
         f"create it with `advisor models create {name_or_path} --preset tiny` or pass a model folder")
+
+
+def _recipe(folder: Path) -> int | None:
+    """The recipe an advisor-made model records in config.json (None: older, or not made by advisor)."""
+    try:
+        return json.loads((folder / "config.json").read_text()).get("advisor", {}).get("recipe")
+    except (OSError, ValueError, AttributeError):
+        return None
+
