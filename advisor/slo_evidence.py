@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.metrics.distribution import value_at
 from advisor.metrics.per_request import e2e_ms, tpot_ms, ttft_ms
 from advisor.metrics.support import SloCheck, check_slo, count_over, n_over_bound
 from advisor.records import RequestRecord
@@ -20,7 +21,6 @@ from advisor.store import RunResult, StoreError
 
 SLO_KEYS = ("ttft_ms", "tpot_ms", "e2e_ms")
 _PER_REQUEST = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "e2e_ms": e2e_ms}
-_PCT_KEY = {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p99_9"}
 
 
 def _summary(run: Mapping[str, Any] | RunResult) -> dict[str, Any]:
@@ -68,9 +68,7 @@ def load_samples(runs: Iterable[RunResult]) -> dict[str, RunSample]:
 
 def observed(summary: Mapping[str, Any], metric: str, percentile: float) -> float | None:
     """The run's reported percentile of `metric` (None: not reported, too few requests)."""
-    key = _PCT_KEY.get(float(percentile))
-    v = (summary.get(metric) or {}).get(key) if key else None
-    return None if v is None else float(v)
+    return value_at(summary.get(metric), percentile)
 
 
 def slo_check(run: Mapping[str, Any] | RunResult, metric: str, limit_ms: float, percentile: float,

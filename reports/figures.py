@@ -18,6 +18,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from advisor.metrics import per_request
+from advisor.metrics.distribution import percentile_key
 from advisor.recommend.pareto import non_dominated
 from advisor.records import RequestRecord
 from advisor.store import RunResult, StoreError
@@ -63,8 +64,7 @@ def _slo(run: RunResult, key: str) -> float | None:
 
 
 def _pctl_key(run: RunResult) -> str:
-    p = float((run.slos or {}).get("percentile") or 95.0)
-    return {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p99_9"}.get(p, "p95")
+    return percentile_key(float((run.slos or {}).get("percentile") or 95.0))
 
 
 def percentiles_figure(runs: Sequence[RunResult]) -> go.Figure:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from scenarios.types import SLOs
+from scenarios.types import SLOs, check_percentile
 
 Pos = Annotated[float, Field(gt=0)]
 NonNeg = Annotated[float, Field(ge=0)]
@@ -230,7 +230,7 @@ class SLOSpec(_Strict):
     ttft_ms: Pos | None = None
     tpot_ms: Pos | None = None
     e2e_ms: Pos | None = None
-    percentile: Annotated[float, Field(gt=0, le=100)] = 95.0
+    percentile: Annotated[float, AfterValidator(check_percentile)] = 95.0
 
     def to_slos(self) -> SLOs:
         return SLOs(self.ttft_ms, self.tpot_ms, self.e2e_ms, self.percentile)

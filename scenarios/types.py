@@ -13,6 +13,17 @@ from typing import Any, Literal
 Mode = Literal["open", "closed", "offline"]
 
 PREFIX_BLOCK_TOKENS = 512  # Mooncake: one hash id names one 512-token prompt block
+# The percentiles a run reports (advisor.metrics.distribution.PERCENTILES), so the ones an SLO can name
+SLO_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9)
+
+
+def check_percentile(percentile: float) -> float:
+    """`percentile` as a float when a run reports it; ValueError that lists the ones it does otherwise."""
+    p = float(percentile)
+    if p not in SLO_PERCENTILES:
+        raise ValueError(f"SLO percentile {p:g} is not one advisor reports; use one of "
+                         f"{', '.join(f'{q:g}' for q in SLO_PERCENTILES)}")
+    return p
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +44,7 @@ class SLOs:
             v = getattr(self, name)
             if v is not None and v <= 0:
                 raise ValueError(f"SLO {name} must be > 0, got {v}")
-        if not 0 < self.percentile <= 100:
-            raise ValueError(f"SLO percentile must be in (0, 100], got {self.percentile}")
+        check_percentile(self.percentile)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ below that it is None ("n too small"). Everything is a plain float or None, so
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,22 @@ PERCENTILES: tuple[tuple[str, float, int], ...] = (
     ("p99_9", 99.9, 1000),
 )
 KEYS: tuple[str, ...] = ("n", "mean", "stdev", "min", "max", *(k for k, _, _ in PERCENTILES))
+TRACKED: tuple[float, ...] = tuple(q for _, q, _ in PERCENTILES)
+
+
+def percentile_key(percentile: float) -> str:
+    """The one map from a percentile to its key ("p95"); raises ValueError on one that is not tracked."""
+    for key, q, _ in PERCENTILES:
+        if float(percentile) == q:
+            return key
+    raise ValueError(f"p{float(percentile):g} is not a percentile advisor reports; "
+                     f"use one of {', '.join(f'{q:g}' for q in TRACKED)}")
+
+
+def value_at(dist: Mapping[str, Any] | None, percentile: float) -> float | None:
+    """A saved distribution's (to_dict form) value at `percentile`; None where n was too small for it."""
+    v = (dist or {}).get(percentile_key(percentile))
+    return None if v is None else float(v)
 
 
 def json_float(x: float | None) -> float | None:
@@ -59,6 +75,10 @@ class Distribution:
         pct = {key: (float(np.percentile(arr, q)) if n >= min_n else None) for key, q, min_n in PERCENTILES}
         return cls(n=n, mean=float(arr.mean()), stdev=float(arr.std()), min=float(arr.min()),
                    max=float(arr.max()), **pct)
+
+    def at(self, percentile: float) -> float | None:
+        """The value at a tracked percentile (ValueError otherwise); None where n is too small for it."""
+        return getattr(self, percentile_key(percentile))
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (self.n if k == "n" else json_float(getattr(self, k))) for k in KEYS}

@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from typing import Any, Literal
 
+from advisor.metrics.distribution import PERCENTILES
+
 CONFIDENCE = 0.99  # LoadGen's early-stopping confidence
 RULE = ("MLPerf LoadGen early stopping (99% confidence, tolerance 0): met only with at least h requests under "
         "the limit, h the smallest with P(Binomial(h + t, 1 - p) <= t) < 1%, t = requests over it")
@@ -156,7 +158,7 @@ def count_over(values: Iterable[float], limit_ms: float) -> int:
     return sum(1 for v in values if v > limit_ms)
 
 
-_PCT_KEYS = (("p99_9", 99.9), ("p99", 99.0), ("p95", 95.0), ("p90", 90.0), ("p50", 50.0))
+_PCT_KEYS = tuple((key, q) for key, q, _ in reversed(PERCENTILES))  # highest first
 
 
 def n_over_bound(dist: dict[str, Any], limit_ms: float) -> int:

@@ -7,12 +7,13 @@ unset here come from each run's scenario.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from advisor.cost import DEFAULT_HEADROOM, HOURS_PER_MONTH
+from scenarios.types import check_percentile
 
 
 class ConstraintsError(ValueError):
@@ -26,7 +27,7 @@ class Constraints(BaseModel):
     ttft_ms: float | None = Field(default=None, gt=0)  # at `percentile`
     tpot_ms: float | None = Field(default=None, gt=0)
     e2e_ms: float | None = Field(default=None, gt=0)
-    percentile: float = Field(default=95.0, gt=0, le=100)
+    percentile: Annotated[float, AfterValidator(check_percentile)] = 95.0
     peak_rps: float | None = Field(default=None, gt=0)
     avg_rps: float | None = Field(default=None, gt=0)
     monthly_tokens_m: float | None = Field(default=None, gt=0)  # millions of tokens (input + output) per month
