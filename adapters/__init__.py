@@ -135,15 +135,10 @@ def _entry(name: str) -> Entry:
 
 
 def _cuda_check() -> str | None:
-    try:
-        import pynvml  # nvidia-ml-py
+    from adapters.gpus import probe
 
-        pynvml.nvmlInit()
-        n = pynvml.nvmlDeviceGetCount()
-        pynvml.nvmlShutdown()
-    except Exception as e:  # no driver, no library: both mean no usable GPU
-        return f"needs an NVIDIA GPU; none found ({type(e).__name__})"
-    return None if n > 0 else "needs an NVIDIA GPU; none found"
+    why = probe()
+    return None if why is None else f"needs an NVIDIA GPU; none found ({why})"
 
 
 def _vllm_check() -> str | None:

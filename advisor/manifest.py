@@ -10,6 +10,8 @@ from typing import Any
 
 import psutil
 
+from adapters.gpus import list_gpus
+
 # Packages whose versions matter to a result; recorded when installed.
 _PACKAGES = ("advisor", "torch", "numpy", "transformers", "tokenizers", "safetensors", "aiohttp",
              "llama_cpp_python", "gguf", "onnxruntime", "onnxruntime-genai", "openvino", "openvino-genai",
@@ -28,24 +30,7 @@ def _cpu_model() -> str:
 
 
 def _gpus() -> list[dict[str, Any]]:
-    try:
-        import pynvml
-    except ImportError:
-        return []
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # pynvml installed but no driver: no GPUs to record
-        return []
-    try:
-        out = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            name = pynvml.nvmlDeviceGetName(h)
-            mem = pynvml.nvmlDeviceGetMemoryInfo(h).total
-            out.append({"name": name.decode() if isinstance(name, bytes) else name, "memory_gb": mem / 1e9})
-        return out
-    finally:
-        pynvml.nvmlShutdown()
+    return [{"name": g.name, "memory_gb": g.memory_total_mb * 2**20 / 1e9} for g in list_gpus()]
 
 
 def packages() -> dict[str, str]:

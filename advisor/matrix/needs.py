@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters.gpus import list_gpus
 from advisor.matrix.plan import Cell
 
 _EPS = 1e-9
@@ -55,17 +56,7 @@ def local_node() -> NodeView:
 
 
 def _gpu_names() -> list[str]:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            return [str(pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)))
-                    for i in range(pynvml.nvmlDeviceGetCount())]
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # no driver or no library: no usable GPU, which is what the check needs to know
-        return []
+    return [g.name for g in list_gpus()]
 
 
 def fits(cell: Cell, node: NodeView) -> bool:

@@ -16,14 +16,10 @@ import os
 import time
 from typing import Any
 
+from adapters import gpus
+
 _KEYS = ("memory_used_peak_mb", "memory_total_mb", "power_w_mean", "power_w_max", "energy_j",
          "j_per_output_token", "util_pct_mean", "sm_clock_mhz_mean", "mem_clock_mhz_mean")
-
-
-def _nvml() -> Any:
-    import pynvml  # nvidia-ml-py; imported here so the module loads without it
-
-    return pynvml
 
 
 def visible_device_index() -> int:
@@ -38,16 +34,7 @@ def visible_device_index() -> int:
         return 0
     if first.isdigit():
         return int(first)
-    nv = _nvml()
-    nv.nvmlInit()
-    try:
-        for i in range(nv.nvmlDeviceGetCount()):
-            uuid = nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(i))
-            if (uuid.decode() if isinstance(uuid, bytes) else str(uuid)).startswith(first):
-                return i
-    finally:
-        nv.nvmlShutdown()
-    return 0
+    return next((g.index for g in gpus.list_gpus() if g.uuid.startswith(first)), 0)
 
 
 class GpuSampler:
@@ -57,8 +44,8 @@ class GpuSampler:
         why = self.probe(device_index)
         if why is not None:
             raise RuntimeError(f"GPU telemetry unavailable: {why}")
-        nv = _nvml()
-        nv.nvmlInit()
+        nv = gpus.nvml()
+        nv.nvmlInit()  # a session for the sampler's life (close() ends it)
         self.device_index = device_index
         self._nv = nv
         self._h = nv.nvmlDeviceGetHandleByIndex(device_index)
@@ -72,23 +59,7 @@ class GpuSampler:
     @staticmethod
     def probe(device_index: int = 0) -> str | None:
         """None when NVML and the GPU are usable, else why not ("pynvml not installed", "no NVIDIA driver", "no GPU")."""
-        try:
-            nv = _nvml()
-        except ImportError:
-            return "pynvml not installed (pip install nvidia-ml-py)"
-        try:
-            nv.nvmlInit()
-        except nv.NVMLError as e:
-            return f"no NVIDIA driver (NVML: {e})"
-        try:
-            count = nv.nvmlDeviceGetCount()
-        finally:
-            nv.nvmlShutdown()
-        if count == 0:
-            return "no GPU"
-        if not 0 <= device_index < count:
-            return f"no GPU with index {device_index} (found {count})"
-        return None
+        return gpus.probe(device_index)
 
     @staticmethod
     def unavailable_summary(reason: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import types
 
 import pytest
 
+from adapters import gpus
 from advisor.telemetry import gpu as gpu_mod
 from advisor.telemetry.gpu import GpuSampler
 
@@ -69,13 +70,13 @@ def test_missing_pynvml_is_reported(monkeypatch):
 @pytest.mark.parametrize(("fake", "reason"), [
     (_fake_nvml(driver=False), "no NVIDIA driver"), (_fake_nvml(count=0), "no GPU"), (_fake_nvml(count=1), None)])
 def test_probe_reasons(monkeypatch, fake, reason):
-    monkeypatch.setattr(gpu_mod, "_nvml", lambda: fake)
+    monkeypatch.setattr(gpus, "nvml", lambda: fake)
     why = GpuSampler.probe()
     assert (why is None) if reason is None else why.startswith(reason)
 
 
 def test_energy_per_token_is_the_counter_difference(monkeypatch):
-    monkeypatch.setattr(gpu_mod, "_nvml", lambda: _fake_nvml())
+    monkeypatch.setattr(gpus, "nvml", lambda: _fake_nvml())
     s = GpuSampler()
     for _ in range(5):
         s.sample()
@@ -90,7 +91,7 @@ def test_energy_per_token_is_the_counter_difference(monkeypatch):
 
 
 def test_no_energy_counter_gives_none_not_a_guess(monkeypatch):
-    monkeypatch.setattr(gpu_mod, "_nvml", lambda: _fake_nvml(energy=False))
+    monkeypatch.setattr(gpus, "nvml", lambda: _fake_nvml(energy=False))
     s = GpuSampler()
     s.sample()
     s.sample()
@@ -120,7 +121,7 @@ def test_the_gpu_sampled_is_the_one_this_process_was_given(monkeypatch):
     fake = _fake_nvml(count=4)
     fake.nvmlDeviceGetHandleByIndex = lambda i: i
     fake.nvmlDeviceGetUUID = lambda h: f"GPU-{h}aaa".encode()
-    monkeypatch.setattr(gpu_mod, "_nvml", lambda: fake)
+    monkeypatch.setattr(gpus, "nvml", lambda: fake)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert gpu_mod.visible_device_index() == 0
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
