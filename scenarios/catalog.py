@@ -79,7 +79,7 @@ def _describe(e: ValidationError) -> str:
         # drop pydantic's union-tag steps (e.g. 'poisson') so the path reads like the YAML
         loc = ".".join(str(x) for i, x in enumerate(err["loc"]) if not (i and _is_tag(err["loc"][i - 1], x)))
         msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
+        if err["type"] in ("extra_forbidden", "unexpected_keyword_argument"):  # a model / a dataclass (fit)
             parts.append(f"unknown key '{loc}' (check its spelling; docs/scenarios.md lists the keys)")
         elif err["type"] == "missing":
             parts.append(f"{loc} is missing")

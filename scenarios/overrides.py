@@ -22,33 +22,58 @@ def flag(name: str) -> str:
     return FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
+MAX_TOKENS = 10_000_000  # a length cap past this is a typo
+
+
 @dataclass(frozen=True)
-class Overrides:
+class Knobs:
+    """The settings a scenario's `fit` block and the command line both set, validated once, here.
+
+    `Overrides` (the command line) and `scenarios.spec.Fit` (the YAML block) extend it; an error names
+    the flag for the one and the field for the other.
+    """
+
     rate_rps: float | None = None  # mean request rate; scales the arrival process
     duration_s: float | None = None  # measurement window
     warmup_s: float | None = None
     concurrency: int | None = None  # closed loop: number of users
     max_requests: int | None = None  # cap on requests in the schedule (warm-up included)
-    seed: int | None = None  # wins over build_schedule's seed argument
     length_scale: float | None = None  # multiplies input and output lengths
     max_input_tokens: int | None = None
     max_output_tokens: int | None = None
-    full_scale: bool = False  # ignore the scenario's `fit` block (real traffic, real lengths)
+
+    def _name(self, field: str) -> str:
+        return field
 
     def __post_init__(self) -> None:
         positive = ("rate_rps", "duration_s", "length_scale")
         at_least_one = ("concurrency", "max_requests", "max_input_tokens", "max_output_tokens")
         for name in positive:
             v = getattr(self, name)
-            if v is not None and not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
-                raise ValueError(f"{flag(name)} must be a finite number > 0, got {v!r}")
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+                                  or v <= 0):
+                raise ValueError(f"{self._name(name)} must be a finite number > 0, got {v!r}")
         for name in at_least_one:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-                raise ValueError(f"{flag(name)} must be an integer >= 1, got {v!r}")
+                raise ValueError(f"{self._name(name)} must be an integer >= 1, got {v!r}")
+            if name.endswith("_tokens") and v is not None and v > MAX_TOKENS:
+                raise ValueError(f"{self._name(name)} must be at most {MAX_TOKENS:,}, got {v!r}")
         w = self.warmup_s
         if w is not None and (isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w) or w < 0):
-            raise ValueError(f"--warmup must be a finite number >= 0 seconds, got {w!r}")
+            raise ValueError(f"{self._name('warmup_s')} must be a finite number >= 0 seconds, got {w!r}")
+
+
+@dataclass(frozen=True)
+class Overrides(Knobs):
+    seed: int | None = None  # wins over build_schedule's seed argument
+    full_scale: bool = False  # ignore the scenario's `fit` block (real traffic, real lengths)
+
+    def _name(self, field: str) -> str:
+        return flag(field)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)
                                       or self.seed < 0):
             raise ValueError(f"--seed must be an integer >= 0, got {self.seed!r}")

@@ -10,11 +10,13 @@ Schedule.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from scenarios.overrides import Knobs
 from scenarios.types import SLOs, check_percentile
 
 Pos = Annotated[float, Field(gt=0)]
@@ -236,21 +238,15 @@ class SLOSpec(_Strict):
         return SLOs(self.ttft_ms, self.tpot_ms, self.e2e_ms, self.percentile)
 
 
-class Fit(_Strict):
+@dataclass(frozen=True)
+class Fit(Knobs):
     """Defaults that fit the scenario to the embedded default machine (2-core CPU, `tiny` model).
 
-    Same meaning as the CLI overrides; `arrival` replaces the arrival process
-    (e.g. drop minute-long idle gaps that a short run cannot show).
+    The same settings as the command-line overrides (`Knobs`, validated once in scenarios/overrides.py);
+    `arrival` replaces the arrival process (e.g. drop minute-long idle gaps that a short run cannot show).
     """
 
-    rate_rps: Pos | None = None
-    duration_s: Pos | None = None
-    warmup_s: NonNeg | None = None
-    concurrency: Annotated[int, Field(ge=1)] | None = None
-    max_requests: Annotated[int, Field(ge=1)] | None = None
-    length_scale: Pos | None = None
-    max_input_tokens: Tokens | None = None
-    max_output_tokens: Tokens | None = None
+    __pydantic_config__ = ConfigDict(extra="forbid", allow_inf_nan=False)
     arrival: ArrivalSpec | None = None
 
 
