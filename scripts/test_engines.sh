@@ -25,6 +25,9 @@ for entry, why in adapters.available():
     if entry.name in ("llama_cpp", "onnxruntime", "openvino"):
         print(f"{entry.name:12s} {'ok' if why is None else why}")
 PY
-"$PY" -m pytest -m engines -q tests/adapters tests/advisor/test_verify.py "$@"
+rc=0
+"$PY" -m pytest -m engines -q tests/adapters tests/advisor/test_verify.py "$@" || rc=$?
 t2=$(date +%s)
-echo "install: $((t1 - t0)) s, engine tests: $((t2 - t1)) s"
+echo "install: $((t1 - t0)) s, engine tests: $((t2 - t1)) s (pytest exit $rc)"
+if [ $rc -gt 128 ]; then echo "pytest died of signal $((rc - 128)) (a crash in an engine library?)"; fi
+exit $rc
