@@ -32,13 +32,12 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from scenarios.overrides import Overrides
+from scenarios.overrides import FLAGS, Overrides, flag
 
 # Cell keys that are scenario overrides, by the name the CLI flag has (the field of Overrides).
-OVERRIDE_KEYS = {"rate": "rate_rps", "duration": "duration_s", "warmup": "warmup_s", "concurrency": "concurrency",
-                 "max_requests": "max_requests", "seed": "seed", "length_scale": "length_scale",
-                 "max_input_tokens": "max_input_tokens", "max_output_tokens": "max_output_tokens",
-                 "full_scale": "full_scale"}
+# a plan's keys are the bench flags without dashes (rate, max_output_tokens, full_scale): derived from the
+# one flag-name map in scenarios/overrides.py, never listed a second time
+OVERRIDE_KEYS = {flag(f).removeprefix("--").replace("-", "_"): f for f in (*FLAGS, "full_scale")}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # Ray's predefined resources are case-sensitive; a lower-case one is almost always a typo.
 _BUILTIN = {"CPU", "GPU", "memory", "TPU", "NPU", "HPU", "neuron_cores"}
@@ -261,8 +260,6 @@ def _check_runs(cell: Cell, problems: list[str]) -> None:
     except ValueError as e:  # Overrides names the CLI flag; the plan calls it by its key
         msg = str(e)
         for key, field in OVERRIDE_KEYS.items():
-            from scenarios.overrides import flag
-
             msg = msg.replace(flag(field), key)
         problems.append(f"cell '{cell.name}': {msg}")
 
