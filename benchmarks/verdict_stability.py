@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -35,7 +36,8 @@ def one(out: Path, extra: list[str]) -> dict:
             "lag_p50_ms": lag["p50"], "lag_p99_ms": lag["p99"], "lag_max_ms": lag["max"],
             "lag_limit_ms": check.get("limit_ms"), "late": check.get("n_late"), "critical": check.get("critical"),
             "ttft_p50_ms": d["summary"]["ttft_ms"]["p50"], "placement": d["engine"].get("placement", {}).get("note"),
-            "wall_s": round(time.monotonic() - t0, 1)}
+            "wall_s": round(time.monotonic() - t0, 1),
+            "loadavg_1m_after": round(os.getloadavg()[0], 2)}  # other work on the machine shows up here
 
 
 def series(name: str, n: int, extra: list[str], out: Path) -> dict:
@@ -45,7 +47,7 @@ def series(name: str, n: int, extra: list[str], out: Path) -> dict:
         rows.append(r)
         print(f"{name} {i + 1:2d}/{n}: {r['status']:9s} lag p50 {r.get('lag_p50_ms')} p99 {r.get('lag_p99_ms')} "
               f"max {r.get('lag_max_ms')} ms, late {r.get('late')}/{r.get('n')} (fails at {r.get('critical')}), "
-              f"limit {r.get('lag_limit_ms')} ms", file=sys.stderr, flush=True)
+              f"limit {r.get('lag_limit_ms')} ms, load {r.get('loadavg_1m_after')}", file=sys.stderr, flush=True)
     p99 = [r["lag_p99_ms"] for r in rows if r.get("lag_p99_ms") is not None]
     return {"runs": n, "valid": sum(r["status"] == "VALID" for r in rows),
             "statuses": {s: sum(r["status"] == s for r in rows) for s in {r["status"] for r in rows}},
