@@ -274,5 +274,5 @@ def build_schedule(scenario: S.Scenario, seed: int = 0, overrides: Overrides | N
                          think_s=thinks[i] if thinks else 0.0, warmup=warm[i])
         for i in range(n))
     return Schedule(scenario=scenario.name, mode=st.mode, requests=reqs, seed=st.seed,  # type: ignore[arg-type]
-                    slos=scenario.slos.to_slos(), warmup_s=st.warmup_s, duration_s=st.duration_s,
+                    slos=scenario.slos, warmup_s=st.warmup_s, duration_s=st.duration_s,
                     concurrency=concurrency, overrides=(overrides or Overrides()).as_dict(), settings=st.to_dict())

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from scenarios.overrides import Knobs
-from scenarios.types import SLOs, check_percentile
+from scenarios.types import SLOs
 
 Pos = Annotated[float, Field(gt=0)]
 NonNeg = Annotated[float, Field(ge=0)]
@@ -228,16 +228,6 @@ class SessionSpec(_Strict):
 
 # ---- SLOs, fit, scenario ------------------------------------------------------------------------
 
-class SLOSpec(_Strict):
-    ttft_ms: Pos | None = None
-    tpot_ms: Pos | None = None
-    e2e_ms: Pos | None = None
-    percentile: Annotated[float, AfterValidator(check_percentile)] = 95.0
-
-    def to_slos(self) -> SLOs:
-        return SLOs(self.ttft_ms, self.tpot_ms, self.e2e_ms, self.percentile)
-
-
 @dataclass(frozen=True)
 class Fit(Knobs):
     """Defaults that fit the scenario to the embedded default machine (2-core CPU, `tiny` model).
@@ -258,7 +248,7 @@ class Scenario(_Strict):
     arrival: ArrivalSpec
     duration_s: NonNeg = 60.0  # measurement window (open and closed loop); offline: unused
     warmup_s: NonNeg = 0.0
-    slos: SLOSpec = SLOSpec()
+    slos: SLOs = SLOs()  # one type for the YAML block and the schedule (scenarios/types.py checks it)
     sessions: SessionSpec | None = None
     fit: Fit = Fit()
     _base_dir: Path | None = PrivateAttr(default=None)  # folder of the YAML, for relative trace files

@@ -7,8 +7,11 @@ entry into concrete prompt token ids for a given vocabulary, deterministically.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from pydantic import ConfigDict
 
 Mode = Literal["open", "closed", "offline"]
 
@@ -31,8 +34,11 @@ class SLOs:
     """Per-request limits; a request is 'good' when it meets every limit that is set.
 
     The run meets its SLOs when the `percentile`-th percentile of each metric is
-    within its limit (e.g. p95 TTFT <= ttft_ms).
+    within its limit (e.g. p95 TTFT <= ttft_ms). Also the scenario YAML's `slos` block
+    (pydantic validates it through this class: unknown keys and non-finite numbers refused).
     """
+
+    __pydantic_config__ = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     ttft_ms: float | None = None
     tpot_ms: float | None = None
@@ -42,8 +48,9 @@ class SLOs:
     def __post_init__(self) -> None:
         for name in ("ttft_ms", "tpot_ms", "e2e_ms"):
             v = getattr(self, name)
-            if v is not None and v <= 0:
-                raise ValueError(f"SLO {name} must be > 0, got {v}")
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+                                  or v <= 0):
+                raise ValueError(f"SLO {name} must be a finite number > 0, got {v!r}")
         check_percentile(self.percentile)
 
 

@@ -35,3 +35,14 @@ def test_a_fit_block_reads_back_as_it_was_written():
                                                                                           "rate_rps": 2}}}, origin="t.yaml")
     assert s.fit.rate_rps == 2.0 and s.fit.duration_s == 30 and s.fit.arrival.process == "constant"
     assert s.model_dump(mode="json")["fit"]["rate_rps"] == 2.0
+
+
+def test_the_slos_block_is_the_schedules_slos_type():
+    from scenarios.types import SLOs
+
+    s = scenario_from_dict({**BASE, "slos": {"ttft_ms": 400, "percentile": 99}}, origin="t.yaml")
+    assert s.slos == SLOs(ttft_ms=400.0, percentile=99.0)
+    for bad, why in (({"ttft_ms": -1}, "must be a finite number > 0"), ({"ttft": 1}, "unknown key 'slos.ttft'"),
+                     ({"percentile": 97.5}, "not one advisor reports")):
+        with pytest.raises(ScenarioError, match=why):
+            scenario_from_dict({**BASE, "slos": bad}, origin="t.yaml")
