@@ -138,13 +138,18 @@ def read_records(path: Path) -> list[RequestRecord]:
                          "damaged, re-run the benchmark") from None
 
 
-def load_run(path_or_id: str | Path, root: Path = Path("runs")) -> RunResult:
-    """A run by folder, by result.json path, or by id under `root`."""
+def item_folder(path_or_id: str | Path, root: Path = Path("runs")) -> Path:
+    """The folder a run or sweep is named by: a folder, a file in it (result.json, sweep.json), or an id
+    under `root`. The one lookup every command uses (the folder may not exist: callers say what they missed)."""
     p = Path(path_or_id)
     if p.is_file():
-        p = p.parent
-    if not p.is_dir():
-        p = Path(root) / str(path_or_id)
+        return p.parent
+    return p if p.is_dir() else Path(root) / str(path_or_id)
+
+
+def load_run(path_or_id: str | Path, root: Path = Path("runs")) -> RunResult:
+    """A run by folder, by result.json path, or by id under `root`."""
+    p = item_folder(path_or_id, root)
     f = p / RESULT_FILE
     if not f.is_file():
         raise StoreError(f"no run at {path_or_id} (looked for {f}); list runs with `ls {root}`")

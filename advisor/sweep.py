@@ -22,7 +22,7 @@ from typing import Any, Literal
 from adapters.base import Adapter
 from advisor.bench import BenchConfig, RunInterrupted, plan, run_bench
 from advisor.capacity import Capacity, SweepPoint, capacity_from_sweep, stop_reason
-from advisor.store import RunResult
+from advisor.store import RunResult, item_folder
 from scenarios.overrides import Overrides
 
 SCHEMA = "advisor.sweep/2"
@@ -151,11 +151,7 @@ def _point(d: dict[str, Any]) -> SweepPoint:
 
 def load_sweep(path_or_id: str | Path, root: Path = Path("runs")) -> SweepResult:
     """A sweep by folder, sweep.json path, or id under `root`."""
-    p = Path(path_or_id)
-    if p.is_dir():
-        p = p / SWEEP_FILE
-    elif not p.is_file():
-        p = Path(root) / str(path_or_id) / SWEEP_FILE
+    p = item_folder(path_or_id, root) / SWEEP_FILE
     if not p.is_file():
         raise SweepError(f"no sweep at {path_or_id} (looked for {p}); run `advisor sweep` first")
     try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor.store import RESULT_FILE, RunResult, StoreError, check_records, load_run, skip_warning
+from advisor.store import RESULT_FILE, RunResult, StoreError, check_records, item_folder, load_run, skip_warning
 
 SWEEP_FILE = "sweep.json"
 
@@ -48,7 +48,7 @@ def load_selection(items: Sequence[str | Path], root: Path = Path("runs"),
         runs.setdefault(run.run_id, run)
 
     for item in items:
-        folder = _folder(item, root)
+        folder = item_folder(item, root)
         if (folder / SWEEP_FILE).is_file():
             sweep = _load_sweep(folder)
             sweeps.append(sweep)
@@ -63,13 +63,6 @@ def load_selection(items: Sequence[str | Path], root: Path = Path("runs"),
     if not runs:
         raise SelectionError("no runs selected; name at least one run or sweep")
     return Selection(tuple(runs.values()), tuple(sweeps))
-
-
-def _folder(item: str | Path, root: Path) -> Path:
-    p = Path(item)
-    if p.is_file():
-        return p.parent
-    return p if p.is_dir() else Path(root) / str(item)
 
 
 def _load_sweep(folder: Path) -> dict[str, Any]:

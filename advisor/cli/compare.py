@@ -20,7 +20,7 @@ import click
 
 from advisor.metrics.intervals import Interval
 from advisor.repeats import FIGURE_BY_KEY, FIGURES, RepeatGroup, find_group
-from advisor.store import RESULT_FILE, RunResult, StoreError, list_runs, load_run
+from advisor.store import RESULT_FILE, RunResult, StoreError, item_folder, list_runs, load_run
 
 COST_KEY = "usd_per_1m_output"
 
@@ -33,8 +33,7 @@ class RegressionFound(click.ClickException):
 
 def resolve(item: str, root: Path, runs: list[RunResult] | None = None) -> RepeatGroup:
     """A run (by folder or id) as a group of one, or a repeat group by its id."""
-    p = Path(item)
-    folder = p.parent if p.is_file() else p if p.is_dir() else root / item
+    folder = item_folder(item, root)
     if (folder / RESULT_FILE).is_file():
         run = load_run(folder)
         return RepeatGroup(run.run_id, (run,), 1)
