@@ -55,8 +55,8 @@ def main() -> None:
     out = Path(args.out or tempfile.mkdtemp(prefix="advisor-batching-"))
     opts = {"threads": args.threads} if args.threads else {}
     engines = {
-        "own": adapters.create("own", args.model, max_num_seqs=args.max_batch, **opts),
-        "own-static": adapters.create("own-static", args.model, max_num_seqs=args.max_batch, **opts),
+        "own": adapters.create("own", args.model, max_batch=args.max_batch, **opts),
+        "own-static": adapters.create("own-static", args.model, max_batch=args.max_batch, **opts),
     }
     for a in engines.values():
         a.start()
