@@ -59,6 +59,7 @@ class RequestSpec:
     top_k: int = 0
     seed: int | None = None
     prompt_text: str | None = None
+    user: str | None = None  # a stable end-user id (multi-turn sessions): servers may route or cache by it
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
@@ -305,3 +306,11 @@ class Adapter(ABC):
     def preflight_hint(self, error: BaseException) -> str:
         """What to do when the warm-up request failed (adapters refine this)."""
         return "check the model and the engine's log"
+
+    def answer_ids(self, text: str) -> tuple[int, ...] | None:
+        """An answer's streamed text as the model's token ids, where the adapter holds the tokenizer; else None.
+
+        Multi-turn sessions resend each answer in the next prompt: engines that report `Chunk.token_ids`
+        need none of this; a server that streams text only is re-encoded here (advisor.sessions).
+        """
+        return None

@@ -7,7 +7,9 @@ that measures the load generator itself. `jitter_ms` adds a seeded random
 delay (uniform in [0, jitter_ms)) to each request's first token, so repeats
 differ by a known amount. `fail_every=N` makes every N-th request (warm-up
 excluded) fail with an 'engine' error; `max_batch` queues requests beyond it
-(a crude capacity model for saturation tests).
+(a crude capacity model for saturation tests). `echo_ids` makes every chunk
+carry token ids, a deterministic function of the prompt (`answer_ids`), as
+in-process engines do: multi-turn tests check that the next turn resends them.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class FakeOptions(EngineOptions):
     fail_every: int = Field(0, ge=0, description="every N-th request fails (0: none)")
     vocab_size: int = Field(32000, ge=16, description="vocabulary size it reports")
     max_model_len: int | None = Field(None, ge=2, description="context limit it enforces (None: none)")
+    echo_ids: bool = Field(False, description="chunks carry token ids, a deterministic function of the prompt")
 
 
 class FakeAdapter(Adapter):
@@ -83,6 +86,7 @@ class FakeAdapter(Adapter):
         try:
             if o.ttft_ms or jitter_s:
                 await asyncio.sleep(o.ttft_ms / 1e3 + jitter_s)
+            ids = answer_ids(req.prompt_ids, req.max_tokens, o.vocab_size) if o.echo_ids else None
             left = req.max_tokens
             first = True
             while left > 0:
@@ -90,10 +94,11 @@ class FakeAdapter(Adapter):
                 if not first:
                     # zero delay still yields to the loop: each chunk is its own loop turn, as when streamed
                     await asyncio.sleep(o.tpot_ms / 1e3 * n)
+                done = req.max_tokens - left
                 left -= n
                 first = False
                 yield Chunk(time.perf_counter_ns(), n, n_prompt=req.n_in if left == 0 else None,
-                            token_source="engine")
+                            token_ids=ids[done:done + n] if ids is not None else None, token_source="engine")
         finally:
             self._running -= 1
             if sem is not None:
@@ -101,3 +106,10 @@ class FakeAdapter(Adapter):
 
     def stats(self) -> dict[str, float]:
         return {"running": float(self._running)}
+
+
+def answer_ids(prompt_ids: tuple[int, ...], n: int, vocab_size: int) -> tuple[int, ...]:
+    """The `n` token ids the fake engine answers `prompt_ids` with (echo_ids): a pure function of the prompt."""
+    h = hash(prompt_ids) & 0xFFFFFFFF  # tuples of ints hash the same in every process (no salt for ints)
+    lo = min(3, vocab_size - 1)
+    return tuple(lo + (h + 7919 * j) % (vocab_size - lo) for j in range(n))

@@ -260,6 +260,9 @@ class OpenAIAdapter(Adapter):
                                "--model <HF model folder>")
         return str(self._tok.decode(list(req.prompt_ids), skip_special_tokens=True))
 
+    def answer_ids(self, text: str) -> tuple[int, ...] | None:
+        return tuple(self._tok.encode(text, add_special_tokens=False).ids) if self._tok is not None else None
+
     def _token_ends(self, text: str) -> list[int]:
         """End offset of each token of `text` under the model's tokenizer (one encode per request)."""
         return [end if end > start else start + 1

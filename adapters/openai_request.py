@@ -19,6 +19,7 @@ from typing import Any, Literal
 from adapters.base import RequestSpec
 
 _LENGTH_FIELDS = ("ignore_eos", "min_tokens", "top_k")
+_USER = re.compile(r"\buser\b")
 _UNKNOWN = re.compile(r"unrecognized|unknown|extra|not permitted|unexpected|not supported|unsupported|not allowed")
 _WRONG_TYPE = re.compile(r"\bstr\b|string|type expected|input should be|valid str")
 
@@ -33,6 +34,7 @@ class RequestShape:
         self.send_length_controls = True
         self.send_stream_options = True
         self.send_continuous_usage = True  # vLLM's per-chunk usage; servers with strict schemas refuse it
+        self.send_user = True  # OpenAI's end-user id: one per multi-turn session, for sticky routing and caches
         self.notes: list[str] = []
 
     def body(self, req: RequestSpec, model: str | None, prompt_text: Callable[[RequestSpec], str]) -> dict[str, Any]:
@@ -45,6 +47,8 @@ class RequestShape:
             body["prompt"] = list(req.prompt_ids) if self.send_ids else prompt_text(req)
         if req.seed is not None:
             body["seed"] = req.seed
+        if req.user is not None and self.send_user:
+            body["user"] = req.user
         if self.send_stream_options:
             body["stream_options"] = {"include_usage": True}
             if self.send_continuous_usage:
@@ -81,6 +85,10 @@ class RequestShape:
                 and "prompt" in low and _WRONG_TYPE.search(low)):
             self.send_ids, changed = False, True
             self.notes.append("server does not take token-id prompts: sending text")
+        # last, and only when nothing else was named: a chat error may quote a message's role "user"
+        if not changed and unknown and "user" in body and self.send_user and _USER.search(low):
+            self.send_user, changed = False, True
+            self.notes.append("server rejected the user field: sessions are not marked per user")
         # a request sent before a concurrent one taught us the same lesson retries too
         return changed or self._outdated(body)
 
@@ -88,6 +96,7 @@ class RequestShape:
         """The body carries something this shape no longer sends (it was dropped since the body was built)."""
         options = body.get("stream_options") or {}
         return bool((not self.send_ids and isinstance(body.get("prompt"), list))
+                    or (not self.send_user and "user" in body)
                     or (not self.send_stream_options and "stream_options" in body)
                     or (not self.send_continuous_usage and "continuous_usage_stats" in options)
                     or (not self.send_length_controls and any(f in body for f in _LENGTH_FIELDS)))

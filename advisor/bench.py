@@ -29,6 +29,7 @@ from adapters.placement import client_pinned
 from advisor import interrupts, manifest
 from advisor.loadgen import LoadResult, drive
 from advisor.metrics import summarize, verdict
+from advisor.sessions import SessionPrompts
 from advisor.store import RunResult, new_run_id
 from advisor.telemetry import Telemetry
 from scenarios.catalog import load_scenario
@@ -122,6 +123,9 @@ def open_engine(cfg: BenchConfig, options: EngineOptions | None = None) -> Itera
 
 def check_fits(schedule: Schedule, info: EngineInfo) -> None:
     """Refuse a schedule the model cannot hold, before anything is measured."""
+    if schedule.sessions is not None:
+        _check_sessions_fit(schedule, info)
+        return
     longest = max((r.n_in + r.n_out for r in schedule.requests), default=0)
     if info.max_model_len and longest > info.max_model_len:
         raise BenchError(
@@ -129,7 +133,39 @@ def check_fits(schedule: Schedule, info: EngineInfo) -> None:
             f"holds {info.max_model_len}: cap lengths with --max-input-tokens/--max-output-tokens or --length-scale")
 
 
-def spec_source(schedule: Schedule, info: EngineInfo) -> Callable[[int], RequestSpec]:
+def _check_sessions_fit(schedule: Schedule, info: EngineInfo) -> None:
+    """Every turn must fit with only the first message kept (older turns are dropped as the context fills)."""
+    assert schedule.sessions is not None
+    limits = [x for x in (info.max_model_len, schedule.sessions.max_context_tokens) if x]
+    if not limits:
+        return
+    limit, first = min(limits), 0
+    for r in schedule.requests:
+        first = r.n_in if r.turn == 0 else first
+        need = r.n_in + r.n_out + (first if r.turn > 0 else 0)
+        if need > limit:
+            raise BenchError(
+                f"scenario '{schedule.scenario}': turn {r.turn} of session {r.session_id} needs {need} tokens (first "
+                f"message + its message + output) but the context holds {limit}, even with every earlier turn dropped;"
+                " cap lengths with --max-input-tokens/--max-output-tokens or --length-scale")
+
+
+def spec_source(schedule: Schedule, info: EngineInfo,
+                adapter: Adapter | None = None) -> Callable[[int], RequestSpec] | SessionPrompts:
+    """Schedule index -> its concrete request for this engine's vocabulary, built when asked (never all at once).
+
+    A session schedule gets a `SessionPrompts`: its turns hold the previous answers (re-encoded with
+    `adapter.answer_ids` where the engine streams text only).
+    """
+    if schedule.sessions is not None:
+        vocab = info.vocab_size or 32000
+        return SessionPrompts(schedule, vocab, token_range=(_FIRST_PROMPT_TOKEN, vocab),
+                              max_model_len=info.max_model_len,
+                              encode=adapter.answer_ids if adapter is not None else None)
+    return _plain_specs(schedule, info)
+
+
+def _plain_specs(schedule: Schedule, info: EngineInfo) -> Callable[[int], RequestSpec]:
     """Schedule index -> its concrete request for this engine's vocabulary, built when asked (never all at once)."""
     vocab = info.vocab_size or 32000
     token_range = (_FIRST_PROMPT_TOKEN, vocab)
@@ -170,7 +206,9 @@ def bench_once(cfg: BenchConfig, progress: Callable[[int, int], None] | None = N
 def _max_run_s(cfg: BenchConfig, schedule: Schedule) -> float | None:
     if cfg.max_run_s is not None:
         return cfg.max_run_s
-    if schedule.mode == "open":
+    if schedule.sessions is not None and schedule.sessions.window_end_s is not None:
+        return schedule.sessions.window_end_s + cfg.timeout_s + 30.0  # no turn is sent after the window
+    if schedule.mode == "open" and schedule.sessions is None:
         last = max((r.t_sched_s for r in schedule.requests), default=0.0)
         return last + cfg.timeout_s + 30.0
     return None
@@ -182,7 +220,7 @@ async def _measure(cfg: BenchConfig, p: Plan, adapter: Adapter, info: EngineInfo
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     t_start = time.perf_counter_ns()
     telemetry.start(t_start)
-    task = asyncio.create_task(drive(adapter, p.schedule, spec_source(p.schedule, info), timeout_s=cfg.timeout_s,
+    task = asyncio.create_task(drive(adapter, p.schedule, spec_source(p.schedule, info, adapter), timeout_s=cfg.timeout_s,
                                      max_run_s=_max_run_s(cfg, p.schedule), progress=progress))
     signum: int | None = None
     try:

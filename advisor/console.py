@@ -72,6 +72,8 @@ def print_run(result: Any) -> None:
                        ("client_queue_ms", "client lag")):
         _dist_row(t, label, s.get(key))
     out.print(t)
+    if s.get("sessions"):
+        print_turns(s["sessions"])
     t2 = Table(show_header=False, title="throughput and SLOs", title_justify="left")
     t2.add_column("k")
     t2.add_column("v", justify="right")
@@ -108,6 +110,25 @@ def print_run(result: Any) -> None:
         out.print(f"[yellow]note:[/] {escape(str(note))}")
     if result.path is not None:
         out.print(f"saved: {escape(str(result.path))}")
+
+
+def print_turns(sess: dict[str, Any]) -> None:
+    """Multi-turn runs: TTFT and prompt length by turn, prefix reuse and context drops."""
+    t = Table(title="by turn (ms; prompt tokens = the conversation sent, shared = repeated from the last turn)",
+              title_justify="left")
+    for col in ("turn", "n", "TTFT p50", "TTFT p95", "E2E p50", "prompt p50", "prompt max", "shared mean"):
+        t.add_column(col, justify="right")
+    for row in sess.get("by_turn") or []:
+        ttft, e2e, prompt = row.get("ttft_ms") or {}, row.get("e2e_ms") or {}, row.get("prompt_tokens") or {}
+        t.add_row(row["turn"], str(row["n"]), _fmt(ttft.get("p50")),
+                  _fmt(ttft.get("p95")) if ttft.get("p95") is not None else "n<20", _fmt(e2e.get("p50")),
+                  _fmt(prompt.get("p50"), 0), _fmt(prompt.get("max"), 0), _fmt(row.get("shared_tokens_mean"), 0))
+    out.print(t)
+    reuse = sess.get("prefix_reuse")
+    out.print(f"sessions: {sess.get('n_sessions')} conversations, {_fmt(sess.get('turns_per_session_mean'), 2)} turns "
+              f"each on average; {_fmt(100 * reuse) + '%' if reuse is not None else 'n/a'} of later turns' prompt "
+              f"tokens repeat the previous turn; context full: {sess.get('n_truncated')} requests dropped "
+              f"{sess.get('turns_dropped')} oldest turns")
 
 
 def _scale_hint(result: Any) -> str | None:

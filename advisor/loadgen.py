@@ -4,6 +4,8 @@ Open loop: each request goes out at its scheduled time whether or not earlier
 ones finished, and its lag (t_send - t_sched) is recorded, so client-side
 queueing can never hide. Closed loop: N users, each sending its next request
 after the previous one finished plus a think time. Offline: everything at t=0.
+Multi-turn sessions (`schedule.sessions`): `_session_loop`, whose turns go out a
+think time after the previous answer, with prompts that hold that answer.
 Prompts are built as requests go out (`specs(i)` is called once per request,
 a bounded number ahead of its send time), so memory does not grow with the
 schedule. It computes no metrics: one `RequestRecord` per request.
@@ -15,10 +17,11 @@ import asyncio
 import contextlib
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
-from adapters.base import Adapter, AdapterError, RequestSpec
+from adapters.base import Adapter, AdapterError, Chunk, RequestSpec
 from advisor.records import RequestRecord
 from scenarios.types import Schedule
 
@@ -35,6 +38,22 @@ Progress = Callable[[int, int], None]  # (finished, total)
 SpecSource = Callable[[int], RequestSpec]  # schedule index -> the concrete request
 
 
+class SessionTurn(Protocol):
+    spec: RequestSpec
+    n_shared: int
+    n_dropped: int
+
+
+@runtime_checkable
+class SessionSource(Protocol):
+    """Prompts of a multi-turn schedule (advisor.sessions.SessionPrompts), asked for in turn order per session."""
+
+    def __call__(self, i: int) -> RequestSpec: ...
+    def turn(self, i: int) -> SessionTurn: ...
+    def answered(self, i: int, chunks: Sequence[Chunk], ok: bool) -> None: ...
+    def forget(self, session_id: int) -> None: ...
+
+
 @dataclass
 class LoadResult:
     records: list[RequestRecord]
@@ -44,7 +63,7 @@ class LoadResult:
     n_finished: int = 0  # requests that ended (successfully or not) before the run stopped
 
 
-async def drive(adapter: Adapter, schedule: Schedule, specs: SpecSource, *, timeout_s: float = 600.0,
+async def drive(adapter: Adapter, schedule: Schedule, specs: SpecSource | SessionSource, *, timeout_s: float = 600.0,
                 max_run_s: float | None = None, progress: Progress | None = None) -> LoadResult:
     """Run the whole schedule; never raises for a failed request (it becomes an errored record).
 
@@ -54,20 +73,21 @@ async def drive(adapter: Adapter, schedule: Schedule, specs: SpecSource, *, time
         return await _drive(adapter, schedule, specs, timeout_s, max_run_s, progress)
 
 
-async def _drive(adapter: Adapter, schedule: Schedule, specs: SpecSource, timeout_s: float,
+async def _drive(adapter: Adapter, schedule: Schedule, specs: SpecSource | SessionSource, timeout_s: float,
                  max_run_s: float | None, progress: Progress | None) -> LoadResult:
     records = [RequestRecord(idx=r.idx, request_id=f"{schedule.scenario}-{r.idx}", t_sched_ns=int(r.t_sched_s * 1e9),
-                             n_in_client=r.n_in, max_tokens=r.n_out, warmup=r.warmup)
+                             n_in_client=r.n_in, max_tokens=r.n_out, warmup=r.warmup, session_id=r.session_id,
+                             turn=r.turn if r.session_id is not None else None)
                for r in schedule.requests]
     done = 0
     total = len(records)
     t0 = time.perf_counter_ns()
 
-    async def one(rec: RequestRecord, spec: RequestSpec) -> None:
+    async def one(rec: RequestRecord, spec: RequestSpec, keep: list[Chunk] | None = None) -> None:
         nonlocal done
         try:
             async with asyncio.timeout(timeout_s):
-                await _stream_into(adapter, rec, spec, t0)
+                await _stream_into(adapter, rec, spec, t0, keep)
         except TimeoutError:
             rec.error_kind, rec.error = "timeout", f"no complete answer within {timeout_s:g} s"
         except asyncio.CancelledError:
@@ -81,7 +101,10 @@ async def _drive(adapter: Adapter, schedule: Schedule, specs: SpecSource, timeou
                 progress(done, total)
 
     tasks: set[asyncio.Task[None]] = set()
-    if schedule.mode == "closed":
+    if schedule.sessions is not None:
+        assert isinstance(specs, SessionSource), "a session schedule needs a SessionSource (advisor.sessions)"
+        runner = _session_loop(schedule, records, specs, one, t0, tasks)
+    elif schedule.mode == "closed":
         runner = _closed_loop(schedule, records, specs, one, t0)
     else:
         runner = _open_loop(records, specs, one, t0, tasks)
@@ -143,7 +166,9 @@ async def _young_gc_only():
         gc.enable()
 
 
-async def _stream_into(adapter: Adapter, rec: RequestRecord, spec: RequestSpec, t0: int) -> None:
+async def _stream_into(adapter: Adapter, rec: RequestRecord, spec: RequestSpec, t0: int,
+                       keep: list[Chunk] | None = None) -> None:
+    """Stream one request into its record; `keep` (multi-turn sessions) also receives the chunks themselves."""
     rec.t_send_ns = time.perf_counter_ns() - t0
     rec.n_in_client = spec.n_in
     n_prompt: int | None = None
@@ -151,6 +176,8 @@ async def _stream_into(adapter: Adapter, rec: RequestRecord, spec: RequestSpec, 
     n_client: int | None = None
     try:
         async for ch in adapter.stream(spec):
+            if keep is not None:
+                keep.append(ch)
             rec.chunk_t_ns.append(ch.t_ns - t0)
             rec.chunk_tokens.append(ch.n_tokens)
             if ch.t_engine_ns is not None:
@@ -219,3 +246,62 @@ async def _closed_loop(schedule: Schedule, records: list[RequestRecord], specs: 
             await one(records[i], spec)
 
     await asyncio.gather(*(user() for _ in range(users)))
+
+
+async def _session_loop(schedule: Schedule, records: list[RequestRecord], specs: SessionSource, one, t0: int,
+                        tasks: set[asyncio.Task[None]]) -> None:
+    """Multi-turn sessions: each turn a think time after the previous answer ended, its prompt built then.
+
+    Closed (`sessions.users`): that many users, each running whole sessions one after another. Open: a
+    task per session, started at its first turn's t_sched; a turn is measured when it falls due inside the
+    window [warmup_s, window_end_s] and is not sent when it falls due after it. t_sched of a later turn
+    is when it fell due (previous end + think), so send lag stays the load generator's own.
+    """
+    plan = schedule.sessions
+    assert plan is not None
+    sessions: list[list[int]] = []
+    for r in schedule.requests:  # a session's turns are consecutive, turn 0 first
+        if r.turn == 0 or not sessions:
+            sessions.append([])
+        sessions[-1].append(r.idx)
+    warm_ns = int(schedule.warmup_s * 1e9)
+    end_ns = int(plan.window_end_s * 1e9) if plan.window_end_s is not None else None
+
+    async def run(turns: list[int], start_ns: int) -> None:
+        prev_end = start_ns
+        for k, i in enumerate(turns):
+            rec, r = records[i], schedule.requests[i]
+            due = prev_end + int(r.think_s * 1e9)
+            if end_ns is not None and due > end_ns:  # the measurement is over: this user's session stops here
+                for j in turns[k:]:
+                    records[j].warmup = True
+                    records[j].error_kind = "cancelled"
+                    records[j].error = "not sent: its turn fell due after the measurement window ended"
+                break
+            turn = specs.turn(i)  # known since the previous answer ended: built during the think time
+            await _sleep_until(t0 + due)
+            rec.t_sched_ns = due
+            if end_ns is not None:
+                rec.warmup = due < warm_ns
+            rec.n_in_shared, rec.turns_dropped = turn.n_shared, turn.n_dropped
+            chunks: list[Chunk] = []
+            await one(rec, turn.spec, chunks)
+            specs.answered(i, chunks, rec.ok)
+            prev_end = rec.t_end_ns if rec.t_end_ns is not None else time.perf_counter_ns() - t0
+        specs.forget(schedule.requests[turns[0]].session_id or 0)
+
+    if plan.users is not None:
+        queue = list(reversed(sessions))
+
+        async def user() -> None:
+            while queue:
+                await run(queue.pop(), time.perf_counter_ns() - t0)
+
+        await asyncio.gather(*(user() for _ in range(plan.users)))
+        return
+    for turns in sessions:  # sessions in start order
+        start_ns = records[turns[0]].t_sched_ns
+        await _sleep_until(t0 + start_ns)
+        task = asyncio.create_task(run(turns, start_ns))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)

@@ -28,6 +28,10 @@ class RequestRecord:
     max_tokens: int = 0  # output tokens asked for
     warmup: bool = False  # sent during warm-up: excluded from measurement
     token_source: str | None = None  # where the per-chunk token counts came from (adapters.base.TokenSource)
+    session_id: int | None = None  # multi-turn sessions: which conversation, and which turn of it (0 first)
+    turn: int | None = None
+    n_in_shared: int = 0  # prompt tokens repeated verbatim from the previous turn's prompt + answer
+    turns_dropped: int = 0  # earlier turns dropped from this prompt to fit the context (advisor.sessions)
     error_kind: str | None = None
     error: str | None = None
 

@@ -32,6 +32,7 @@ _RECORD_SCHEMA = pa.schema([
     ("n_in", pa.int64()), ("n_in_client", pa.int64()), ("n_out", pa.int64()), ("n_out_client", pa.int64()),
     ("max_tokens", pa.int64()), ("warmup", pa.bool_()), ("token_source", pa.string()),
     ("error_kind", pa.string()), ("error", pa.string()),
+    ("session_id", pa.int64()), ("turn", pa.int32()), ("n_in_shared", pa.int64()), ("turns_dropped", pa.int32()),
 ])
 # What a result.json must hold, and of which JSON type, to be read at all (older runs may lack the rest).
 _RESULT_TYPES: dict[str, type | tuple[type, ...]] = {

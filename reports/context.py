@@ -79,6 +79,10 @@ def risks(runs: Sequence[RunResult], labels: dict[str, str], prices: dict[str, R
             out.append(f"{label}: engine and client token counts differ by {s['token_count_mismatch']}")
         if s.get("n_out_short"):
             out.append(f"{label}: {s['n_out_short']} requests got fewer output tokens than asked")
+        dropped = (s.get("sessions") or {}).get("n_truncated")
+        if dropped:
+            out.append(f"{label}: {dropped} conversations outgrew the context and dropped their oldest turns "
+                       "(a chat app's sliding window): those prompts are shorter than the full history")
     if any(not (r.telemetry or {}).get("gpu") for r in runs):
         out.append("energy was not measured for runs without a GPU energy counter (none is estimated)")
     unpriced = [labels[rid] for rid, p in prices.items() if p.usd_per_hour is None]
@@ -154,6 +158,11 @@ def environments(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str,
     return {"machines": list(machines.values()), "engines": engines}
 
 
+def turn_tables(runs: Sequence[RunResult], labels: dict[str, str]) -> list[dict[str, Any]]:
+    """Multi-turn runs: the per-turn rows (TTFT, prompt length) and session facts, as saved."""
+    return [{"label": labels[r.run_id], **r.summary["sessions"]} for r in runs if r.summary.get("sessions")]
+
+
 def build_context(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: RecommendationResult,
                   sweeps: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """Everything the report template renders except the figures."""
@@ -163,7 +172,8 @@ def build_context(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: R
             "risks": risks(runs, labels, prices, rec), "estimated": estimated_items(prices, rec),
             "methodology": methodology(runs, labels), "environment": environments(runs, labels),
             "recommendation": rec.recommendation, "rec_reason": rec.reason, "constraints": rec.constraints,
-            "sweeps": list(sweeps), "statistics": statistics_notes()}
+            "sweeps": list(sweeps), "statistics": statistics_notes(),
+            "turns": turn_tables(runs, labels)}
 
 
 def statistics_notes() -> dict[str, Any]:

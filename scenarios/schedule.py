@@ -21,6 +21,7 @@ from scenarios.errors import ScenarioError
 from scenarios.lengths import Empirical, Fixed, LengthDist, Lognormal, Uniform, apply_scale_cap
 from scenarios.overrides import Overrides, flag
 from scenarios.pairs import Pairs, read_pairs
+from scenarios.sessions import build_sessions, expected_turns
 from scenarios.trace_files import Trace, find_trace, read_trace
 from scenarios.types import PREFIX_BLOCK_TOKENS, Schedule, ScheduledRequest
 
@@ -34,7 +35,7 @@ _ARRIVAL, _INPUT, _OUTPUT, _THINK = 0, 1, 2, 3  # independent random streams per
 class Settings:
     """The effective parameters of one schedule (what was actually run)."""
 
-    arrival: S.ArrivalSpec
+    arrival: S.ArrivalSpec | None  # None: multi-turn `sessions` drive the arrivals
     duration_s: float
     warmup_s: float
     seed: int
@@ -45,15 +46,20 @@ class Settings:
     offered_rps: float | None  # mean offered rate (open loop), None for closed loop and offline
     fitted: bool  # the scenario's `fit` block was applied
     notes: tuple[str, ...] = ()  # what the schedule did that the user should know (a compressed profile, ...)
+    sessions: S.SessionSpec | None = None  # multi-turn sessions (instead of `arrival`)
 
     @property
     def mode(self) -> str:
+        if self.sessions is not None:
+            return "closed" if self.sessions.closed else "open"
+        assert self.arrival is not None
         return {"closed": "closed", "offline": "offline"}.get(self.arrival.process, "open")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, for the result ("what was actually run")."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["arrival"] = self.arrival.model_dump(mode="json")
+        d["arrival"] = self.arrival.model_dump(mode="json") if self.arrival is not None else None
+        d["sessions"] = self.sessions.model_dump(mode="json", exclude_none=True) if self.sessions is not None else None
         d["mode"] = self.mode
         return d
 
@@ -89,6 +95,8 @@ def resolve(scenario: S.Scenario, overrides: Overrides | None = None, seed: int 
     """Effective settings: scenario, then `fit` (unless full_scale), then overrides."""
     ov = overrides or Overrides()
     fit = None if ov.full_scale else scenario.fit
+    if scenario.sessions is not None:
+        return _resolve_sessions(scenario, scenario.sessions, fit, ov, seed)
     arrival = fit.arrival if fit is not None and fit.arrival is not None else scenario.arrival
     duration_s = _pick("duration_s", scenario.duration_s, fit, ov)
     warmup_s = _pick("warmup_s", scenario.warmup_s, fit, ov)
@@ -125,9 +133,6 @@ def resolve(scenario: S.Scenario, overrides: Overrides | None = None, seed: int 
                          "to run it in real time")
         elif window > span * (1 + 1e-9):
             notes.append(f"the {_dur(span)} rate profile repeats {window / span:.3g} times in the {_dur(window)} run")
-    if scenario.sessions is not None:
-        notes.append("the scenario's `sessions` (multi-turn conversations) are recorded but not replayed yet: "
-                     "every turn is sent as an independent request following `arrival`")
     if isinstance(arrival, S.ClosedArrival | S.OfflineArrival):
         offered = None
     elif isinstance(arrival, S.TraceArrival):
@@ -141,6 +146,44 @@ def resolve(scenario: S.Scenario, overrides: Overrides | None = None, seed: int 
                     max_input_tokens=_pick("max_input_tokens", None, fit, ov),
                     max_output_tokens=_pick("max_output_tokens", None, fit, ov),
                     offered_rps=offered, fitted=fit is not None, notes=tuple(notes))
+
+
+def _resolve_sessions(scenario: S.Scenario, sess: S.SessionSpec, fit: S.Fit | None, ov: Overrides,
+                      seed: int) -> Settings:
+    """Multi-turn sessions: --rate is turns (requests) per second, so sessions start at rate / mean turns;
+    --concurrency is the number of users (closed loop), whose sessions_per_user scale with the window."""
+    if fit is not None and fit.sessions is not None:
+        sess = fit.sessions
+    duration_s = _pick("duration_s", scenario.duration_s, fit, ov)
+    warmup_s = _pick("warmup_s", scenario.warmup_s, fit, ov)
+    rate = _pick("rate_rps", None, fit, ov)
+    concurrency = _pick("concurrency", None, fit, ov)
+    mean_turns = expected_turns(sess.turns)
+    kind = "closed-loop (`users`)" if sess.closed else "open-loop (`rate_rps`)"
+    if rate is not None:
+        if sess.closed:
+            raise ScenarioError(f"{_source('rate_rps', ov)} does not apply to the {kind} sessions of "
+                                f"'{scenario.name}'; use --concurrency (users)")
+        sess = sess.model_copy(update={"rate_rps": rate / mean_turns})
+    if concurrency is not None:
+        if not sess.closed:
+            raise ScenarioError(f"{_source('concurrency', ov)} applies only to closed-loop sessions; "
+                                f"'{scenario.name}' has {kind} sessions: use --rate instead")
+        sess = sess.model_copy(update={"users": concurrency})
+    if sess.closed:  # sessions_per_user is given for the scenario's own window
+        assert sess.sessions_per_user is not None
+        base_window = scenario.warmup_s + scenario.duration_s
+        if base_window > 0:
+            per_user = max(1, round(sess.sessions_per_user * (warmup_s + duration_s) / base_window))
+            sess = sess.model_copy(update={"sessions_per_user": per_user})
+    offered = None if sess.closed else (sess.rate_rps or 0.0) * mean_turns  # turns (requests) per second
+    return Settings(arrival=None, duration_s=float(duration_s), warmup_s=float(warmup_s),
+                    seed=ov.seed if ov.seed is not None else seed,
+                    max_requests=_pick("max_requests", None, fit, ov),
+                    length_scale=float(_pick("length_scale", 1.0, fit, ov)),
+                    max_input_tokens=_pick("max_input_tokens", None, fit, ov),
+                    max_output_tokens=_pick("max_output_tokens", None, fit, ov),
+                    offered_rps=offered, fitted=fit is not None, sessions=sess)
 
 
 def _mean_rate(a: S.ArrivalSpec) -> float:
@@ -210,6 +253,25 @@ def _length_dist(scenario: S.Scenario, d: S.LengthSpec, role: str) -> LengthDist
     return Empirical(trace.n_in if role == "input" else trace.n_out)
 
 
+def _draw_lengths(scenario: S.Scenario, n: int, rng_in: np.random.Generator, rng_out: np.random.Generator
+                  ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, ...]]]:
+    """n (input, output) lengths of a distribution or pairs workload, and the prefix blocks of pairs (or [])."""
+    wl = scenario.workload
+    if wl.pairs is not None:  # whole observed rows: input, output and shared prefix blocks together
+        pairs = load_pairs(scenario, wl.pairs)
+        picked = pairs.sample_rows(rng_in, n)
+        return pairs.n_in[picked], pairs.n_out[picked], [pairs.prefix[r] for r in picked] if any(pairs.prefix) else []
+    assert wl.input is not None and wl.output is not None
+    if wl.log_correlation is not None:  # lognormal lengths whose logarithms are correlated
+        d_in, d_out = _length_dist(scenario, wl.input, "input"), _length_dist(scenario, wl.output, "output")
+        assert isinstance(d_in, Lognormal) and isinstance(d_out, Lognormal)
+        z_in = rng_in.standard_normal(n)
+        z_out = wl.log_correlation * z_in + math.sqrt(1 - wl.log_correlation ** 2) * rng_out.standard_normal(n)
+        return d_in.from_normal(z_in), d_out.from_normal(z_out), []
+    return (_length_dist(scenario, wl.input, "input").sample(rng_in, n),
+            _length_dist(scenario, wl.output, "output").sample(rng_out, n), [])
+
+
 def _check_size(scenario: S.Scenario, n: int) -> None:
     if n > MAX_SCHEDULE_REQUESTS:
         raise ScenarioError(f"scenario '{scenario.name}' would schedule more than {MAX_SCHEDULE_REQUESTS:,} "
@@ -219,6 +281,9 @@ def _check_size(scenario: S.Scenario, n: int) -> None:
 def build_schedule(scenario: S.Scenario, seed: int = 0, overrides: Overrides | None = None) -> Schedule:
     """The deterministic request schedule for (scenario, seed, overrides)."""
     st = resolve(scenario, overrides, seed)
+    if st.sessions is not None:
+        return _session_schedule(scenario, st, overrides)
+    assert st.arrival is not None
     rng = {k: np.random.default_rng([st.seed, k]) for k in (_ARRIVAL, _INPUT, _OUTPUT, _THINK)}
     thinks: list[float] = []
     concurrency = None
@@ -249,21 +314,8 @@ def build_schedule(scenario: S.Scenario, seed: int = 0, overrides: Overrides | N
         n_in = np.array([trace.n_in[r] for r in rows], dtype=np.int64)
         n_out = np.array([trace.n_out[r] for r in rows], dtype=np.int64)
         hashes = [trace.hash_ids[r] for r in rows]
-    elif wl.pairs is not None:  # whole observed rows: input, output and shared prefix blocks together
-        pairs = load_pairs(scenario, wl.pairs)
-        picked = pairs.sample_rows(rng[_INPUT], n)
-        n_in, n_out = pairs.n_in[picked], pairs.n_out[picked]
-        hashes = [pairs.prefix[r] for r in picked] if any(pairs.prefix) else []
-    elif wl.log_correlation is not None:  # lognormal lengths whose logarithms are correlated
-        d_in, d_out = _length_dist(scenario, wl.input, "input"), _length_dist(scenario, wl.output, "output")
-        assert isinstance(d_in, Lognormal) and isinstance(d_out, Lognormal)
-        z_in = rng[_INPUT].standard_normal(n)
-        z_out = wl.log_correlation * z_in + math.sqrt(1 - wl.log_correlation ** 2) * rng[_OUTPUT].standard_normal(n)
-        n_in, n_out = d_in.from_normal(z_in), d_out.from_normal(z_out)
     else:
-        assert wl.input is not None and wl.output is not None
-        n_in = _length_dist(scenario, wl.input, "input").sample(rng[_INPUT], n)
-        n_out = _length_dist(scenario, wl.output, "output").sample(rng[_OUTPUT], n)
+        n_in, n_out, hashes = _draw_lengths(scenario, n, rng[_INPUT], rng[_OUTPUT])
     n_in = apply_scale_cap(n_in, st.length_scale, st.max_input_tokens)
     n_out = apply_scale_cap(n_out, st.length_scale, st.max_output_tokens)
 
@@ -276,3 +328,20 @@ def build_schedule(scenario: S.Scenario, seed: int = 0, overrides: Overrides | N
     return Schedule(scenario=scenario.name, mode=st.mode, requests=reqs, seed=st.seed,  # type: ignore[arg-type]
                     slos=scenario.slos, warmup_s=st.warmup_s, duration_s=st.duration_s,
                     concurrency=concurrency, overrides=(overrides or Overrides()).as_dict(), settings=st.to_dict())
+
+
+def _session_schedule(scenario: S.Scenario, st: Settings, overrides: Overrides | None) -> Schedule:
+    sess = st.sessions
+    assert sess is not None
+    if not sess.closed and st.max_requests is None:  # refuse before drawing millions of sessions
+        _check_size(scenario, int((st.offered_rps or 0.0) * (st.warmup_s + st.duration_s)))
+    reqs, plan = build_sessions(scenario, sess, seed=st.seed, warmup_s=st.warmup_s, duration_s=st.duration_s,
+                                max_requests=st.max_requests, length_scale=st.length_scale,
+                                max_input_tokens=st.max_input_tokens, max_output_tokens=st.max_output_tokens,
+                                max_total=MAX_SCHEDULE_REQUESTS,
+                                lengths=lambda n, r_in, r_out: _draw_lengths(scenario, n, r_in, r_out)[:2])
+    return Schedule(scenario=scenario.name, mode=st.mode, requests=reqs, seed=st.seed,  # type: ignore[arg-type]
+                    slos=scenario.slos.to_slos(), warmup_s=st.warmup_s, duration_s=st.duration_s,
+                    concurrency=sess.users, overrides=(overrides or Overrides()).as_dict(), settings=st.to_dict(),
+                    sessions=plan)
+

@@ -203,27 +203,43 @@ ArrivalSpec = Annotated[ConstantArrival | PoissonArrival | GammaArrival | OnOffA
 class SessionSpec(_Strict):
     """Multi-turn conversations: how many, how long, and the pause between an answer and the next message.
 
-    Turn 1's prompt is `first_tokens` long; turn k's prompt is turn k-1's prompt + its answer + a new
-    message of `new_tokens`. Sessions start at `rate_rps` (open loop) or `users` run them back to back
-    (closed loop). Multi-turn replay is not built yet: a schedule records this block and sends every turn
-    as an independent request following `arrival` (and says so).
+    Turn 1's prompt is a message of `first_tokens`; turn k's prompt is turn k-1's prompt + the answer the
+    engine really gave + a new message of `new_tokens` (both default to the workload's input lengths);
+    answers are the workload's output lengths. Sessions start at `rate_rps` new sessions per second (open
+    loop, gamma gaps of CV `cv`) or `users` run `sessions_per_user` sessions each back to back (closed
+    loop). Each turn goes a think time (gamma, mean `think_s`, CV `think_cv`) after the previous answer
+    ended. A session block drives the arrivals: a scenario has either `arrival` or `sessions`.
+    See docs/scenarios.md, "Multi-turn sessions".
     """
 
-    rate_rps: Pos | None = None  # new sessions per second
+    rate_rps: Pos | None = None  # new sessions per second (open loop)
     users: Annotated[int, Field(ge=1, le=100_000)] | None = None  # or: concurrent users, one session at a time
+    sessions_per_user: Annotated[int, Field(ge=1)] | None = None  # closed loop, at the scenario's own window
+    cv: Annotated[float, Field(ge=0, le=100)] = 1.0  # gap CV of session starts (open loop; 1 = Poisson)
     turns: LengthSpec  # turns per session (a count >= 1)
     think_s: NonNeg  # mean pause between an answer and the user's next message
     think_cv: Annotated[float, Field(ge=0, le=100)] = 1.0
-    first_tokens: LengthSpec | None = None  # turn 1's prompt; default: the workload's input lengths
+    first_tokens: LengthSpec | None = None  # turn 1's message; default: the workload's input lengths
     new_tokens: LengthSpec | None = None  # what the user adds per later turn; default: the workload's input lengths
+    max_context_tokens: Tokens | None = None  # keep prompt + answer within this (the model's context also applies)
 
     @model_validator(mode="after")
     def _one_driver(self) -> SessionSpec:
         if (self.rate_rps is None) == (self.users is None):
             raise ValueError("sessions need exactly one of `rate_rps` (new sessions per second) or `users`")
-        if isinstance(self.turns, EmpiricalLen):
-            raise ValueError("sessions.turns takes fixed, uniform or lognormal, not empirical")
+        if self.users is not None and self.sessions_per_user is None:
+            raise ValueError("closed-loop sessions (`users`) need `sessions_per_user` (sessions each user runs)")
+        if self.rate_rps is not None and self.sessions_per_user is not None:
+            raise ValueError("`sessions_per_user` is for closed-loop sessions (`users`); open-loop sessions have "
+                             "`rate_rps`")
+        for name in ("turns", "first_tokens", "new_tokens"):
+            if isinstance(getattr(self, name), EmpiricalLen):
+                raise ValueError(f"sessions.{name} takes fixed, uniform or lognormal, not empirical")
         return self
+
+    @property
+    def closed(self) -> bool:
+        return self.users is not None
 
 
 # ---- SLOs, fit, scenario ------------------------------------------------------------------------
@@ -233,11 +249,13 @@ class Fit(Knobs):
     """Defaults that fit the scenario to the embedded default machine (2-core CPU, `tiny` model).
 
     The same settings as the command-line overrides (`Knobs`, validated once in scenarios/overrides.py);
-    `arrival` replaces the arrival process (e.g. drop minute-long idle gaps that a short run cannot show).
+    `arrival` replaces the arrival process (e.g. drop minute-long idle gaps that a short run cannot show),
+    `sessions` the sessions block (e.g. shorter think times, so a short run holds whole conversations).
     """
 
     __pydantic_config__ = ConfigDict(extra="forbid", allow_inf_nan=False)
     arrival: ArrivalSpec | None = None
+    sessions: SessionSpec | None = None
 
 
 class Scenario(_Strict):
@@ -245,7 +263,7 @@ class Scenario(_Strict):
     description: str = Field(min_length=20)  # one paragraph: the real use it stands for
     source: str = ""  # credit for the data it was calibrated on
     workload: Workload
-    arrival: ArrivalSpec
+    arrival: ArrivalSpec | None = None  # required unless `sessions` drives the arrivals
     duration_s: NonNeg = 60.0  # measurement window (open and closed loop); offline: unused
     warmup_s: NonNeg = 0.0
     slos: SLOs = SLOs()  # one type for the YAML block and the schedule (scenarios/types.py checks it)
@@ -255,13 +273,31 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
+        self._sessions_consistent()
         arrivals = [self.arrival] + ([self.fit.arrival] if self.fit.arrival is not None else [])
         for a in arrivals:
             if isinstance(a, TraceArrival) and self.workload.trace is None:
                 raise ValueError("arrival `process: trace` replays the workload trace: add `workload.trace`")
-        if not isinstance(self.arrival, OfflineArrival | ClosedArrival) and self.duration_s <= 0:
+        closed = isinstance(self.arrival, OfflineArrival | ClosedArrival) or (
+            self.sessions is not None and self.sessions.closed)
+        if not closed and self.duration_s <= 0:
             raise ValueError(f"duration_s must be > 0 for an open-loop scenario, got {self.duration_s}")
         return self
+
+    def _sessions_consistent(self) -> None:
+        if self.sessions is None:
+            if self.arrival is None:
+                raise ValueError("give an `arrival` process, or a `sessions` block (multi-turn conversations)")
+            if self.fit.sessions is not None:
+                raise ValueError("fit.sessions replaces the scenario's `sessions` block, and there is none")
+            return
+        if self.arrival is not None:
+            raise ValueError("a `sessions` block drives the arrivals (sessions start at its `rate_rps`, or its "
+                             "`users` run them): remove `arrival`")
+        if self.fit.arrival is not None:
+            raise ValueError("fit.arrival does not apply to a sessions scenario: give fit.sessions")
+        if self.workload.trace is not None:
+            raise ValueError("`sessions` build conversations from length distributions or pairs, not a `trace`")
 
     @property
     def base_dir(self) -> Path | None:

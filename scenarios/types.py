@@ -61,8 +61,28 @@ class ScheduledRequest:
     n_in: int  # prompt tokens
     n_out: int  # output tokens asked for (exact: ignore_eos)
     prefix_blocks: tuple[int, ...] = ()  # shared 512-token prefix blocks (Mooncake hash_ids)
-    think_s: float = 0.0  # closed loop: the worker waits this long before sending
-    warmup: bool = False  # excluded from measurement
+    think_s: float = 0.0  # closed loop and session turns: the pause before sending (after the previous answer)
+    warmup: bool = False  # excluded from measurement (open-loop sessions: settled when the turn falls due)
+    # Multi-turn sessions: a session's turns are consecutive entries, turn 0 first; a runner (or a worker that
+    # shards the schedule) must keep a whole session together, since turn k's prompt is built from turn k-1's answer.
+    session_id: int | None = None
+    turn: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPlan:
+    """How a session schedule is driven (scenarios.sessions builds it; advisor.loadgen runs it).
+
+    Closed (`users` set): that many users, each taking the next whole session when its last one ended.
+    Open (`users` None): a session starts at its turn 0's `t_sched_s`; turn k goes `think_s` after turn
+    k-1 ended, and a turn falling due after `window_end_s` is not sent. The prompt of each turn is
+    built when it is sent (advisor.sessions), never here: it holds the previous turn's real answer.
+    """
+
+    n_sessions: int
+    users: int | None
+    window_end_s: float | None  # open loop: turns due after this are not sent
+    max_context_tokens: int | None  # the scenario's own limit (the engine's context also applies)
 
 
 @dataclass(frozen=True)
@@ -77,6 +97,7 @@ class Schedule:
     concurrency: int | None = None  # closed loop: number of concurrent users
     overrides: dict[str, Any] = field(default_factory=dict)  # what the user changed, as given
     settings: dict[str, Any] = field(default_factory=dict)  # what was actually run (scenarios.schedule.Settings), resolved once
+    sessions: SessionPlan | None = None  # multi-turn sessions (requests grouped by session_id)
 
     @property
     def window_s(self) -> tuple[float, float]:

@@ -21,6 +21,7 @@ from advisor.metrics import throughput as tp
 from advisor.metrics.distribution import Distribution, json_float
 from advisor.metrics.lag import LagCheck, check_lag
 from advisor.metrics.saturation import SaturationSignals, saturation_signals
+from advisor.metrics.turns import SessionStats, session_stats
 from advisor.records import RequestRecord
 from scenarios.types import Mode, SLOs
 
@@ -77,13 +78,14 @@ class RunSummary:
     saturation_signals: SaturationSignals | None = None  # addition to the schema: inputs of the verdict
     lag_check: LagCheck | None = None  # open loop: did the load generator keep up (advisor.metrics.lag)
     token_sources: dict[str, int] | None = None  # successful measured requests per token-count source
+    sessions: SessionStats | None = None  # multi-turn runs: TTFT and prompt length by turn, context drops
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict with the schema's keys (no NaN or inf: missing values are None)."""
         out: dict[str, Any] = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            if isinstance(v, Distribution | SaturationSignals | LagCheck):
+            if isinstance(v, Distribution | SaturationSignals | LagCheck | SessionStats):
                 out[f.name] = v.to_dict()
             elif f.name == "slo_margin":
                 out[f.name] = {k: json_float(x) for k, x in v.items()}
@@ -98,7 +100,7 @@ class RunSummary:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunSummary:
         """Inverse of `to_dict`; a summary without `saturation_signals` loads with None there."""
-        optional = ("saturation_signals", "lag_check", "token_sources")
+        optional = ("saturation_signals", "lag_check", "token_sources", "sessions")
         required = [f.name for f in fields(cls) if f.name not in optional]
         missing = [k for k in required if k not in d]
         if missing:
@@ -119,6 +121,8 @@ class RunSummary:
         kw["lag_check"] = None if lag is None else LagCheck.from_dict(lag)
         src = d.get("token_sources")
         kw["token_sources"] = None if src is None else {str(k): int(v) for k, v in src.items()}
+        sess = d.get("sessions")
+        kw["sessions"] = None if sess is None else SessionStats.from_dict(sess)
         return cls(**kw)
 
 
@@ -204,4 +208,5 @@ def summarize(records: Sequence[RequestRecord], *, mode: Mode, slos: SLOs, windo
         saturation_signals=signals,
         lag_check=lag,
         token_sources=dict(Counter(r.token_source or "unknown" for r in ok)) if ok else None,
+        sessions=session_stats(records),
     )

@@ -133,7 +133,7 @@ def test_bad_arguments_name_the_fix():
 
 def test_round_trip_through_json(summary):
     d = summary.to_dict()
-    assert set(d) == SCHEMA_KEYS | {"saturation_signals", "lag_check", "token_sources"}
+    assert set(d) == SCHEMA_KEYS | {"saturation_signals", "lag_check", "token_sources", "sessions"}
     text = json.dumps(d, allow_nan=False)
     back = RunSummary.from_dict(json.loads(text))
     assert back == summary
