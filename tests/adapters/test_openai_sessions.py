@@ -11,9 +11,9 @@ from collections import defaultdict
 
 import pytest
 
+from adapters.base import RequestSpec
 from adapters.openai import OpenAIAdapter
 from adapters.openai_request import RequestShape
-from adapters.base import RequestSpec
 from advisor.loadgen import drive
 from advisor.sessions import SessionPrompts
 from scenarios.catalog import scenario_from_dict
