@@ -91,7 +91,16 @@ def run_one(args: argparse.Namespace, model: Path, cache: bool, scenario: Path, 
             "by_turn": {t["turn"]: {"n": t["n"], "ttft_p50_ms": t["ttft_ms"]["p50"], "ttft_p95_ms": t["ttft_ms"]["p95"],
                                     "prompt_p50": t["prompt_tokens"]["p50"]} for t in sess.get("by_turn") or []},
             "engine": run.engine.get("engine"), "version": run.engine.get("version"),
-            "engine_stats": run.telemetry.get("engine_stats") or {}}
+            "server_hit_rate": _server_hit_rate(run.telemetry.get("server_metrics") or {})}
+
+
+def _server_hit_rate(metrics: dict) -> float | None:
+    """The server's own prefix-cache hits / queries over the run (vLLM's /metrics counters), else None."""
+    delta = metrics.get("delta") or {}
+    hits = sum(v for k, v in delta.items() if k.startswith(("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits")))
+    queries = sum(v for k, v in delta.items()
+                  if k.startswith(("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries")))
+    return hits / queries if queries else None
 
 
 def _median(rows: list[dict], key: str, turn: str | None = None) -> float | None:
@@ -110,10 +119,10 @@ def table(rows: list[dict]) -> str:
     turns = sorted({t for r in rows for t in r["by_turn"]}, key=lambda t: int(t.rstrip("+")))
     lines = ["| metric (median of repeats) | cache off | cache on | on / off |", "|---|---:|---:|---:|"]
 
-    def line(label: str, key: str, turn: str | None = None) -> None:
+    def line(label: str, key: str, turn: str | None = None, digits: int = 1) -> None:
         a, b = _median(off, key, turn), _median(on, key, turn)
         ratio = _fmt(b / a, 2) if a and b else "n/a"
-        lines.append(f"| {label} | {_fmt(a)} | {_fmt(b)} | {ratio} |")
+        lines.append(f"| {label} | {_fmt(a, digits)} | {_fmt(b, digits)} | {ratio} |")
 
     line("TTFT p50 (ms), all turns", "ttft_p50_ms")
     line("TTFT p95 (ms), all turns", "ttft_p95_ms")
@@ -121,6 +130,8 @@ def table(rows: list[dict]) -> str:
         line(f"TTFT p50 (ms), turn {t} (prompt ~{_fmt(_median(on, 'prompt_p50', t), 0)} tokens)", "ttft_p50_ms", t)
     line("E2E p50 (ms)", "e2e_p50_ms")
     line("output tokens/s", "output_tok_s")
+    line("share of prompt tokens repeated from the previous turn", "prefix_reuse", digits=3)
+    line("server's prefix-cache hit rate (its /metrics)", "server_hit_rate", digits=3)
     return "\n".join(lines)
 
 
