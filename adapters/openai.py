@@ -167,6 +167,8 @@ class OpenAIAdapter(Adapter):
         return EngineInfo(adapter="openai", engine=_OWNERS.get(owner.lower(), "openai-compatible"), version=version,
                           device=public_url(self.url), model=str(self.model or self.served_model), format="server",
                           precision="unknown", batching="unknown", pid=pid,
+                          # prompt ids stay inside the tokenizer's vocabulary (a server refuses ids past its own)
+                          vocab_size=int(self._tok.get_vocab_size()) if self._tok is not None else None,
                           max_model_len=_first_int(data, "max_model_len"), extra=extra, notes=tuple(self._notes))
 
     def stats(self) -> dict[str, float]:
