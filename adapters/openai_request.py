@@ -63,23 +63,12 @@ class RequestShape:
                 body["top_k"] = req.top_k
         return body
 
-    def _stale(self, body: dict[str, Any]) -> bool:
-        """The body carries a field this shape no longer sends (another request in flight learned it meanwhile)."""
-        options = body.get("stream_options") or {}
-        return ((isinstance(body.get("prompt"), list) and not self.send_ids)
-                or ("user" in body and not self.send_user)
-                or ("stream_options" in body and not self.send_stream_options)
-                or ("continuous_usage_stats" in options and not self.send_continuous_usage)
-                or (any(f in body for f in _LENGTH_FIELDS) and not self.send_length_controls))
-
     def learn(self, status: int, error_text: str, body: dict[str, Any]) -> bool:
         """After a 400/422 (or a validation 500): True when a field this body carried was refused and is now dropped (retry once)."""
         low = error_text.lower()
         # llama-cpp-python answers request-validation errors with a 500 that says so
         if status not in (400, 422) and not (status == 500 and "validation error" in low):
             return False
-        if self._stale(body):  # a concurrent request already learned what this body still carried: retry as now
-            return True
         unknown = bool(_UNKNOWN.search(low)) or status == 422
         changed = False
         options = body.get("stream_options") or {}
