@@ -251,7 +251,7 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
         w0, w1 = schedule.window_s
         window_ns = (int(w0 * 1e9), int(w1 * 1e9))
     # open-loop sessions: later turns fall due at run time, so the offered rate is the planned one
-    offered = p.settings.get("offered_rps") if schedule.sessions is not None else _offered_rps(schedule)
+    offered = schedule.settings.get("offered_rps") if schedule.sessions is not None else _offered_rps(schedule)
     summary = summarize(load.records, mode=schedule.mode, slos=schedule.slos, window_ns=window_ns, offered_rps=offered)
     summary_d = summary.to_dict()
     v = verdict(summary, mode=schedule.mode)
