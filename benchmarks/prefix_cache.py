@@ -39,15 +39,15 @@ description: multi-turn conversations whose every turn resends the whole convers
 workload:
   input: {{dist: fixed, value: {msg}}}
   output: {{dist: fixed, value: {out}}}
-  session: {{turns: {{dist: fixed, value: {turns}}}}}
-arrival: {{process: sessions, users: {users}, sessions_per_user: {sessions}, think_s: {think}, think_cv: 0}}
+sessions: {{users: {users}, sessions_per_user: {sessions}, turns: {{dist: fixed, value: {turns}}}, think_s: {think},
+           think_cv: 0}}
 duration_s: 60
 warmup_s: 0
 """
 
 
 def _model(args: argparse.Namespace) -> Path:
-    from advisor.convert import convert
+    from adapters.formats import convert
     from own_engine.create import create_model
     from own_engine.paths import is_model_dir, models_root
 

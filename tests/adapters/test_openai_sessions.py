@@ -36,9 +36,9 @@ def _tokenizer(path) -> str:
 def _sessions_over_http(srv: MockOpenAIServer, tokenizer: str | None):
     sc = scenario_from_dict({
         "name": "conv", "description": "multi-turn conversations sent to an OpenAI-style server",
-        "workload": {"input": {"dist": "fixed", "value": 7}, "output": {"dist": "fixed", "value": N_OUT},
-                     "session": {"turns": {"dist": "fixed", "value": 3}}},
-        "arrival": {"process": "sessions", "users": 2, "sessions_per_user": 2, "think_s": 0.0}, "duration_s": 1})
+        "workload": {"input": {"dist": "fixed", "value": 7}, "output": {"dist": "fixed", "value": N_OUT}},
+        "sessions": {"users": 2, "sessions_per_user": 2, "turns": {"dist": "fixed", "value": 3}, "think_s": 0.0},
+        "duration_s": 1})
     sched = build_schedule(sc, seed=1)
     adapter = OpenAIAdapter("mock-model", OpenAIAdapter.Options(url=srv.url, tokenizer=tokenizer))
     info = adapter.start()

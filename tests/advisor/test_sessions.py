@@ -41,12 +41,12 @@ class RecordingFake(FakeAdapter):
             RecordingFake.served.append((req.request_id, req.prompt_ids, tuple(out), req.user))
 
 
-def _scenario(arrival: dict, turns: dict, *, inp: int = 20, out: int = 6, extra: dict | None = None):
+def _scenario(drive: dict, turns: dict, *, inp: int = 20, out: int = 6, extra: dict | None = None):
+    """`drive`: the sessions block's rate or users and think time; `extra`: more of the block."""
     return scenario_from_dict({
         "name": "conv", "description": "multi-turn conversations for the session tests",
-        "workload": {"input": {"dist": "fixed", "value": inp}, "output": {"dist": "fixed", "value": out},
-                     "session": {"turns": turns, **(extra or {})}},
-        "arrival": arrival, "duration_s": 2.0, "warmup_s": 0.0})
+        "workload": {"input": {"dist": "fixed", "value": inp}, "output": {"dist": "fixed", "value": out}},
+        "sessions": {**drive, "turns": turns, **(extra or {})}, "duration_s": 2.0, "warmup_s": 0.0})
 
 
 def _run(scenario, *, max_model_len: int | None = None, **ov):
@@ -62,7 +62,7 @@ def _run(scenario, *, max_model_len: int | None = None, **ov):
 
 
 def test_each_turn_resends_the_previous_prompt_and_the_engines_answer_token_for_token():
-    sc = _scenario({"process": "sessions", "users": 3, "sessions_per_user": 2, "think_s": 0.01},
+    sc = _scenario({"users": 3, "sessions_per_user": 2, "think_s": 0.01},
                    {"dist": "fixed", "value": 4})
     sched, res, served = _run(sc)
     assert len(served) == 24 and all(r.ok for r in res.records)
@@ -90,7 +90,7 @@ def test_each_turn_resends_the_previous_prompt_and_the_engines_answer_token_for_
 
 def test_a_conversation_that_outgrows_the_context_drops_its_oldest_turns_keeps_the_first_and_counts():
     # 8 turns of 20-token messages and 6-token answers = 26 more per turn; the context holds 100
-    sc = _scenario({"process": "sessions", "users": 2, "sessions_per_user": 1, "think_s": 0.0},
+    sc = _scenario({"users": 2, "sessions_per_user": 1, "think_s": 0.0},
                    {"dist": "fixed", "value": 8})
     sched, res, served = _run(sc, max_model_len=100)
     assert all(r.ok for r in res.records), [r.error for r in res.records if not r.ok]
@@ -109,7 +109,7 @@ def test_a_conversation_that_outgrows_the_context_drops_its_oldest_turns_keeps_t
 
 
 def test_context_that_cannot_hold_the_first_message_and_a_turn_is_refused_before_measuring():
-    sc = _scenario({"process": "sessions", "users": 1, "sessions_per_user": 1, "think_s": 0.0},
+    sc = _scenario({"users": 1, "sessions_per_user": 1, "think_s": 0.0},
                    {"dist": "fixed", "value": 3})
     sched = build_schedule(sc)
     engine = adapters.create("fake", None, max_model_len=45, vocab_size=VOCAB)
@@ -118,7 +118,7 @@ def test_context_that_cannot_hold_the_first_message_and_a_turn_is_refused_before
 
 
 def test_open_loop_sessions_measure_turns_due_in_the_window_and_send_none_after_it():
-    sc = _scenario({"process": "sessions", "rate_sps": 8.0, "think_s": 0.2}, {"dist": "fixed", "value": 5})
+    sc = _scenario({"rate_rps": 8.0, "think_s": 0.2}, {"dist": "fixed", "value": 5})
     sc = sc.model_copy(update={"warmup_s": 0.5, "duration_s": 1.5})
     sched, res, served = _run(sc)
     end_ns, warm_ns = 2.0e9, 0.5e9
@@ -138,7 +138,7 @@ def test_open_loop_sessions_measure_turns_due_in_the_window_and_send_none_after_
 
 
 def test_the_schedule_of_a_session_run_is_a_pure_function_of_scenario_seed_and_overrides():
-    sc = _scenario({"process": "sessions", "rate_sps": 3.0, "think_s": 2.0},
+    sc = _scenario({"rate_rps": 3.0, "think_s": 2.0},
                    {"dist": "lognormal", "mean": 2.6, "median": 1.13, "min": 1, "max": 100})
     a, b = build_schedule(sc, seed=5), build_schedule(sc, seed=5)
     assert a.requests == b.requests and a.sessions == b.sessions
@@ -151,8 +151,7 @@ def test_bench_runs_a_session_scenario_and_saves_turns_with_their_session(tmp_pa
     sc_file.write_text(
         "name: conv\ndescription: multi-turn conversations for the bench test, closed loop\n"
         "workload:\n  input: {dist: fixed, value: 12}\n  output: {dist: fixed, value: 4}\n"
-        "  session: {turns: {dist: uniform, min: 1, max: 4}}\n"
-        "arrival: {process: sessions, users: 4, sessions_per_user: 5, think_s: 0.01}\n"
+        "sessions: {users: 4, sessions_per_user: 5, turns: {dist: uniform, min: 1, max: 4}, think_s: 0.01}\n"
         "duration_s: 5\nwarmup_s: 1\n")
     run = bench_once(BenchConfig(str(sc_file), engine="fake", engine_options={"echo_ids": True, "ttft_ms": 1},
                                  out_dir=tmp_path / "runs"))

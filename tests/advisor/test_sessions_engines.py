@@ -24,8 +24,7 @@ description: multi-turn conversations on a real engine, each turn resending the 
 workload:
   input: {dist: fixed, value: 24}
   output: {dist: fixed, value: 6}
-  session: {turns: {dist: fixed, value: 3}}
-arrival: {process: sessions, users: 2, sessions_per_user: 2, think_s: 0.05}
+sessions: {users: 2, sessions_per_user: 2, turns: {dist: fixed, value: 3}, think_s: 0.05}
 duration_s: 10
 warmup_s: 0
 """
@@ -74,8 +73,8 @@ def test_own_engine_answers_come_back_in_the_next_turn_token_for_token():
 def test_llama_cpp_server_runs_sessions_with_ttft_by_turn(tmp_path):
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
         pytest.skip("llama-cpp-python[server] is not installed: pip install -e '.[llamacpp]'")
-    from advisor.convert import convert
-    from tests.convert.models import tiny_model
+    from adapters.formats import convert
+    from tests.adapters.formats.models import tiny_model
 
     model = tiny_model()
     gguf = convert(model, "gguf", "fp32") / "model.gguf"

@@ -95,13 +95,20 @@ def test_a_profile_needs_traffic() -> None:
         scenario_from_dict({**BASE, **_profile_doc(arrival={"process": "profile", "step_s": 60, "rates_rps": [0, 0]})})
 
 
-def test_sessions_block_is_validated_recorded_and_said() -> None:
+def test_a_fitted_sessions_block_drives_a_multi_turn_schedule() -> None:
     sessions = {"rate_rps": 0.2, "turns": {"dist": "lognormal", "mean": 4, "median": 3, "min": 1, "max": 30},
                 "think_s": 10.0, "think_cv": 1.0, "new_tokens": {"dist": "uniform", "min": 10, "max": 90}}
-    s = scenario_from_dict({**BASE, **_profile_doc(sessions=sessions)})
+    doc = {k: v for k, v in _profile_doc(sessions=sessions).items() if k != "arrival"}
+    s = scenario_from_dict({**BASE, **doc})
     assert s.sessions is not None and s.sessions.turns.mean == 4
-    assert any("not replayed yet" in n for n in resolve(s).notes)
+    st = resolve(s, Overrides(full_scale=True))
+    assert st.arrival is None and st.mode == "open" and st.offered_rps == pytest.approx(0.8)  # 0.2/s x 4 turns
+    sched = build_schedule(s, overrides=Overrides(full_scale=True, duration_s=600, warmup_s=0))
+    assert sched.sessions is not None and sched.sessions.n_sessions > 0
+    assert all(10 <= r.n_in <= 90 for r in sched.requests if r.turn > 0)
+    with pytest.raises(ScenarioError, match="remove `arrival`"):  # one thing decides when requests go out
+        scenario_from_dict({**BASE, **_profile_doc(sessions=sessions)})
     with pytest.raises(ScenarioError, match="exactly one of `rate_rps`"):
-        scenario_from_dict({**BASE, **_profile_doc(sessions={**sessions, "users": 8})})
+        scenario_from_dict({**BASE, **doc, "sessions": {**sessions, "users": 8}})
     with pytest.raises(ScenarioError, match="unknown key 'sessions.turn'"):
-        scenario_from_dict({**BASE, **_profile_doc(sessions={**sessions, "turn": 3})})
+        scenario_from_dict({**BASE, **doc, "sessions": {**sessions, "turn": 3}})

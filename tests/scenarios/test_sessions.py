@@ -9,39 +9,43 @@ from scenarios.catalog import ScenarioError, load_scenario, scenario_from_dict
 from scenarios.schedule import Overrides, build_schedule, resolve
 
 
-def _sc(arrival: dict, session: dict | None = None, **top):
+def _sc(drive: dict, shape: dict | None = None, **top):
+    """A scenario whose `sessions` block is `drive` (rate or users, think time) + `shape` (turns, lengths)."""
     d = {"name": "conv", "description": "multi-turn conversations for the schedule tests",
          "workload": {"input": {"dist": "fixed", "value": 10}, "output": {"dist": "fixed", "value": 5}},
-         "arrival": arrival, "duration_s": 60.0, "warmup_s": 10.0, **top}
-    if session is not None:
-        d["workload"]["session"] = session
+         "sessions": {**drive, **(shape or {})}, "duration_s": 60.0, "warmup_s": 10.0, **top}
     return scenario_from_dict(d)
 
 
 TURNS3 = {"turns": {"dist": "fixed", "value": 3}}
 
 
-@pytest.mark.parametrize("arrival, session, msg", [
-    ({"process": "sessions", "users": 2, "sessions_per_user": 1, "think_s": 1}, None, "need both"),
-    ({"process": "poisson", "rate_rps": 1}, TURNS3, "need both"),
-    ({"process": "sessions", "users": 2, "rate_sps": 1, "sessions_per_user": 1, "think_s": 1}, TURNS3, "not both"),
-    ({"process": "sessions", "think_s": 1}, TURNS3, "not both or neither"),
-    ({"process": "sessions", "users": 2, "think_s": 1}, TURNS3, "need `sessions_per_user`"),
-    ({"process": "sessions", "rate_sps": 1, "sessions_per_user": 3, "think_s": 1}, TURNS3, "is for closed-loop"),
-    ({"process": "sessions", "rate_sps": 1, "think_s": -1}, TURNS3, "think_s"),
-    ({"process": "sessions", "rate_sps": 1, "think_s": 1}, {"turns": {"dist": "fixed", "value": 0}}, "turns"),
-    ({"process": "sessions", "rate_sps": 1, "think_s": 1}, {"turns": {"dist": "empirical", "trace": {"file": "x.csv"}}},
-     "cannot resample a trace"),
-    ({"process": "sessions", "rate_sps": 1, "think_s": 1}, {**TURNS3, "max_context_tokens": 0}, "max_context_tokens"),
+POISSON = {"process": "poisson", "rate_rps": 1}
+
+
+@pytest.mark.parametrize("drive, shape, top, msg", [
+    ({"users": 2, "sessions_per_user": 1, "think_s": 1}, None, {}, "turns"),
+    ({"rate_rps": 1, "think_s": 1}, TURNS3, {"arrival": POISSON}, "remove `arrival`"),
+    ({"rate_rps": 1, "think_s": 1}, TURNS3, {"fit": {"arrival": POISSON}}, "give fit.sessions"),
+    ({"users": 2, "rate_rps": 1, "sessions_per_user": 1, "think_s": 1}, TURNS3, {}, "exactly one of"),
+    ({"think_s": 1}, TURNS3, {}, "exactly one of"),
+    ({"users": 2, "think_s": 1}, TURNS3, {}, "need `sessions_per_user`"),
+    ({"rate_rps": 1, "sessions_per_user": 3, "think_s": 1}, TURNS3, {}, "is for closed-loop"),
+    ({"rate_rps": 1, "think_s": -1}, TURNS3, {}, "think_s"),
+    ({"rate_rps": 1, "think_s": 1}, {"turns": {"dist": "fixed", "value": 0}}, {}, "turns"),
+    ({"rate_rps": 1, "think_s": 1}, {"turns": {"dist": "empirical", "trace": {"file": "x.csv"}}}, {},
+     "not empirical"),
+    ({"rate_rps": 1, "think_s": 1}, {**TURNS3, "max_context_tokens": 0}, {}, "max_context_tokens"),
+    ({"rate_rps": 1, "think_s": 1}, TURNS3, {"workload": {"trace": {"file": "x.csv"}}}, "not a `trace`"),
 ])
-def test_bad_session_scenarios_get_one_clear_line(arrival, session, msg):
+def test_bad_session_scenarios_get_one_clear_line(drive, shape, top, msg):
     with pytest.raises(ScenarioError, match=msg) as e:
-        _sc(arrival, session)
+        _sc(drive, shape, **top)
     assert "\n" not in str(e.value)
 
 
 def test_closed_sessions_are_whole_conversations_per_user_with_warm_up_rounds():
-    sc = _sc({"process": "sessions", "users": 4, "sessions_per_user": 6, "think_s": 2.0}, TURNS3)
+    sc = _sc({"users": 4, "sessions_per_user": 6, "think_s": 2.0}, TURNS3)
     s = build_schedule(sc, seed=1)
     assert s.mode == "closed" and s.sessions.users == 4 and s.sessions.n_sessions == 24 and s.concurrency == 4
     assert len(s.requests) == 72
@@ -56,7 +60,7 @@ def test_closed_sessions_are_whole_conversations_per_user_with_warm_up_rounds():
 
 
 def test_open_sessions_start_at_the_session_rate_and_rate_means_requests_per_second():
-    sc = _sc({"process": "sessions", "rate_sps": 2.0, "think_s": 5.0}, TURNS3, duration_s=500.0)
+    sc = _sc({"rate_rps": 2.0, "think_s": 5.0}, TURNS3, duration_s=500.0)
     st = resolve(sc)
     assert st.mode == "open" and st.offered_rps == pytest.approx(6.0)  # 2 sessions/s x 3 turns
     s = build_schedule(sc, seed=2)
@@ -67,17 +71,17 @@ def test_open_sessions_start_at_the_session_rate_and_rate_means_requests_per_sec
     later = [r.think_s for r in s.requests if r.turn > 0]
     assert np.mean(later) == pytest.approx(5.0, rel=0.1)
     faster = resolve(sc, Overrides(rate_rps=12.0))
-    assert faster.arrival.rate_sps == pytest.approx(4.0) and faster.offered_rps == pytest.approx(12.0)
+    assert faster.sessions.rate_rps == pytest.approx(4.0) and faster.offered_rps == pytest.approx(12.0)
     with pytest.raises(ScenarioError, match="applies only to closed-loop"):
         resolve(sc, Overrides(concurrency=3))
-    closed = _sc({"process": "sessions", "users": 2, "sessions_per_user": 1, "think_s": 1}, TURNS3)
+    closed = _sc({"users": 2, "sessions_per_user": 1, "think_s": 1}, TURNS3)
     with pytest.raises(ScenarioError, match="--concurrency"):
         resolve(closed, Overrides(rate_rps=3.0))
 
 
 def test_more_sessions_do_not_change_the_lengths_of_the_first_ones():
-    sc = _sc({"process": "sessions", "rate_sps": 1.0, "think_s": 5.0},
-             {"turns": {"dist": "uniform", "min": 1, "max": 6}, "first_input": {"dist": "uniform", "min": 50, "max": 90}})
+    sc = _sc({"rate_rps": 1.0, "think_s": 5.0},
+             {"turns": {"dist": "uniform", "min": 1, "max": 6}, "first_tokens": {"dist": "uniform", "min": 50, "max": 90}})
     sc = sc.model_copy(update={"workload": sc.workload.model_copy(
         update={"input": scenario_from_dict({"name": "x", "description": "only to build a length spec here",
                                              "workload": {"input": {"dist": "uniform", "min": 1, "max": 40},
@@ -92,7 +96,7 @@ def test_more_sessions_do_not_change_the_lengths_of_the_first_ones():
 
 
 def test_max_requests_caps_turns_cutting_the_last_session_short():
-    sc = _sc({"process": "sessions", "users": 3, "sessions_per_user": 10, "think_s": 1.0}, TURNS3)
+    sc = _sc({"users": 3, "sessions_per_user": 10, "think_s": 1.0}, TURNS3)
     s = build_schedule(sc, overrides=Overrides(max_requests=10))
     assert len(s.requests) == 10 and s.sessions.n_sessions == 4
     assert [r.turn for r in s.requests[-2:]] == [2, 0]
@@ -111,3 +115,27 @@ def test_chat_multiturn_reproduces_the_published_turn_statistics():
     out = [r.n_out for r in s.requests]
     assert np.mean(later) == pytest.approx(295.58, rel=0.1) and np.median(later) == pytest.approx(53.5, rel=0.1)
     assert np.mean(out) == pytest.approx(441.34, rel=0.1) and np.median(out) == pytest.approx(323, rel=0.1)
+
+
+def test_an_arrival_or_a_sessions_block_is_needed():
+    with pytest.raises(ScenarioError, match="give an `arrival` process, or a `sessions` block"):
+        scenario_from_dict({"name": "x", "description": "neither arrivals nor sessions are given here",
+                            "workload": {"input": {"dist": "fixed", "value": 1}, "output": {"dist": "fixed", "value": 1}}})
+
+
+def test_new_tokens_set_later_messages_and_pairs_give_the_answers(tmp_path):
+    """Later turns' messages come from `new_tokens`; with a pairs workload, answers are its output side."""
+    from scenarios.pairs import Pairs, write_pairs
+
+    write_pairs(tmp_path / "p.csv.gz", Pairs(np.array([100, 200]), np.array([7, 9]), np.array([1, 1]), ((), ())),
+                ["test pairs"])
+    sc = scenario_from_dict({"name": "conv", "description": "multi-turn conversations over observed pairs",
+                             "workload": {"pairs": {"file": str(tmp_path / "p.csv.gz")}},
+                             "sessions": {"rate_rps": 2.0, "think_s": 1.0, **TURNS3,
+                                          "first_tokens": {"dist": "fixed", "value": 300},
+                                          "new_tokens": {"dist": "uniform", "min": 5, "max": 15}},
+                             "duration_s": 60.0})
+    s = build_schedule(sc, seed=5)
+    assert {r.n_in for r in s.requests if r.turn == 0} == {300}
+    assert all(5 <= r.n_in <= 15 for r in s.requests if r.turn > 0)
+    assert {r.n_out for r in s.requests} == {7, 9}
