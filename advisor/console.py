@@ -137,9 +137,13 @@ def _scale_hint(result: Any) -> str | None:
         return None
     fit = {k: v for k, v in (result.scenario.get("fit") or {}).items() if v is not None}
     arrival = fit.pop("arrival", None)
+    sessions = fit.pop("sessions", None)
     parts = [f"{k}={v}" for k, v in fit.items()]
     if arrival:
         parts.insert(0, "arrival " + " ".join(f"{k}={v}" for k, v in arrival.items() if v is not None))
+    if sessions:
+        parts.insert(0, "sessions " + " ".join(f"{k}={v}" for k, v in sessions.items()
+                                               if v is not None and not isinstance(v, dict)))
     return ("Scaled down for a small machine (the scenario's fit: " + ", ".join(parts) + "). "
             "On bigger hardware add --full-scale for the real traffic shape, or raise --rate / --length-scale; "
             "`advisor sweep` finds the highest rate that still meets the SLOs.")
@@ -151,7 +155,10 @@ def print_scenarios(items: list[Any]) -> None:
         t.add_column(c)
     for s in items:
         d = s.model_dump(mode="json")
-        arrival = d.get("arrival", {})
+        arrival = d.get("arrival") or {}
+        if d.get("sessions"):  # multi-turn: the sessions block drives the arrivals
+            arrival = {"process": "sessions", **{k: v for k, v in d["sessions"].items() if not isinstance(v, dict)},
+                       "turns (mean)": (d["sessions"].get("turns") or {}).get("mean")}
         slos = d.get("slos") or {}
         t.add_row(escape(d["name"]), escape(", ".join(f"{k}={v}" for k, v in arrival.items() if v is not None)),
                   escape(", ".join(f"{k}={v}" for k, v in slos.items() if v is not None)),
