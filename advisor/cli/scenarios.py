@@ -144,7 +144,9 @@ def _print_fit(r: Any) -> None:
         out.print(f"prefix reuse: an ideal prefix cache would hit {r.prefix['hit_ratio']:.1%} of prompt tokens "
                   f"({r.prefix['rows_reusing']:,} of {r.prefix['rows_with_hashes']:,} requests reuse a prefix)")
     if r.sessions:
-        out.print(f"sessions: {escape(r.sessions['comment'])} (recorded; multi-turn replay is not built yet)")
+        how = ("a run replays them as multi-turn conversations" if r.sessions.get("replayed")
+               else "not replayed: see the notes")
+        out.print(f"sessions: {escape(r.sessions['comment'])} ({how})")
     out.print("SLOs: left unset: set them in the YAML (a log shows your traffic, not your users' latency needs)")
     for n in r.notes:
         out.print(f"[yellow]note:[/] {escape(n)}")

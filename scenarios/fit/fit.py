@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from scenarios.catalog import load_scenario, scenario_from_dict
 from scenarios.errors import ScenarioError
 from scenarios.fit.arrival_fit import fit_arrivals
@@ -30,8 +32,10 @@ from scenarios.fit.timestamps import TimeUnit, describe_epoch
 from scenarios.fit.writer import SLO_COMMENT, Block, ScenarioText, clean, publish, scenario_name, staged
 from scenarios.pairs import pairs_file_for, write_pairs
 from scenarios.schedule import Overrides, resolve
+from scenarios.spec import ArrivalSpec, Fit, Scenario
 
 MAX_DURATION_S = 3600.0
+MIN_GROWTH_SHARE = 0.5  # of later turns whose prompt holds the previous prompt and answer, to replay sessions
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,14 @@ def fit_logs(opts: FitOptions) -> FitReport:
     arrival = fit_arrivals(data.t_s)
     lengths = fit_lengths(data, opts.lengths)
     sessions = fit_sessions(data.sessions, span) if data.sessions is not None else None
+    notes: list[str] = []
+    # a log whose later prompts do not hold the previous prompt and answer (a client that resends only the
+    # question) is not a conversation a multi-turn run should replay: its requests are fitted as independent
+    replay = sessions is not None and (sessions.growth_share is None or sessions.growth_share >= MIN_GROWTH_SHARE)
+    if sessions is not None and not replay:
+        notes.append(f"sessions: only {sessions.growth_share:.0%} of later turns' prompts hold the previous prompt "
+                     "and answer, so the log's clients do not resend the conversation; no `sessions` block is "
+                     "written and its requests are fitted as independent ones")
     name = scenario_name(opts.out, opts.name)
     pairs_path = pairs_file_for(opts.out)
     workload = dict(lengths.workload)
@@ -99,7 +111,8 @@ def fit_logs(opts: FitOptions) -> FitReport:
     names = ", ".join(clean(f.path.name) for f in files)
     when = describe_epoch(data.t0_epoch_s, data.t0_epoch_s + span) if data.t0_epoch_s is not None else None
     rate = arrival.rate_rps
-    fit_block, fit_comment = small_machine_fit(arrival.spec, rate, data.lengths)
+    fit_block, fit_comment = small_machine_fit(arrival.spec, rate, data.lengths,
+                                               sessions.spec if sessions is not None and replay else None)
     doc: dict[str, Any] = {
         "name": name,
         "description": (f"Traffic fitted from request logs ({names}): {data.n_rows:,} requests over "
@@ -112,17 +125,24 @@ def fit_logs(opts: FitOptions) -> FitReport:
         "workload": workload, "arrival": arrival.spec, "duration_s": duration, "warmup_s": warmup,
         "slos": {"ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "percentile": 95},
     }
-    if sessions is not None:
-        doc["sessions"] = sessions.spec
+    if sessions is not None and replay:  # the sessions drive the arrivals: one of the two in the YAML
+        del doc["arrival"]
+        doc["sessions"] = dict(sessions.spec)
     doc["fit"] = fit_block
-    notes = list(lengths.notes)
+    notes += list(lengths.notes)
     if opts.rate_rps is not None:  # scale the fitted process to the asked mean rate, as --rate does on bench
         s = scenario_from_dict({**doc, "workload": {"input": {"dist": "fixed", "value": 1},
                                                      "output": {"dist": "fixed", "value": 1}}})
-        doc["arrival"] = resolve(s, Overrides(full_scale=True, rate_rps=opts.rate_rps)).arrival.model_dump(
-            mode="json", exclude_none=True)
-        notes.append(f"--rate {opts.rate_rps:g}: the arrival process is scaled from the log's {rate:.4g} req/s "
-                     f"({opts.rate_rps / rate:.3g}x), its shape kept")
+        st = resolve(s, Overrides(full_scale=True, rate_rps=opts.rate_rps))
+        if st.sessions is not None:
+            doc["sessions"]["rate_rps"] = float(f"{st.sessions.rate_rps:.4g}")
+            notes.append(f"--rate {opts.rate_rps:g}: sessions start at {st.sessions.rate_rps:.4g}/s instead of the "
+                         f"log's {sessions.rate_rps:.4g}/s, so turns go out at {opts.rate_rps:g} req/s on average")
+        else:
+            assert st.arrival is not None
+            doc["arrival"] = st.arrival.model_dump(mode="json", exclude_none=True)
+            notes.append(f"--rate {opts.rate_rps:g}: the arrival process is scaled from the log's {rate:.4g} req/s "
+                         f"({opts.rate_rps / rate:.3g}x), its shape kept")
     text = _scenario_text(doc, data, arrival.why, lengths.comment, sessions, fit_comment, names, when, opts.out.name)
     html_path = html_path_for(opts.out)
     with staged(opts.out.parent) as tmp:
@@ -133,7 +153,7 @@ def fit_logs(opts: FitOptions) -> FitReport:
         (tmp / opts.out.name).write_text(text.render(), encoding="utf-8")
         scenario = load_scenario(tmp / opts.out.name)  # exactly what bench will load
         notes += list(resolve(scenario, Overrides(full_scale=True)).notes)
-        cmp = compare(data, scenario, opts.seed)
+        cmp = compare(data, _independent(scenario, arrival.spec), opts.seed)
         outputs = {"scenario": str(opts.out)}
         if lengths.pairs is not None:
             outputs["pairs"] = str(pairs_path)
@@ -151,6 +171,15 @@ def fit_logs(opts: FitOptions) -> FitReport:
     return report
 
 
+def _independent(scenario: Scenario, arrival: dict[str, Any]) -> Scenario:
+    """The scenario the log is compared with: a sessions scenario's requests drawn as independent ones at the
+    log's fitted arrivals (a later turn's send time depends on the engine's answer, which no schedule knows)."""
+    if scenario.sessions is None:
+        return scenario
+    return scenario.model_copy(update={"sessions": None, "fit": Fit(),
+                                       "arrival": TypeAdapter(ArrivalSpec).validate_python(arrival)})
+
+
 def _scenario_text(doc: dict[str, Any], data: LogData, arrival_why: str, length_comment: str,
                    sessions: SessionFit | None, fit_comment: str, names: str, when: str | None,
                    file_name: str) -> ScenarioText:
@@ -161,14 +190,17 @@ def _scenario_text(doc: dict[str, Any], data: LogData, arrival_why: str, length_
               "add --full-scale for the real traffic)."]
     blocks = [Block("name", doc["name"]), Block("description", doc["description"]), Block("source", doc["source"]),
               Block("workload", doc["workload"], length_comment),
-              Block("arrival", doc["arrival"], f"{arrival_why}; mean rate {data.t_s.size - 1:,} gaps / "
-                                               f"{float(data.t_s[-1]):.6g} s = {(data.t_s.size - 1) / float(data.t_s[-1]):.4g} req/s"),
               Block("duration_s", doc["duration_s"]), Block("warmup_s", doc["warmup_s"]),
               Block("slos", doc["slos"], SLO_COMMENT)]
-    if sessions is not None:
-        blocks.append(Block("sessions", doc["sessions"],
-                            f"{sessions.comment}. Multi-turn replay is not built yet: runs send every turn as an "
-                            "independent request following `arrival` (and say so)."))
+    rate_words = (f"mean rate {data.t_s.size - 1:,} gaps / {float(data.t_s[-1]):.6g} s = "
+                  f"{(data.t_s.size - 1) / float(data.t_s[-1]):.4g} req/s")
+    if "arrival" in doc:
+        blocks.insert(4, Block("arrival", doc["arrival"], f"{arrival_why}; {rate_words}"))
+    if "sessions" in doc and sessions is not None:
+        blocks.insert(4, Block("sessions", doc["sessions"],
+                               f"{sessions.comment}. The sessions drive the arrivals: a run starts conversations at "
+                               "`rate_rps` and sends each turn a think time after the engine's answer, resending the "
+                               f"conversation so far (all requests: {rate_words})."))
     blocks.append(Block("fit", doc["fit"], fit_comment))
     return ScenarioText(header, blocks)
 
@@ -192,10 +224,16 @@ def _report(opts: FitOptions, data: LogData, files: list[LogFile], counts: list[
                 "turns": sessions.turns, "think_s": sessions.think_s, "think_from_latency": sessions.think_from_latency,
                 "overlaps": sessions.overlaps, "rate_rps": sessions.rate_rps,
                 "mean_open_sessions": sessions.mean_open_sessions, "growth_share": sessions.growth_share,
-                "new_tokens": sessions.new_tokens, "first_tokens": sessions.first_tokens, "comment": sessions.comment}
+                "new_tokens": sessions.new_tokens, "first_tokens": sessions.first_tokens, "comment": sessions.comment,
+                "replayed": "sessions" in doc}
         if sessions.n_rows < data.n_rows:
             notes.append(f"{sessions.n_rows:,} of {data.n_rows:,} requests carry a session id; sessions are "
-                         "fitted from those")
+                         "fitted from those" + ("; a run sends only sessions, at their own rate" if "sessions" in doc
+                                                else ""))
+        if "sessions" in doc:
+            notes.append("the comparison draws the fitted lengths as independent requests at the arrival process "
+                         "fitted over all requests (not written: the sessions drive a run's arrivals, and a later "
+                         "turn goes out a think time after the engine's answer, which no schedule knows)")
     if data.out_of_order:
         notes.append(f"{data.out_of_order:,} rows were earlier than the row before them (merged logs?); all rows "
                      "were sorted by time before fitting")
@@ -209,7 +247,8 @@ def _report(opts: FitOptions, data: LogData, files: list[LogFile], counts: list[
     return FitReport(
         name=doc["name"], sources=sources, n_requests=data.n_rows, span_s=float(data.t_s[-1]), start_utc=when,
         time_statement=data.basis.statement, out_of_order=data.out_of_order, no_usage=data.no_usage,
-        zero_tokens=data.zero_tokens, skipped_model=data.skipped_model, models=data.models, arrival=doc["arrival"],
+        zero_tokens=data.zero_tokens, skipped_model=data.skipped_model, models=data.models,
+        arrival=doc.get("arrival", arrival.spec),
         arrival_why=arrival.why, idle_threshold_s=arrival.idle_threshold_s, idle_gaps=arrival.idle_gaps,
         idle_share=arrival.idle_share, length_mode=lengths.mode, length_comment=lengths.comment,
         input_tokens=summarize(data.pairs_in), output_tokens=summarize(data.pairs_out), length_corr=data.lengths.corr,

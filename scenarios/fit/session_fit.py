@@ -5,7 +5,9 @@ from one turn's answer to the next turn's arrival: arrival gap minus the
 answer's latency where the log has latencies (an `end` time, `latency_s`
 or `latency_ms`), else the whole arrival gap (an upper bound, said so).
 Prompt growth is what a turn adds beyond the previous prompt and answer.
-The result is the scenario's `sessions` block (see `spec.SessionSpec`).
+The result is the scenario's `sessions` block (see `spec.SessionSpec`), which
+drives a multi-turn run: sessions start at the fitted rate (gamma gaps with the
+CV of the log's session starts), each turn a think time after the answer.
 """
 
 from __future__ import annotations
@@ -77,7 +79,12 @@ def fit_sessions(rows: SessionRows, span_s: float) -> SessionFit:
     last = np.concatenate([np.flatnonzero(start)[1:] - 1, [t.size - 1]])
     open_time = float((ends[last] - t[start]).sum())
     rate = n_sessions / span_s
-    spec: dict[str, Any] = {"rate_rps": float(f"{rate:.4g}"), "turns": count_spec(turns)}
+    starts = np.sort(t[start])
+    start_gaps = np.diff(starts)
+    # gap CV of session starts (the open-loop session arrivals); Poisson when too few sessions to tell
+    cv = float(start_gaps.std() / start_gaps.mean()) if start_gaps.size >= 2 and start_gaps.mean() > 0 else 1.0
+    spec: dict[str, Any] = {"rate_rps": float(f"{rate:.4g}"), "cv": float(f"{min(cv, 100.0):.3g}"),
+                            "turns": count_spec(turns)}
     think_sum = summarize(think) if think.size else None
     spec["think_s"] = float(f"{think_sum.mean:.4g}") if think_sum else 0.0
     spec["think_cv"] = float(f"{min(think_sum.cv, 100.0):.3g}") if think_sum else 1.0

@@ -6,7 +6,9 @@ prompts scaled by a power of two until their mean is at most 1024 tokens,
 and caps (2048 in, 128 out) that keep every request inside the tiny model's
 4096-token context. On/off traffic whose idle periods are longer than a few
 seconds becomes its in-burst gamma process, since a one-minute run cannot
-show minute-long silences. `bench --full-scale` ignores this block.
+show minute-long silences. Sessions keep their shape at 2.5 turns per second
+(fewer conversations), with think times of at most 5 s so a one-minute run holds
+whole conversations (`fit.sessions`). `bench --full-scale` ignores this block.
 """
 
 from __future__ import annotations
@@ -19,19 +21,34 @@ RATE_RPS = 2.5
 MAX_ON_CV = 2.0
 MEAN_INPUT_TOKENS = 1024
 MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS = 2048, 128
+MAX_THINK_S = 5.0
 
 
-def small_machine_fit(arrival: dict[str, Any], rate_rps: float, lengths: LengthSums) -> tuple[dict[str, Any], str]:
-    """(fit block, comment)."""
+def _session_fit(sessions: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """(fit entries, why) for a sessions scenario: turns at RATE_RPS (fit.rate_rps), think times capped."""
+    fit: dict[str, Any] = {"rate_rps": RATE_RPS}
+    why = [f"{RATE_RPS:g} turns/s (fewer conversations, each as in the log)"]
+    if sessions["think_s"] > MAX_THINK_S:
+        fit["sessions"] = {**sessions, "think_s": MAX_THINK_S}
+        why.append(f"think time {MAX_THINK_S:g} s instead of the log's {sessions['think_s']:.3g} s, so a one-minute "
+                   "run holds whole conversations")
+    return fit, why
+
+
+def small_machine_fit(arrival: dict[str, Any], rate_rps: float, lengths: LengthSums,
+                      sessions: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
+    """(fit block, comment); `sessions`: the scenario's sessions block, which then drives the arrivals."""
     fit: dict[str, Any] = {}
     why = []
-    if arrival["process"] == "onoff" and arrival["off_s"] > 5:
+    if sessions is not None:
+        fit, why = _session_fit(sessions)
+    elif arrival["process"] == "onoff" and arrival["off_s"] > 5:
         fit["arrival"] = {"process": "gamma", "rate_rps": RATE_RPS, "cv": min(float(arrival["on_cv"]), MAX_ON_CV)}
         why.append(f"the log's idle periods (~{arrival['off_s']:.3g} s) do not fit a one-minute run, so it keeps the "
                    "bursts' own gamma gaps")
     elif abs(rate_rps - RATE_RPS) > 0.01 * RATE_RPS:
         fit["rate_rps"] = RATE_RPS
-    if abs(rate_rps - RATE_RPS) > 0.01 * RATE_RPS:
+    if sessions is None and abs(rate_rps - RATE_RPS) > 0.01 * RATE_RPS:
         why.append(f"{RATE_RPS:g} req/s instead of the log's {rate_rps:.3g} (enough requests for a p95 in a minute, "
                    "few enough for two cores)")
     fit["warmup_s"] = 5

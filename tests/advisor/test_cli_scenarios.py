@@ -54,7 +54,9 @@ def test_fit_writes_a_scenario_that_bench_runs_unchanged(gateway_log: Path, tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["my-traffic.fit.html", "my-traffic.pairs.csv.gz",
                                                           "my-traffic.yaml"]  # no staging left behind
     s = load_scenario(out)
-    assert s.name == "my-traffic" and s.sessions is not None
+    # session ids, but prompts that do not grow by the previous answer: not conversations to replay
+    assert s.name == "my-traffic" and s.sessions is None and s.arrival is not None
+    assert not doc["sessions"]["replayed"] and any("do not resend the conversation" in n for n in doc["notes"])
     for f in (out, tmp_path / "my-traffic.fit.html"):
         assert "secret" not in f.read_text()  # prompt and completion text never read
     assert b"secret" not in gzip.decompress((tmp_path / "my-traffic.pairs.csv.gz").read_bytes())
@@ -62,7 +64,42 @@ def test_fit_writes_a_scenario_that_bench_runs_unchanged(gateway_log: Path, tmp_
     assert run.exit_code == 0, run.output
     result = json.loads(run.output)
     assert result["scenario"]["name"] == "my-traffic" and result["summary"]["n_ok"] > 10
-    assert any("not replayed yet" in n for n in result["schedule"]["effective"]["notes"])
+    assert result["summary"]["sessions"] is None
+
+
+@pytest.fixture(scope="module")
+def chat_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Conversations of 3 turns whose every prompt holds the previous prompt and answer (a chat front end)."""
+    rng = np.random.default_rng(8)
+    t = gamma_times(rng, 3.0, 1.0, 1200)
+    n_out = lognormal_lengths(rng, t.size, 60, 0.5)
+    n_in = lognormal_lengths(rng, t.size, 300, 0.5)
+    for i in range(t.size):
+        if i % 3:
+            n_in[i] = n_in[i - 1] + n_out[i - 1] + int(rng.integers(10, 60))
+    rows = openai_rows(t, n_in, n_out, session_id=[f"c{i // 3}" for i in range(t.size)])
+    return write_jsonl(tmp_path_factory.mktemp("logs") / "chat.jsonl", rows)
+
+
+def test_a_fitted_chat_log_runs_as_multi_turn_conversations(chat_log: Path, tmp_path: Path) -> None:
+    out = tmp_path / "chat.yaml"
+    res = CliRunner().invoke(cli, ["scenarios", "fit", str(chat_log), "-o", str(out), "--no-html", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["sessions"]["replayed"] and doc["sessions"]["growth_share"] == 1.0
+    s = load_scenario(out)
+    assert s.arrival is None and s.sessions is not None and s.sessions.turns.value == 3
+    assert s.sessions.new_tokens is not None and 10 <= s.sessions.new_tokens.min <= s.sessions.new_tokens.max < 60
+    run = CliRunner().invoke(cli, ["bench", "--scenario", str(out), *FAST, "--out", str(tmp_path / "runs"), "--json"])
+    assert run.exit_code == 0, run.output
+    result = json.loads(run.output)
+    sess = result["summary"]["sessions"]  # the multi-turn path ran: turns resent the conversation
+    assert sess is not None and sess["n_sessions"] > 3 and sess["prefix_reuse"] > 0.5
+    assert [row["turn"] for row in sess["by_turn"]][:2] == ["1", "2"]
+    rated = CliRunner().invoke(cli, ["scenarios", "fit", str(chat_log), "-o", str(tmp_path / "r.yaml"), "--rate", "6",
+                                     "--no-html", "--json"])
+    assert rated.exit_code == 0, rated.output
+    assert load_scenario(tmp_path / "r.yaml").sessions.rate_rps == pytest.approx(2.0)  # 6 turns/s, 3 per session
 
 
 def test_fit_console_report_and_html(gateway_log: Path, tmp_path: Path) -> None:

@@ -108,4 +108,5 @@ def test_sessions(tmp_path: Path) -> None:
     assert r.sessions["growth_share"] == 1.0
     assert r.sessions["new_tokens"].mean == pytest.approx(50.0, rel=0.10)
     assert s.sessions.turns.dist in ("lognormal", "uniform")
-    assert any("not replayed yet" in n for n in r.notes)  # the schedule says what it does with them
+    assert s.arrival is None and s.sessions.cv == pytest.approx(1.0, rel=0.10)  # the sessions drive the arrivals
+    assert r.sessions["replayed"] and any("comparison draws the fitted lengths as independent" in n for n in r.notes)
