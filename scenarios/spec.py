@@ -1,9 +1,9 @@
 """The scenario YAML as a strict pydantic model: unknown keys are errors.
 
 A scenario is workload (length distributions, observed length pairs or a
-trace), arrival process, duration and warm-up, SLOs, a description of the
-real use it stands for, optionally the multi-turn `sessions` it was fitted
-from, and a `fit` block that shrinks it to the embedded default machine.
+trace), an arrival process or multi-turn `sessions` (which then drive the
+arrivals), duration and warm-up, SLOs, a description of the real use it
+stands for, and a `fit` block that shrinks it to the embedded default machine.
 This module only validates; `scenarios.schedule` turns a Scenario into a
 Schedule.
 """
