@@ -341,7 +341,7 @@ def _session_schedule(scenario: S.Scenario, st: Settings, overrides: Overrides |
                                 max_total=MAX_SCHEDULE_REQUESTS,
                                 lengths=lambda n, r_in, r_out: _draw_lengths(scenario, n, r_in, r_out)[:2])
     return Schedule(scenario=scenario.name, mode=st.mode, requests=reqs, seed=st.seed,  # type: ignore[arg-type]
-                    slos=scenario.slos.to_slos(), warmup_s=st.warmup_s, duration_s=st.duration_s,
+                    slos=scenario.slos, warmup_s=st.warmup_s, duration_s=st.duration_s,
                     concurrency=sess.users, overrides=(overrides or Overrides()).as_dict(), settings=st.to_dict(),
                     sessions=plan)
 
