@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from adapters.base import Adapter, EngineOptions, EngineUnavailable, InProcessOptions
+from adapters.base import Adapter, EngineOptions, EngineUnavailable, InProcessOptions, WorkerClient
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,11 @@ def adapter_class(name: str) -> type[Adapter]:
     cls = getattr(importlib.import_module(module_name), cls_name)
     assert issubclass(cls, Adapter), cls
     return cls
+
+
+def attach(client: WorkerClient) -> Adapter:
+    """In a load-generator worker: a started adapter for the engine the driver started (no launch, no warm-up)."""
+    return adapter_class(client.name).attached(client)
 
 
 def parse_options(name: str, options: Mapping[str, Any] | EngineOptions | None) -> EngineOptions:

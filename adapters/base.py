@@ -142,6 +142,21 @@ class Capabilities:
     own_process: bool = False  # loaded by advisor and run in a child process of its own (adapters.engine_process)
 
 
+@dataclass(frozen=True)
+class WorkerClient:
+    """What a load-generator worker in another process needs to send requests to an engine started here.
+
+    Picklable. The engine was started and warmed up once, by the driver: a worker's adapter
+    (`Adapter.attached`) never launches a server and sends no warm-up request.
+    """
+
+    name: str  # registry name
+    model: str | None
+    options: EngineOptions
+    info: EngineInfo
+    state: dict[str, Any] = field(default_factory=dict)  # what the driver's adapter learned (adapter-specific)
+
+
 class EngineOptions(BaseModel):
     """Options every adapter takes; each adapter extends this with its own (one spelling each).
 
@@ -227,6 +242,23 @@ class Adapter(ABC):
     def stats(self) -> dict[str, float]:
         """Engine-side gauges if any (kv_blocks_used, kv_blocks_total, running, waiting, preemptions)."""
         return {}
+
+    # ---- load-generator workers (advisor.workers) -------------------------------------------------
+    def worker_client(self) -> WorkerClient | None:
+        """How a worker process sends requests to this started engine; None: only this process can (in-process)."""
+        return None
+
+    @classmethod
+    def attached(cls, client: WorkerClient) -> Adapter:
+        """A started adapter, in a worker process, for the engine `client` describes: no launch, no warm-up."""
+        adapter = cls(client.model, client.options)
+        adapter._attach(client.state)
+        adapter._info = client.info
+        return adapter
+
+    def _attach(self, state: dict[str, Any]) -> None:
+        """Take over what the driver's adapter learned (`WorkerClient.state`); only adapters with workers."""
+        raise NotImplementedError(f"the {self.name} adapter has no load-generator workers")
 
     # ---- what each adapter implements ------------------------------------------------------------
     @abstractmethod

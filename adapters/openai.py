@@ -35,7 +35,9 @@ from adapters.base import (
     EngineUnavailable,
     ErrorKind,
     RequestSpec,
+    WorkerClient,
 )
+from adapters.http_stream import HTTPError, Pool, Response
 from adapters.openai_request import RequestShape
 from adapters.openai_stream import StreamCounter
 from adapters.sse import SSEDecoder
@@ -116,8 +118,7 @@ class OpenAIAdapter(Adapter):
         self.usage_modes: dict[str, int] = {}
         self._tok: Any = None
         self._server: Any = None
-        self._http: Any = None
-        self._http_loop: asyncio.AbstractEventLoop | None = None
+        self._http: Pool | None = None
         self._running = 0
         self.metrics_url: str | None = None  # the server's Prometheus endpoint, found by start()
 
@@ -174,9 +175,23 @@ class OpenAIAdapter(Adapter):
     def stats(self) -> dict[str, float]:
         return {"running": float(self._running), "short_requests": float(self.short_requests)}
 
+    def worker_client(self) -> WorkerClient:
+        options = self.options.model_copy(update={"launch": None, "log_dir": None})  # the server is up already
+        return WorkerClient(self.name, self.model, options, self.info,
+                            {"url": self.url, "served_model": self.served_model, "shape": self.shape})
+
+    def _attach(self, state: dict[str, Any]) -> None:
+        self.url, self.served_model, self.shape = state["url"], state["served_model"], state["shape"]
+        self._notes = self.shape.notes
+        if self.tokenizer_path:
+            self._tok = _load_tokenizer(self.tokenizer_path)
+
     async def aclose(self) -> None:
-        if self._http is not None and not self._http.closed:
-            await self._http.close()
+        if self._http is not None:
+            if self._http.loop is asyncio.get_running_loop():
+                self._http.close()
+            else:
+                self._http.detach()
         self._http = None
 
     def preflight_hint(self, error: BaseException) -> str:
@@ -220,35 +235,48 @@ class OpenAIAdapter(Adapter):
 
     async def _post(self, body: dict[str, Any], counter: StreamCounter) -> bool:
         """One HTTP attempt, fed into `counter`; False when the server rejected an optional field (retry)."""
-        import aiohttp
-
         path = "/v1/chat/completions" if self.endpoint == "chat" else "/v1/completions"
+        pool = self._pool()
+        data = json.dumps(body, separators=(",", ":")).encode()
+        request = pool.head("POST", path, self._request_headers(), len(data)) + data
+        resp: Response | None = None
+        conn = None
         try:
-            async with self._session().post(self.url + path, json=body, headers=self._headers(),
-                                            timeout=aiohttp.ClientTimeout(total=self.timeout_s)) as resp:
-                if resp.status >= 400:
-                    text = (await resp.text(errors="replace"))[:300]
-                    if self.shape.learn(resp.status, text, body):
-                        return False
-                    kind: ErrorKind = ("http_429" if resp.status == 429 else
-                                       "http_5xx" if resp.status >= 500 else "http_4xx")
-                    raise AdapterError(kind, self._redact(f"HTTP {resp.status} from {path}: {text}"))
-                if resp.content_type == "application/json":
-                    text = (await resp.text(errors="replace"))[:200]
-                    raise AdapterError("stream", f"server answered JSON, not an event stream (no streaming?): {text}")
+            async with asyncio.timeout(self.timeout_s):
+                # woken early by an error event inside a stream that stays open
+                resp, conn = await pool.send(request, wake_on=b'"error"')
+                if resp.status >= 400 or resp.content_type == "application/json":
+                    while not resp.complete:
+                        await resp.more()
+                    if resp.status >= 400:
+                        text = resp.text(300)
+                        if self.shape.learn(resp.status, text, body):
+                            return False
+                        kind: ErrorKind = ("http_429" if resp.status == 429 else
+                                           "http_5xx" if resp.status >= 500 else "http_4xx")
+                        raise AdapterError(kind, self._redact(f"HTTP {resp.status} from {path}: {text}"))
+                    raise AdapterError("stream", "server answered JSON, not an event stream (no streaming?): "
+                                       f"{resp.text(200)}")
                 decoder = SSEDecoder()
-                async for raw in resp.content.iter_any():
-                    t_ns = time.perf_counter_ns()
-                    for payload in decoder.feed(raw):
-                        counter.feed(payload, t_ns)
-                for payload in decoder.flush():
-                    counter.feed(payload, time.perf_counter_ns())
+                seen = 0
+                while True:
+                    reads = resp.reads
+                    for t_ns, raw in reads[seen:] if seen else reads:
+                        counter.feed_many(decoder.feed(raw), t_ns)
+                    seen = len(reads)
+                    if resp.complete:
+                        break
+                    await resp.more()
+                counter.feed_many(decoder.flush(), time.perf_counter_ns())
         except AdapterError as e:
             raise AdapterError(e.kind, self._redact(str(e))) from None
         except TimeoutError as e:
             raise AdapterError("timeout", f"no complete response within timeout_s={self.timeout_s:g}") from e
-        except aiohttp.ClientError as e:
-            raise AdapterError("connection", self._redact(f"{type(e).__name__}: {e}")) from e
+        except HTTPError as e:
+            raise AdapterError("connection", self._redact(str(e))) from e
+        finally:
+            if conn is not None and resp is not None and not resp.complete:
+                conn.close()  # abandoned mid-response (an error, a timeout, a cancel): never reused
         if not counter.done:
             raise AdapterError("stream", "stream ended without data: [DONE] (truncated response)")
         return True
@@ -270,6 +298,9 @@ class OpenAIAdapter(Adapter):
         return [end if end > start else start + 1
                 for start, end in self._tok.encode(text, add_special_tokens=False).offsets]
 
+    def _request_headers(self) -> dict[str, str]:
+        return {"Content-Type": "application/json", **self._headers()}
+
     def _headers(self) -> dict[str, str]:
         key = os.environ.get(self.api_key_env)
         if key:
@@ -289,19 +320,15 @@ class OpenAIAdapter(Adapter):
                 message = message.replace(secret, "***")
         return message
 
-    def _session(self) -> Any:
-        """One pooled ClientSession per event loop, created inside it (no per-host connection limit)."""
-        import aiohttp
-
-        loop = asyncio.get_running_loop()
-        if self._http is None or self._http.closed or self._http_loop is not loop:
+    def _pool(self) -> Pool:
+        """One connection pool per event loop (and server address), created inside it."""
+        pool = self._http
+        if pool is None or pool.loop is not asyncio.get_running_loop() or pool.url != self.url:
             _raise_open_files_limit()
-            if self._http is not None:
-                self._http.detach()  # belongs to another (finished) loop
-            connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0, ttl_dns_cache=300)
-            self._http = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
-            self._http_loop = loop
-        return self._http
+            if pool is not None:
+                pool.detach()  # belongs to another (finished) loop
+            pool = self._http = Pool(self.url, self.max_connections)
+        return pool
 
     def _find_metrics(self) -> str | None:
         """The server's Prometheus endpoint (vLLM, TGI, SGLang, llama.cpp --metrics: /metrics; trtllm-serve)."""

@@ -85,6 +85,25 @@ class StreamCounter:
         # per content chunk: arrival time, text, the server's cumulative count on it (or None)
         self._events: list[tuple[int, str, int | None]] = []
 
+    def feed_many(self, payloads: list[str], t_ns: int) -> None:
+        """Events that arrived together, in order: one JSON parse for all of them where they are plain objects."""
+        n = len(payloads)
+        if n > 1 and payloads[-1] == "[DONE]":
+            self.feed_many(payloads[:-1], t_ns)
+            self.feed(payloads[-1], t_ns)
+            return
+        if n > 1 and not self.done and all(p[:1] == "{" and p[-1:] == "}" for p in payloads):
+            try:
+                objs = json.loads("[" + ",".join(payloads) + "]")
+            except ValueError:
+                objs = None  # one of them is malformed: per event below names it
+            if objs is not None and len(objs) == n and all(isinstance(o, dict) for o in objs):
+                for obj, payload in zip(objs, payloads):
+                    self._apply(obj, payload, t_ns)
+                return
+        for payload in payloads:
+            self.feed(payload, t_ns)
+
     def feed(self, payload: str, t_ns: int) -> None:
         """One event's data."""
         if payload.strip() == "[DONE]":
@@ -96,6 +115,9 @@ class StreamCounter:
             obj = json.loads(payload)
         except ValueError as e:
             raise AdapterError("stream", f"malformed JSON in stream ({e}): {payload[:120]!r}") from e
+        self._apply(obj, payload, t_ns)
+
+    def _apply(self, obj: Any, payload: str, t_ns: int) -> None:
         if not isinstance(obj, dict):
             raise AdapterError("stream", f"stream event is not a JSON object: {payload[:120]!r}")
         if "error" in obj:

@@ -24,12 +24,18 @@ class SSEDecoder:
         if self._skip_lf and raw:
             raw = raw[1:] if raw[:1] == b"\n" else raw
             self._skip_lf = False
-        self._buf += raw
+        self._buf = self._buf + raw if self._buf else raw
         events: list[str] = []
-        if b"\r" not in self._buf:  # the common case (LF only): split once instead of scanning per line
-            *lines, self._buf = self._buf.split(b"\n")
-            for raw_line in lines:
-                self._line(raw_line.decode("utf-8", errors="replace"), events)
+        if b"\r" not in self._buf:  # the common case (LF only): split into events, not lines
+            *blocks, self._buf = self._buf.split(b"\n\n")
+            for block in blocks:
+                if not self._data and block.startswith(b"data:") and b"\n" not in block:
+                    value = block[6:] if block[5:6] == b" " else block[5:]  # one `data:` line: the event
+                    events.append(value.decode("utf-8", errors="replace"))
+                    continue
+                for raw_line in block.split(b"\n"):
+                    self._line(raw_line.decode("utf-8", errors="replace"), events)
+                self._line("", events)  # the blank line that ended the block
             return events
         while True:
             line, ok = self._next_line()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
 import shutil
 import signal
 import tempfile
@@ -21,12 +22,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import adapters
 from adapters.base import Adapter, EngineInfo, EngineOptions, RequestSpec
 from adapters.placement import client_pinned
-from advisor import interrupts, manifest
+from advisor import eventloop, interrupts, manifest, workers
 from advisor.loadgen import LoadResult, drive
 from advisor.metrics import summarize, verdict
 from advisor.sessions import SessionPrompts
@@ -66,8 +67,12 @@ class BenchConfig:
     timeout_s: float = 600.0  # per request
     max_run_s: float | None = None  # whole run; None: the schedule's length plus drain time
     telemetry_interval_s: float = 1.0
+    workers: int | Literal["auto"] = "auto"  # load-generator processes (advisor.workers); auto: one per client CPU
 
     def __post_init__(self) -> None:
+        w = self.workers
+        if w != "auto" and (isinstance(w, bool) or not isinstance(w, int) or w < 1):
+            raise BenchError(f"--workers must be 'auto' or an integer >= 1, got {w!r}")
         for name in ("timeout_s", "max_run_s", "telemetry_interval_s"):
             v = getattr(self, name)
             if v is None and name == "max_run_s":
@@ -95,6 +100,9 @@ def plan(cfg: BenchConfig) -> Plan:
         raise BenchError(f"scenario '{scenario.name}' with these settings schedules no request; raise --duration "
                          "or --rate")
     options = adapters.parse_options(cfg.engine, cfg.engine_options)
+    if cfg.workers not in ("auto", 1) and not adapters.adapter_class(cfg.engine).capabilities.served:
+        raise BenchError(f"--workers {cfg.workers}: only a served engine (openai) is driven by several processes; "
+                         f"'{cfg.engine}' runs in advisor and keeps one driver: use --workers auto or 1")
     check_out_dir(cfg.out_dir)
     return Plan(scenario, schedule, options)
 
@@ -190,7 +198,7 @@ def run_bench(cfg: BenchConfig, adapter: Adapter, progress: Callable[[int, int],
     check_fits(p.schedule, info)
     run_id = new_run_id(p.scenario.name, info.adapter)
     with client_pinned(info.placement):
-        result, signum = asyncio.run(_measure(cfg, p, adapter, info, run_id, progress))
+        result, signum = eventloop.run(_measure(cfg, p, adapter, info, run_id, progress))
     if signum is not None:
         raise RunInterrupted(signum, result)
     return result
@@ -220,8 +228,17 @@ async def _measure(cfg: BenchConfig, p: Plan, adapter: Adapter, info: EngineInfo
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     t_start = time.perf_counter_ns()
     telemetry.start(t_start)
-    task = asyncio.create_task(drive(adapter, p.schedule, spec_source(p.schedule, info, adapter), timeout_s=cfg.timeout_s,
-                                     max_run_s=_max_run_s(cfg, p.schedule), progress=progress))
+    n_workers = workers.count(cfg.workers, served=adapter.capabilities.served, placement=info.placement,
+                              schedule=p.schedule)
+    client = adapter.worker_client() if n_workers > 1 else None
+    cpu0 = time.process_time()
+    if client is not None:
+        task = asyncio.create_task(workers.drive_workers(
+            client, p.schedule, n_workers, timeout_s=cfg.timeout_s, max_run_s=_max_run_s(cfg, p.schedule),
+            progress=progress, cpus=workers.pinning(n_workers, info.placement)))
+    else:
+        task = asyncio.create_task(drive(adapter, p.schedule, spec_source(p.schedule, info, adapter), timeout_s=cfg.timeout_s,
+                                         max_run_s=_max_run_s(cfg, p.schedule), progress=progress))
     signum: int | None = None
     try:
         with interrupts.cancelling(task, asyncio.get_running_loop()) as run:
@@ -235,7 +252,13 @@ async def _measure(cfg: BenchConfig, p: Plan, adapter: Adapter, info: EngineInfo
     finally:
         telemetry.stop()
         await adapter.aclose()  # loop-bound resources (HTTP sessions, engine channel) end with this loop
-    notes = adapter.notes  # some are learned only while serving
+    if not load.workers:  # one driver: this process
+        load.workers = [{"worker": 0, "pid": os.getpid(), "cpus": info.placement.get("client_cpus"), "exit": "done",
+                         "n_requests": len(load.records), "n_finished": load.n_finished,
+                         "cpu_s": round(time.process_time() - cpu0, 4), "wall_s": round(load.wall_s, 4),
+                         "interrupted": load.interrupted,
+                         **workers.lag_and_cpu(load.records, time.process_time() - cpu0)}]
+    notes = (*adapter.notes, *load.notes)  # some are learned only while serving
     if notes:
         info = replace(info, notes=tuple(dict.fromkeys((*info.notes, *notes))))
     return _finish(cfg, p, info, load, telemetry, run_id, created, t_start, signum), signum
@@ -280,7 +303,8 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
         loadgen={"lag_ms": summary_d.get("client_queue_ms"), "lag_check": summary_d.get("lag_check"),
                  "wall_s": load.wall_s, "interrupted": interrupted,
                  "signal": signal.Signals(signum).name if signum is not None else None,
-                 "n_finished": load.n_finished, "timeout_s": cfg.timeout_s,
+                 "n_finished": load.n_finished, "timeout_s": cfg.timeout_s, "event_loop": eventloop.name(),
+                 "n_workers": len(load.workers), "workers": load.workers,
                  "t0_perf_counter_ns": load.t0_ns,  # record times are relative to this (the system's monotonic clock)
                  "prepare_s": round((load.t0_ns - t_start_ns) / 1e9 + (first_send or 0) / 1e9, 4)},
     )

@@ -18,8 +18,8 @@ import contextlib
 import gc
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 from adapters.base import Adapter, AdapterError, Chunk, RequestSpec
 from advisor.records import RequestRecord
@@ -61,27 +61,35 @@ class LoadResult:
     wall_s: float
     interrupted: str | None = None  # why the run stopped early, if it did
     n_finished: int = 0  # requests that ended (successfully or not) before the run stopped
+    workers: list[dict[str, Any]] = field(default_factory=list)  # per worker: requests, CPU, send lag (advisor.workers)
+    notes: tuple[str, ...] = ()  # what workers' adapters learned while serving
 
 
 async def drive(adapter: Adapter, schedule: Schedule, specs: SpecSource | SessionSource, *, timeout_s: float = 600.0,
-                max_run_s: float | None = None, progress: Progress | None = None) -> LoadResult:
+                max_run_s: float | None = None, progress: Progress | None = None, start_ns: int | None = None,
+                on_record: Callable[[RequestRecord], None] | None = None, worker: int = 0) -> LoadResult:
     """Run the whole schedule; never raises for a failed request (it becomes an errored record).
 
     Cancelling the task that runs it stops the run: what was measured comes back with `interrupted` set.
+    `start_ns` (perf_counter_ns) is a common start time agreed with other workers (default: now);
+    `on_record` sees each record once its request has ended; `worker` is stamped on every record.
     """
     async with _young_gc_only():  # entered before t0: its one full collection must not delay the first send
-        return await _drive(adapter, schedule, specs, timeout_s, max_run_s, progress)
+        return await _drive(adapter, schedule, specs, timeout_s, max_run_s, progress, start_ns, on_record, worker)
 
 
 async def _drive(adapter: Adapter, schedule: Schedule, specs: SpecSource | SessionSource, timeout_s: float,
-                 max_run_s: float | None, progress: Progress | None) -> LoadResult:
+                 max_run_s: float | None, progress: Progress | None, start_ns: int | None,
+                 on_record: Callable[[RequestRecord], None] | None, worker: int) -> LoadResult:
     records = [RequestRecord(idx=r.idx, request_id=f"{schedule.scenario}-{r.idx}", t_sched_ns=int(r.t_sched_s * 1e9),
-                             n_in_client=r.n_in, max_tokens=r.n_out, warmup=r.warmup, session_id=r.session_id,
-                             turn=r.turn if r.session_id is not None else None)
+                             n_in_client=r.n_in, max_tokens=r.n_out, warmup=r.warmup, worker=worker,
+                             session_id=r.session_id, turn=r.turn if r.session_id is not None else None)
                for r in schedule.requests]
     done = 0
     total = len(records)
-    t0 = time.perf_counter_ns()
+    t0 = time.perf_counter_ns() if start_ns is None else start_ns
+    if start_ns is not None:
+        await _sleep_until(start_ns - _PREFETCH_MARGIN_NS)  # the first prompts are built just before t0
 
     async def one(rec: RequestRecord, spec: RequestSpec, keep: list[Chunk] | None = None) -> None:
         nonlocal done
@@ -97,6 +105,8 @@ async def _drive(adapter: Adapter, schedule: Schedule, specs: SpecSource | Sessi
             rec.t_end_ns = time.perf_counter_ns() - t0
             if rec.error_kind != "cancelled":
                 done += 1
+                if on_record is not None:
+                    on_record(rec)
             if progress is not None:
                 progress(done, total)
 
@@ -116,7 +126,8 @@ async def _drive(adapter: Adapter, schedule: Schedule, specs: SpecSource | Sessi
 
     interrupted = None
     try:
-        async with asyncio.timeout(max_run_s):
+        async with asyncio.timeout_at(None if max_run_s is None else
+                                      asyncio.get_running_loop().time() + max_run_s + (t0 - time.perf_counter_ns()) / 1e9):
             await run_all()
     except TimeoutError:
         interrupted = f"stopped after the run limit of {max_run_s:g} s"
@@ -174,14 +185,16 @@ async def _stream_into(adapter: Adapter, rec: RequestRecord, spec: RequestSpec, 
     n_prompt: int | None = None
     n_total: int | None = None
     n_client: int | None = None
+    # per chunk: its arrival time and token count, and the few fields an adapter sets on some chunks only
+    chunk_t, chunk_tokens, engine_t = rec.chunk_t_ns.append, rec.chunk_tokens.append, rec.chunk_t_engine_ns.append
     try:
         async for ch in adapter.stream(spec):
             if keep is not None:
                 keep.append(ch)
-            rec.chunk_t_ns.append(ch.t_ns - t0)
-            rec.chunk_tokens.append(ch.n_tokens)
+            chunk_t(ch.t_ns - t0)
+            chunk_tokens(ch.n_tokens)
             if ch.t_engine_ns is not None:
-                rec.chunk_t_engine_ns.append(ch.t_engine_ns - t0)
+                engine_t(ch.t_engine_ns - t0)
             if ch.n_prompt is not None:
                 n_prompt = ch.n_prompt
             if ch.n_out_total is not None:
@@ -260,10 +273,10 @@ async def _session_loop(schedule: Schedule, records: list[RequestRecord], specs:
     plan = schedule.sessions
     assert plan is not None
     sessions: list[list[int]] = []
-    for r in schedule.requests:  # a session's turns are consecutive, turn 0 first
+    for k, r in enumerate(schedule.requests):  # a session's turns are consecutive, turn 0 first
         if r.turn == 0 or not sessions:
             sessions.append([])
-        sessions[-1].append(r.idx)
+        sessions[-1].append(k)  # positions: a worker's shard keeps the schedule's idx, not its positions
     warm_ns = int(schedule.warmup_s * 1e9)
     end_ns = int(plan.window_end_s * 1e9) if plan.window_end_s is not None else None
 

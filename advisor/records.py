@@ -34,6 +34,7 @@ class RequestRecord:
     turns_dropped: int = 0  # earlier turns dropped from this prompt to fit the context (advisor.sessions)
     error_kind: str | None = None
     error: str | None = None
+    worker: int = 0  # the load-generator worker that sent it (advisor.workers; 0 with one driver)
 
     @property
     def ok(self) -> bool:

@@ -31,7 +31,7 @@ _RECORD_SCHEMA = pa.schema([
     ("chunk_t_engine_ns", pa.list_(pa.int64())), ("t_end_ns", pa.int64()),
     ("n_in", pa.int64()), ("n_in_client", pa.int64()), ("n_out", pa.int64()), ("n_out_client", pa.int64()),
     ("max_tokens", pa.int64()), ("warmup", pa.bool_()), ("token_source", pa.string()),
-    ("error_kind", pa.string()), ("error", pa.string()),
+    ("error_kind", pa.string()), ("error", pa.string()), ("worker", pa.int32()),
     ("session_id", pa.int64()), ("turn", pa.int32()), ("n_in_shared", pa.int64()), ("turns_dropped", pa.int32()),
 ])
 # What a result.json must hold, and of which JSON type, to be read at all (older runs may lack the rest).

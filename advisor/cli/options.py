@@ -82,6 +82,9 @@ run_flags = _stack([
                  show_default=True, help="Folder for saved runs."),
     click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
                  help="Per-request timeout (s)."),
+    click.option("--workers", "workers", default="auto", show_default=True, metavar="N|auto",
+                 help="Load-generator processes for a served engine (one schedule, sharded); auto: one per CPU "
+                      "the client may use. In-process engines keep one driver."),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else."),
 ])
 
@@ -101,6 +104,16 @@ def catalog_from_flags(prices: Path | None, price: tuple[str, ...]) -> Any:
         return load_catalog(prices, parse_price_flags(price))
     except CatalogError as e:
         raise click.UsageError(str(e)) from None
+
+
+def workers_from(value: str | int) -> int | str:
+    """`--workers`: 'auto' or an integer >= 1 (a usage error otherwise)."""
+    text = str(value).strip().lower()
+    if text == "auto":
+        return "auto"
+    if not text.isdigit() or int(text) < 1:
+        fail(f"--workers must be 'auto' or an integer >= 1, got {value!r}")
+    return int(text)
 
 
 def overrides_from(flags: dict[str, Any]) -> Any:
@@ -138,7 +151,7 @@ def engine_options(opts: tuple[str, ...], **named: Any) -> dict[str, Any]:
 
 def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: tuple[str, ...],
                  threads: int | None, device: str | None, url: str | None, launch: str | None, out_dir: Path,
-                 timeout_s: float, **flags: Any) -> Any:
+                 timeout_s: float, workers: str | int = "auto", **flags: Any) -> Any:
     """The BenchConfig the shared flags describe; every problem is a usage error before anything starts."""
     from advisor.bench import BenchConfig, BenchError
 
@@ -147,6 +160,7 @@ def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: 
     options = engine_options(opts, threads=threads, device=device, url=url, launch=launch)
     try:
         return BenchConfig(scenario=scenario, engine=engine, model=model, overrides=overrides_from(flags),
-                           engine_options=options, out_dir=out_dir, timeout_s=timeout_s)
+                           engine_options=options, out_dir=out_dir, timeout_s=timeout_s,
+                           workers=workers_from(workers))
     except BenchError as e:
         fail(str(e))

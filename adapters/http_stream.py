@@ -1,0 +1,375 @@
+"""A small HTTP/1.1 client for streamed POSTs on asyncio protocols: the openai adapter's hot path.
+
+A load generator must send thousands of streamed requests a second from one
+core; aiohttp spends ~0.3 ms of CPU per request in its Python layers
+(session, request and response objects, stream reader, timers), most of the
+budget. This client does what a streamed POST to an inference server needs
+and nothing more: keep-alive connections pooled per server (LIFO, so a few
+warm connections serve a light load), Content-Length, chunked and
+close-delimited bodies, gzip/deflate, TLS through the event loop. It parses
+nothing of the body: every read is kept as (arrival perf_counter_ns, bytes)
+and handed over when the response has ended, or early when a read holds the
+caller's `wake_on` marker (an error event inside a stream that stays open).
+Written by hand because no maintained client exposes its reads that cheaply.
+Not handled, never needed against an inference server: redirects, proxies,
+HTTP/2, `Expect: 100-continue` (a stray 1xx head is skipped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+import urllib.parse
+import zlib
+from collections import deque
+
+
+class HTTPError(Exception):
+    """The connection failed or the server broke HTTP framing (the adapter's `connection` kind)."""
+
+
+class Response:
+    """One response as it arrives: head, then body reads with their arrival times."""
+
+    __slots__ = ("status", "reason", "headers", "reads", "complete", "error", "_wake")
+
+    def __init__(self) -> None:
+        self.status = 0
+        self.reason = ""
+        self.headers: dict[str, str] = {}  # lower-case names; a repeated header keeps the last value
+        self.reads: list[tuple[int, bytes]] = []  # decoded body bytes per socket read, with arrival time
+        self.complete = False
+        self.error: HTTPError | None = None  # the exchange failed (set instead of `complete`)
+        self._wake: asyncio.Future[None] | None = None
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+    def text(self, limit: int) -> str:
+        return b"".join(r[1] for r in self.reads)[:limit * 4].decode("utf-8", errors="replace")[:limit]
+
+    async def more(self) -> None:
+        """Wait for the next wake-up: more reads holding the marker, or the end. Raises HTTPError on failure."""
+        if not self.complete and self.error is None:
+            await self._wake_future()
+        if self.error is not None:
+            raise self.error
+
+    def _wake_future(self) -> asyncio.Future[None]:
+        if self._wake is None or self._wake.done():
+            self._wake = asyncio.get_running_loop().create_future()
+        return self._wake
+
+
+class _Conn(asyncio.Protocol):
+    """One keep-alive connection; serves one exchange at a time."""
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.used = 0  # exchanges started on this connection
+        self.resp: Response | None = None
+        self.wake_on: bytes | None = None
+        self.got_bytes = False
+        self._buf = b""
+        self._mode = 0  # 0 head, 1 length, 2 chunked, 3 until close, 4 trailers
+        self._left = 0  # length mode: body bytes left; chunked: bytes left in this chunk (-2: CRLF after it)
+        self._keep = True
+        self._unzip: zlib._Decompress | None = None
+
+    # ---- asyncio.Protocol ------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  (uvloop's is no asyncio.Transport subclass)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.pool._lost(self)
+        resp = self.resp
+        if resp is None:
+            return
+        if self._mode == 3 and exc is None:  # a close-delimited body ends here
+            self._finish()
+            return
+        why = (f"{type(exc).__name__}: {exc}" if exc else
+               "server closed the connection before the response ended" if self.got_bytes else
+               "server closed the connection without answering")
+        self._fail(HTTPError(why))
+
+    def data_received(self, data: bytes) -> None:
+        t_ns = time.perf_counter_ns()
+        resp = self.resp
+        if resp is None:
+            self.transport.abort()  # bytes nobody asked for: the connection is unusable
+            return
+        self.got_bytes = True
+        try:
+            if self._mode == 0:
+                data = self._head(data)
+                if self._mode == 0 or resp.complete:
+                    return
+            body = self._body(data)
+        except HTTPError as e:
+            self._fail(e)
+            self.transport.abort()
+            return
+        if body:
+            if self._unzip is not None:
+                body = self._unzip.decompress(body)
+            resp.reads.append((t_ns, body))
+            if self.wake_on is not None and self.wake_on in body:
+                _wake(resp)
+        if self._mode == -1:
+            self._finish()
+
+    # ---- framing ---------------------------------------------------------------------------
+    def _head(self, data: bytes) -> bytes:
+        buf = self._buf + data if self._buf else data
+        end = buf.find(b"\r\n\r\n")
+        if end < 0:
+            if len(buf) > 65536:
+                raise HTTPError("response head over 64 KiB")
+            self._buf = buf
+            return b""
+        self._buf = b""
+        lines = buf[:end].decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+            raise HTTPError(f"not an HTTP/1.x response: {lines[0][:80]!r}")
+        status = int(parts[1])
+        rest = buf[end + 4:]
+        if 100 <= status < 200:  # an interim head (100 Continue): the real one follows
+            return self._head(rest) if rest else b""
+        resp = self.resp
+        assert resp is not None
+        resp.status, resp.reason = status, parts[2] if len(parts) > 2 else ""
+        headers = resp.headers
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        self._keep = parts[0] != "HTTP/1.0" and headers.get("connection", "").lower() != "close"
+        encoding = headers.get("content-encoding", "identity").lower()
+        if encoding in ("gzip", "deflate"):
+            self._unzip = zlib.decompressobj(wbits=47 if encoding == "gzip" else 15)
+        elif encoding != "identity":
+            raise HTTPError(f"unsupported Content-Encoding {encoding!r}")
+        if status in (204, 304):
+            self._mode = -1
+        elif "chunked" in headers.get("transfer-encoding", "").lower():
+            self._mode, self._left = 2, 0
+        elif "content-length" in headers:
+            try:
+                self._left = int(headers["content-length"])
+            except ValueError:
+                raise HTTPError(f"bad Content-Length {headers['content-length']!r}") from None
+            self._mode = 1 if self._left > 0 else -1
+        else:
+            self._mode, self._keep = 3, False
+        if self._mode == -1:
+            self._finish()
+        return rest
+
+    def _body(self, data: bytes) -> bytes:
+        """Body bytes of this read with transfer framing removed; sets _mode -1 at the body's end."""
+        mode = self._mode
+        if mode == 1:
+            if len(data) >= self._left:
+                data, self._mode = data[: self._left], -1  # bytes past the body: none expected, ignored
+            self._left -= len(data)
+            return data
+        if mode == 3:
+            return data
+        return self._chunked(data)
+
+    def _chunked(self, data: bytes) -> bytes:
+        buf = self._buf + data if self._buf else data
+        self._buf = b""
+        out: list[bytes] = []
+        pos, n = 0, len(buf)
+        while pos < n:
+            if self._mode == 4:  # trailers after the last chunk: up to an empty line
+                end = buf.find(b"\r\n", pos)
+                if end < 0:
+                    self._buf = buf[pos:]
+                    break
+                if end == pos:
+                    self._mode = -1
+                    break
+                pos = end + 2
+                continue
+            left = self._left
+            if left > 0:
+                take = min(left, n - pos)
+                out.append(buf[pos:pos + take])
+                pos += take
+                self._left = left - take
+                if self._left == 0:
+                    self._left = -2
+                continue
+            if left == -2:  # the CRLF ending a chunk's data
+                if n - pos < 2:
+                    self._buf = buf[pos:]
+                    break
+                if buf[pos:pos + 2] != b"\r\n":
+                    raise HTTPError("malformed chunked body (no CRLF after a chunk)")
+                pos += 2
+                self._left = 0
+                continue
+            end = buf.find(b"\r\n", pos)
+            if end < 0:
+                if n - pos > 1024:
+                    raise HTTPError("malformed chunked body (chunk size line too long)")
+                self._buf = buf[pos:]
+                break
+            try:
+                size = int(buf[pos:end].split(b";", 1)[0], 16)
+            except ValueError:
+                raise HTTPError(f"malformed chunk size {buf[pos:end][:40]!r}") from None
+            pos = end + 2
+            if size == 0:
+                self._mode = 4
+            else:
+                self._left = size
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    # ---- one exchange ----------------------------------------------------------------------
+    def start(self, resp: Response, request: bytes, wake_on: bytes | None) -> None:
+        self.resp, self.wake_on, self.got_bytes = resp, wake_on, False
+        self._mode, self._left, self._buf, self._unzip = 0, 0, b"", None
+        self.used += 1
+        assert self.transport is not None
+        self.transport.write(request)
+
+    def _finish(self) -> None:
+        resp = self.resp
+        assert resp is not None
+        resp.complete = True
+        self.resp = None
+        _wake(resp)
+        if self._keep and not self.closed:
+            self.pool._release(self)
+        else:
+            self.close()
+
+    def _fail(self, error: HTTPError) -> None:
+        resp = self.resp
+        if resp is None:
+            return
+        self.resp = None
+        resp.error = error
+        _wake(resp)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            if self.transport is not None:
+                self.transport.abort()
+
+
+def _wake(resp: Response) -> None:
+    fut = resp._wake
+    if fut is not None and not fut.done():
+        fut.set_result(None)
+
+
+class Pool:
+    """Keep-alive connections to one server, bound to the event loop that made it."""
+
+    def __init__(self, url: str, limit: int = 0) -> None:
+        p = urllib.parse.urlsplit(url)
+        self.url = url
+        self.host = p.hostname or "127.0.0.1"
+        self.tls = p.scheme == "https"
+        self.port = p.port or (443 if self.tls else 80)
+        self.host_header = p.netloc.rpartition("@")[2]
+        self.limit = limit  # most open connections (0: none)
+        self.loop = asyncio.get_running_loop()
+        self._idle: list[_Conn] = []
+        self._open: set[_Conn] = set()
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._ssl = ssl.create_default_context() if self.tls else None
+
+    def head(self, method: str, path: str, headers: dict[str, str], n_body: int) -> bytes:
+        """The request head for `path` with these extra headers and a body of n_body bytes."""
+        lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host_header}", "User-Agent: advisor", "Accept: */*",
+                 f"Content-Length: {n_body}"]
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    async def send(self, request: bytes, wake_on: bytes | None = None) -> tuple[Response, _Conn]:
+        """Send one request; returns its Response once it has ended (or a read held `wake_on`) and its connection.
+
+        A reused connection that the server closed before answering is retried once on a new one (the server
+        dropped an idle keep-alive connection just as it was used). Raises HTTPError.
+        """
+        for attempt in range(2):
+            conn = await self._acquire()
+            resp = Response()
+            fut = resp._wake_future()
+            conn.start(resp, request, wake_on)
+            try:
+                await fut
+            except BaseException:  # timeout or cancel: the exchange is abandoned mid-way
+                conn.close()
+                raise
+            if resp.error is not None:
+                if attempt == 0 and conn.used > 1 and not conn.got_bytes:
+                    continue
+                raise resp.error
+            return resp, conn
+        raise AssertionError("unreachable")
+
+    async def _acquire(self) -> _Conn:
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed:
+                return conn
+        while self.limit and len(self._open) >= self.limit:
+            waiter = self.loop.create_future()
+            self._waiters.append(waiter)
+            await waiter
+            while self._idle:
+                conn = self._idle.pop()
+                if not conn.closed:
+                    return conn
+        try:
+            _, conn = await self.loop.create_connection(lambda: _Conn(self), self.host, self.port, ssl=self._ssl,
+                                                        server_hostname=self.host if self.tls else None)
+        except OSError as e:
+            raise HTTPError(f"cannot connect to {self.host}:{self.port}: {type(e).__name__}: {e}") from e
+        self._open.add(conn)
+        return conn
+
+    def _release(self, conn: _Conn) -> None:
+        self._idle.append(conn)
+        self._wake_waiter()
+
+    def _lost(self, conn: _Conn) -> None:
+        self._open.discard(conn)
+        self._wake_waiter()
+
+    def _wake_waiter(self) -> None:
+        while self._waiters:
+            w = self._waiters.popleft()
+            if not w.done():
+                w.set_result(None)
+                return
+
+    def close(self) -> None:
+        """Close every connection (call on the pool's own loop)."""
+        for conn in list(self._open):
+            conn.close()
+        self._open.clear()
+        self._idle.clear()
+
+    def detach(self) -> None:
+        """Forget every connection without touching its loop (that loop is gone)."""
+        for conn in self._open:
+            conn.closed = True
+            sock = conn.transport.get_extra_info("socket") if conn.transport is not None else None
+            if sock is not None:
+                sock.close()
+        self._open.clear()
+        self._idle.clear()

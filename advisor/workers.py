@@ -1,0 +1,286 @@
+"""Load-generator workers: one schedule sharded over several processes that start at one common time.
+
+One Python process can send a few thousand streamed requests a second; a
+served engine may take more. With N workers the schedule is dealt out
+round-robin in send order (`shard`), so every worker's load has the
+schedule's shape at 1/N of its rate, and a multi-turn session is never
+split (`shard_key`). Each worker is a process that attaches to the engine the
+driver started (`Adapter.attached`: no launch, no warm-up), runs
+`advisor.loadgen.drive` on its shard from one start time on the system's
+monotonic clock (`time.perf_counter_ns()` is CLOCK_MONOTONIC on Linux, the
+same in every process), and streams its raw records back as they end. The
+driver merges them into the list one process would have written, each
+stamped with its worker id.
+
+A worker is anything that takes a `Shard`, a start time in its own clock and
+an `emit` callback (`run_shard`); here it is a process (`drive_workers`).
+What this does not do: move a crashed worker's load to the others (its
+requests become `worker` errors, the others' records are kept), or drive
+in-process engines (they keep one driver: one engine, one client).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from adapters.base import WorkerClient
+from adapters.placement import available_cpus
+from advisor.loadgen import LoadResult, Progress
+from advisor.records import RequestRecord
+from advisor.worker_process import Shard, worker_main
+from scenarios.types import Schedule, ScheduledRequest
+
+START_MARGIN_S = 0.25  # from "go" to the common start: every worker is in its loop by then
+READY_TIMEOUT_S = 120.0  # a worker that has not attached by then is a failed start
+STOP_GRACE_S = 30.0  # after "stop": how long workers may take to send what they measured
+
+
+class WorkerError(RuntimeError):
+    """A worker could not start; the message says which and why."""
+
+
+def shard_key(r: ScheduledRequest) -> int:
+    """Requests with the same key go to the same worker, in schedule order.
+
+    Today every request is its own key. Multi-turn sessions (turn k's prompt is
+    built from turn k-1's answer, in the same process) must return the session's
+    id here, so a session is dealt out whole.
+    """
+    return r.idx
+
+
+def shard(schedule: Schedule, n: int) -> list[Schedule]:
+    """`schedule` dealt out to at most n workers: whole keys round-robin in send order, schedule order kept."""
+    assert n >= 1
+    reqs = schedule.requests
+    order = sorted(range(len(reqs)), key=lambda i: (reqs[i].t_sched_s, i))
+    owner: dict[int, int] = {}
+    parts: list[list[int]] = [[] for _ in range(n)]
+    for i in order:
+        key = shard_key(reqs[i])
+        if key not in owner:
+            owner[key] = len(owner) % n
+        parts[owner[key]].append(i)
+    users = [len(p) for p in parts]
+    if schedule.mode == "closed":  # closed loop: the users are dealt out too (a worker gets at least one)
+        c = max(1, schedule.concurrency or 1)
+        users = [c // n + (1 if w < c % n else 0) for w in range(n)]
+    return [replace(schedule, requests=tuple(reqs[i] for i in sorted(p)),
+                    concurrency=u if schedule.mode == "closed" else schedule.concurrency)
+            for p, u in zip(parts, users) if p and u > 0]
+
+
+def client_cpus(placement: dict[str, Any] | None) -> list[int]:
+    """The CPUs the load generator may use: this process's affinity minus those an engine advisor started is pinned to."""
+    engine = set((placement or {}).get("engine_cpus") or ())
+    return [c for c in available_cpus() if c not in engine] or list(available_cpus())
+
+
+def count(requested: int | str, *, served: bool, placement: dict[str, Any] | None, schedule: Schedule) -> int:
+    """How many workers a run gets: `auto` is one per client CPU for served engines, one driver otherwise."""
+    if not served:
+        return 1
+    n = len(client_cpus(placement)) if requested == "auto" else int(requested)
+    keys = len({shard_key(r) for r in schedule.requests})
+    if schedule.mode == "closed":
+        keys = min(keys, max(1, schedule.concurrency or 1))
+    return max(1, min(n, keys))
+
+
+def pinning(n: int, placement: dict[str, Any] | None) -> list[list[int] | None]:
+    """One CPU each when there are exactly as many workers as client CPUs; else they share the client's CPUs."""
+    cpus = client_cpus(placement)
+    return [[c] for c in cpus] if len(cpus) == n else [None] * n
+
+
+@dataclass
+class _Worker:
+    wid: int
+    proc: Any  # multiprocessing Process
+    conn: Any  # the driver's end of its pipe
+    positions: list[int]  # where its records go in the merged list
+    received: set[int]
+    report: dict[str, Any] | None = None
+    ready: bool = False
+    gone: bool = False
+
+
+async def drive_workers(client: WorkerClient, schedule: Schedule, n: int, *, timeout_s: float,
+                        max_run_s: float | None, progress: Progress | None = None,
+                        cpus: list[list[int] | None] | None = None) -> LoadResult:
+    """Run `schedule` on n worker processes; the merged records, as one `drive` would return them.
+
+    Cancelling the task stops every worker; what they measured comes back with `interrupted` set.
+    `cpus[w]`: the CPUs worker w is pinned to (None: not pinned).
+    """
+    loop = asyncio.get_running_loop()
+    parts = shard(schedule, n)
+    records = [RequestRecord(idx=r.idx, request_id=f"{schedule.scenario}-{r.idx}", t_sched_ns=int(r.t_sched_s * 1e9),
+                             n_in_client=r.n_in, max_tokens=r.n_out, warmup=r.warmup) for r in schedule.requests]
+    pos = {r.idx: k for k, r in enumerate(schedule.requests)}
+    inbox: asyncio.Queue[tuple[int, tuple[Any, ...]]] = asyncio.Queue()
+    ctx = multiprocessing.get_context("spawn")  # never fork a process that runs an event loop and threads
+    workers: list[_Worker] = []
+    for w, part in enumerate(parts):
+        mine, theirs = ctx.Pipe()
+        shard_w = Shard(worker=w, client=client, schedule=part, timeout_s=timeout_s, max_run_s=max_run_s,
+                        cpus=(cpus[w] if cpus and w < len(cpus) else None))
+        proc = ctx.Process(target=worker_main, args=(theirs, shard_w), name=f"advisor-worker-{w}", daemon=True)
+        proc.start()
+        theirs.close()
+        positions = [pos[r.idx] for r in part.requests]
+        for k in positions:
+            records[k].worker = w
+        workers.append(_Worker(w, proc, mine, positions, set()))
+        threading.Thread(target=_read, args=(mine, w, loop, inbox), name=f"advisor-worker-{w}-reader",
+                         daemon=True).start()
+    t0 = 0
+    done = 0
+    interrupted: str | None = None
+    try:
+        await _until_ready(workers, inbox)
+        t0 = time.perf_counter_ns() + int(START_MARGIN_S * 1e9)
+        for wk in workers:
+            _send(wk, ("go", t0))
+        while not all(wk.gone or wk.report is not None for wk in workers):
+            done += _handle(await inbox.get(), workers, records, pos)
+            if progress is not None:
+                progress(done, len(records))
+    except asyncio.CancelledError:
+        interrupted = "interrupted"
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()  # handled: what was measured is returned
+        for wk in workers:
+            _send(wk, ("stop",))
+        deadline = loop.time() + STOP_GRACE_S
+        while not all(wk.gone or wk.report is not None for wk in workers) and loop.time() < deadline:
+            try:
+                item = await asyncio.wait_for(inbox.get(), max(0.01, deadline - loop.time()))
+            except TimeoutError:
+                break
+            done += _handle(item, workers, records, pos)
+    finally:
+        for wk in workers:
+            wk.proc.join(timeout=5)
+            if wk.proc.is_alive():
+                wk.proc.kill()
+                wk.proc.join(timeout=5)
+            wk.conn.close()
+    now_ns = time.perf_counter_ns() - t0 if t0 else 0
+    for wk in workers:
+        if wk.report is None:
+            _lost(wk, records, now_ns)
+    interrupted = interrupted or next((wk.report["interrupted"] for wk in workers
+                                       if wk.report and wk.report.get("interrupted")), None)
+    notes = tuple(dict.fromkeys(n for wk in workers if wk.report for n in wk.report.get("notes", ())))
+    wall_s = (time.perf_counter_ns() - t0) / 1e9 if t0 else 0.0
+    n_finished = sum(1 for r in records if r.t_end_ns is not None and r.error_kind not in ("cancelled", "worker"))
+    return LoadResult(records, t0 or time.perf_counter_ns(), wall_s, interrupted, n_finished,
+                      workers=[_summary(wk, records) for wk in workers], notes=notes)
+
+
+def _read(conn: Any, wid: int, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue) -> None:
+    """Reader thread: a worker's messages into the driver's loop; ("gone",) when its pipe closes."""
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            msg = ("gone",)
+        try:
+            loop.call_soon_threadsafe(inbox.put_nowait, (wid, msg))
+        except RuntimeError:  # the loop has closed: nobody is listening any more
+            return
+        if msg[0] in ("gone", "done", "failed"):
+            return
+
+
+def _send(wk: _Worker, msg: tuple[Any, ...]) -> None:
+    if not wk.gone:
+        try:
+            wk.conn.send(msg)
+        except (OSError, ValueError):  # the worker is gone; its reader says so
+            pass
+
+
+async def _until_ready(workers: list[_Worker], inbox: asyncio.Queue) -> None:
+    """Every worker attached to the engine and built its shard's first requests; else a WorkerError."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + READY_TIMEOUT_S
+    while not all(wk.ready for wk in workers):
+        try:
+            wid, msg = await asyncio.wait_for(inbox.get(), max(0.01, deadline - loop.time()))
+        except TimeoutError:
+            raise WorkerError(f"load-generator workers did not start within {READY_TIMEOUT_S:g} s") from None
+        wk = workers[wid]
+        if msg[0] == "ready":
+            wk.ready = True
+        elif msg[0] == "failed":
+            raise WorkerError(f"load-generator worker {wid} could not start: {msg[1]}")
+        elif msg[0] == "gone":
+            wk.proc.join(timeout=5)
+            raise WorkerError(f"load-generator worker {wid} exited while starting (exit code {wk.proc.exitcode})")
+
+
+def _handle(item: tuple[int, tuple[Any, ...]], workers: list[_Worker], records: list[RequestRecord],
+            pos: dict[int, int]) -> int:
+    """One message from a worker; returns how many requests it finished."""
+    wid, msg = item
+    wk = workers[wid]
+    finished = 0
+    if msg[0] == "records":
+        for rec in msg[1]:
+            k = pos[rec.idx]
+            records[k] = rec
+            wk.received.add(k)
+            if rec.error_kind != "cancelled":
+                finished += 1
+    elif msg[0] == "done":
+        wk.report = msg[1]
+    elif msg[0] == "gone":
+        wk.gone = True
+    return finished
+
+
+def _lost(wk: _Worker, records: list[RequestRecord], now_ns: int) -> None:
+    """A worker that ended without its report: every request it did not return is a `worker` error."""
+    wk.proc.join(timeout=5)
+    code = wk.proc.exitcode
+    why = f"load-generator worker {wk.wid} died (exit code {code})"
+    for k in wk.positions:
+        if k in wk.received:
+            continue
+        rec = records[k]
+        if rec.t_sched_ns <= now_ns:
+            rec.error_kind, rec.error = "worker", f"{why} while this request was due or in flight"
+            rec.t_end_ns = now_ns
+        else:
+            rec.error_kind, rec.error = "worker", f"never sent: {why} first"
+    wk.report = {"worker": wk.wid, "pid": wk.proc.pid, "exit": f"died (exit code {code})", "cpu_s": None,
+                 "n_requests": len(wk.positions), "interrupted": None}
+
+
+def _summary(wk: _Worker, records: list[RequestRecord]) -> dict[str, Any]:
+    """What the result says about one worker: its requests, CPU and send lag."""
+    rep = dict(wk.report or {})
+    rep.pop("notes", None)
+    mine = [records[k] for k in wk.positions]
+    return {**rep, **lag_and_cpu(mine, rep.get("cpu_s"))}
+
+
+def lag_and_cpu(records: list[RequestRecord], cpu_s: float | None) -> dict[str, Any]:
+    """Send-lag p50/p99 (ms) over measured sends, and CPU per request, for one driver or worker."""
+    lags = np.array([(r.t_send_ns - r.t_sched_ns) / 1e6 for r in records if r.t_send_ns is not None and not r.warmup])
+    sent = sum(1 for r in records if r.t_send_ns is not None)
+    return {"n_sent": sent,
+            "lag_p50_ms": round(float(np.percentile(lags, 50)), 4) if lags.size else None,
+            "lag_p99_ms": round(float(np.percentile(lags, 99)), 4) if lags.size else None,
+            "cpu_ms_per_request": round(cpu_s / sent * 1e3, 4) if cpu_s is not None and sent else None}
+
