@@ -29,6 +29,7 @@ from adapters.base import Adapter, EngineInfo, EngineOptions, RequestSpec
 from adapters.placement import client_pinned
 from advisor import eventloop, interrupts, manifest, workers
 from advisor.loadgen import LoadResult, drive
+from advisor.metrics import lag as lag_mod
 from advisor.metrics import summarize, verdict
 from advisor.sessions import SessionPrompts
 from advisor.store import RunResult, new_run_id
@@ -289,6 +290,9 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     # GPU energy is read over the window, so it is divided by the tokens that arrived inside it.
     tokens_in_window = (summary_d.get("output_tokens_per_s") or 0.0) * (summary_d.get("window_s") or 0.0)
     tele = telemetry.summary(window_s, round(tokens_in_window) or None)
+    lag_check = summary_d.get("lag_check")
+    held = (lag_mod.held(offered, summary_d.get("requests_per_s"), summary_d.get("n_errors") or 0,
+                         lag_mod.LagCheck.from_dict(lag_check)) if offered and lag_check else None)
     first_send = min((r.t_send_ns for r in load.records if r.t_send_ns is not None), default=None)
     result = RunResult(
         run_id=run_id, created_utc=created,
@@ -300,7 +304,7 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
               "percentile": schedule.slos.percentile},
         engine=_engine_dict(info), manifest=manifest.collect(), summary=summary_d, telemetry=tele,
         verdict={"status": status, "reasons": reasons},
-        loadgen={"lag_ms": summary_d.get("client_queue_ms"), "lag_check": summary_d.get("lag_check"),
+        loadgen={"lag_ms": summary_d.get("client_queue_ms"), "lag_check": lag_check, "held": held,
                  "wall_s": load.wall_s, "interrupted": interrupted,
                  "signal": signal.Signals(signum).name if signum is not None else None,
                  "n_finished": load.n_finished, "timeout_s": cfg.timeout_s, "event_loop": eventloop.name(),

@@ -3,9 +3,9 @@
 `run_shard` is the worker itself, independent of how it is hosted: it gets a
 `Shard`, a start time in its own monotonic clock and an `emit` callback, and
 returns the shard's `LoadResult`. `worker_main` hosts it in a process started
-by `advisor.workers` and talks to the driver over a pipe:
+by `advisor.workers` (`python -m advisor.worker_process FD`) and talks to the driver over a socket:
 
-    driver -> worker: ("go", start_ns) | ("stop",)
+    driver -> worker: Shard, then ("go", start_ns) | ("stop",)
     worker -> driver: ("ready",) | ("failed", why) | ("records", [RequestRecord]) | ("done", report)
 
 Another host (a Ray actor) would call `run_shard` the same way, with the
@@ -78,11 +78,15 @@ async def run_shard(shard: Shard, adapter: Adapter, specs: SpecSource, start_ns:
     return result
 
 
-def worker_main(conn: Any, shard: Shard) -> None:
-    """Process entry point (multiprocessing, spawn)."""
+def worker_main(conn: Any) -> None:
+    """Process entry point: the Shard comes first over `conn`, then the driver's go or stop."""
     # Ctrl-C and a hang-up reach the whole process group: the driver decides when its workers stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        shard: Shard = conn.recv()
+    except EOFError:
+        return
     try:
         from adapters import attach
         from adapters.placement import pin_self
@@ -91,6 +95,9 @@ def worker_main(conn: Any, shard: Shard) -> None:
         pin_self(shard.cpus)
         adapter = attach(shard.client)
         specs = spec_source(shard.schedule, shard.client.info)
+        if shard.schedule.requests:
+            specs(0)  # pay for the imports and caches of prompt building now, not at the first send
+        eventloop.name()  # and for the event loop's
     except Exception as e:  # reported to the driver, which names the worker
         conn.send(("failed", f"{type(e).__name__}: {e}"))
         return
@@ -128,3 +135,10 @@ async def _run(conn: Any, shard: Shard, adapter: Adapter, specs: SpecSource, sta
 
     threading.Thread(target=watch, name="advisor-worker-stop", daemon=True).start()
     return await task
+
+
+if __name__ == "__main__":
+    import sys
+    from multiprocessing.connection import Connection
+
+    worker_main(Connection(int(sys.argv[1])))

@@ -22,10 +22,13 @@ in-process engines (they keep one driver: one engine, one client).
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
+import socket
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
@@ -34,10 +37,10 @@ from adapters.base import WorkerClient
 from adapters.placement import available_cpus
 from advisor.loadgen import LoadResult, Progress
 from advisor.records import RequestRecord
-from advisor.worker_process import Shard, worker_main
+from advisor.worker_process import Shard
 from scenarios.types import Schedule, ScheduledRequest
 
-START_MARGIN_S = 0.25  # from "go" to the common start: every worker is in its loop by then
+START_MARGIN_S = 0.5  # from "go" to the common start: every worker is in its loop by then
 READY_TIMEOUT_S = 120.0  # a worker that has not attached by then is a failed start
 STOP_GRACE_S = 30.0  # after "stop": how long workers may take to send what they measured
 
@@ -103,7 +106,7 @@ def pinning(n: int, placement: dict[str, Any] | None) -> list[list[int] | None]:
 @dataclass
 class _Worker:
     wid: int
-    proc: Any  # multiprocessing Process
+    proc: subprocess.Popen[bytes]
     conn: Any  # the driver's end of its pipe
     positions: list[int]  # where its records go in the merged list
     received: set[int]
@@ -126,15 +129,11 @@ async def drive_workers(client: WorkerClient, schedule: Schedule, n: int, *, tim
                              n_in_client=r.n_in, max_tokens=r.n_out, warmup=r.warmup) for r in schedule.requests]
     pos = {r.idx: k for k, r in enumerate(schedule.requests)}
     inbox: asyncio.Queue[tuple[int, tuple[Any, ...]]] = asyncio.Queue()
-    ctx = multiprocessing.get_context("spawn")  # never fork a process that runs an event loop and threads
     workers: list[_Worker] = []
     for w, part in enumerate(parts):
-        mine, theirs = ctx.Pipe()
         shard_w = Shard(worker=w, client=client, schedule=part, timeout_s=timeout_s, max_run_s=max_run_s,
                         cpus=(cpus[w] if cpus and w < len(cpus) else None))
-        proc = ctx.Process(target=worker_main, args=(theirs, shard_w), name=f"advisor-worker-{w}", daemon=True)
-        proc.start()
-        theirs.close()
+        proc, mine = start_worker(shard_w)
         positions = [pos[r.idx] for r in part.requests]
         for k in positions:
             records[k].worker = w
@@ -169,10 +168,11 @@ async def drive_workers(client: WorkerClient, schedule: Schedule, n: int, *, tim
             done += _handle(item, workers, records, pos)
     finally:
         for wk in workers:
-            wk.proc.join(timeout=5)
-            if wk.proc.is_alive():
+            try:
+                wk.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
                 wk.proc.kill()
-                wk.proc.join(timeout=5)
+                wk.proc.wait(timeout=5)
             wk.conn.close()
     now_ns = time.perf_counter_ns() - t0 if t0 else 0
     for wk in workers:
@@ -185,6 +185,21 @@ async def drive_workers(client: WorkerClient, schedule: Schedule, n: int, *, tim
     n_finished = sum(1 for r in records if r.t_end_ns is not None and r.error_kind not in ("cancelled", "worker"))
     return LoadResult(records, t0 or time.perf_counter_ns(), wall_s, interrupted, n_finished,
                       workers=[_summary(wk, records) for wk in workers], notes=notes)
+
+
+def start_worker(shard_w: Shard) -> tuple[subprocess.Popen[bytes], Connection]:
+    """A worker process (`python -m advisor.worker_process`) and the driver's end of its socket.
+
+    A fresh interpreter, never a fork of this one (it runs an event loop and threads), and not
+    multiprocessing's spawn either, which re-runs the caller's main script in the child.
+    """
+    mine, theirs = socket.socketpair()
+    proc = subprocess.Popen([sys.executable, "-m", "advisor.worker_process", str(theirs.fileno())],
+                            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+    theirs.close()
+    conn = Connection(mine.detach())
+    conn.send(shard_w)
+    return proc, conn
 
 
 def _read(conn: Any, wid: int, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue) -> None:
@@ -225,8 +240,7 @@ async def _until_ready(workers: list[_Worker], inbox: asyncio.Queue) -> None:
         elif msg[0] == "failed":
             raise WorkerError(f"load-generator worker {wid} could not start: {msg[1]}")
         elif msg[0] == "gone":
-            wk.proc.join(timeout=5)
-            raise WorkerError(f"load-generator worker {wid} exited while starting (exit code {wk.proc.exitcode})")
+            raise WorkerError(f"load-generator worker {wid} exited while starting (exit code {_exit_code(wk)})")
 
 
 def _handle(item: tuple[int, tuple[Any, ...]], workers: list[_Worker], records: list[RequestRecord],
@@ -251,8 +265,7 @@ def _handle(item: tuple[int, tuple[Any, ...]], workers: list[_Worker], records: 
 
 def _lost(wk: _Worker, records: list[RequestRecord], now_ns: int) -> None:
     """A worker that ended without its report: every request it did not return is a `worker` error."""
-    wk.proc.join(timeout=5)
-    code = wk.proc.exitcode
+    code = _exit_code(wk)
     why = f"load-generator worker {wk.wid} died (exit code {code})"
     for k in wk.positions:
         if k in wk.received:
@@ -265,6 +278,13 @@ def _lost(wk: _Worker, records: list[RequestRecord], now_ns: int) -> None:
             rec.error_kind, rec.error = "worker", f"never sent: {why} first"
     wk.report = {"worker": wk.wid, "pid": wk.proc.pid, "exit": f"died (exit code {code})", "cpu_s": None,
                  "n_requests": len(wk.positions), "interrupted": None}
+
+
+def _exit_code(wk: _Worker) -> int | None:
+    try:
+        return wk.proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def _summary(wk: _Worker, records: list[RequestRecord]) -> dict[str, Any]:

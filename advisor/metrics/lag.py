@@ -16,6 +16,10 @@ high would happen less than 5% of the time (exact one-sided binomial test).
 With 118 requests that takes 4 late sends, with 1,000 it takes 16: a single
 slow send in a short run no longer flips the verdict, and a long run is held
 close to the 1% line.
+
+A load generator *holds* a rate (`held`) when it achieved at least 95% of it,
+with no errors, and its sends passed this rule: the one criterion of
+benchmarks/loadgen.py and of every result's `loadgen.held`.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ LAG_LATENCY_FRACTION = 0.05  # of the TTFT median
 LAG_GAP_FRACTION = 0.10  # of the mean gap between arrivals
 LATE_FRACTION = 0.01  # p99: at most 1% of sends may be later than the limit
 CONFIDENCE = 0.95  # evidence needed to call the run's sends late
+HELD_RATE_FRACTION = 0.95  # a rate is held when at least this fraction of it was achieved
 
 
 def lag_limit_ms(ttft_p50_ms: float | None, arrival_rps: float | None) -> float:
@@ -105,3 +110,9 @@ def check_lag(lags_ms: Sequence[float], ttft_p50_ms: float | None, arrival_rps: 
     late = sum(1 for x in lags_ms if x > limit)
     crit = critical_count(n)
     return LagCheck(limit_ms=round(limit, 4), n=n, n_late=late, critical=crit, ok=late < crit)
+
+
+def held(target_rps: float, achieved_rps: float | None, n_errors: int, lag: LagCheck | None) -> bool:
+    """Did the load generator hold `target_rps`? Achieved >= 95% of it, no errors, and the send-lag rule passed."""
+    return (lag is not None and lag.ok and n_errors == 0 and achieved_rps is not None
+            and achieved_rps >= HELD_RATE_FRACTION * target_rps)

@@ -1,0 +1,107 @@
+"""`--workers`: one schedule sharded over processes gives the records one process would have written."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from click.testing import CliRunner
+
+from advisor import workers
+from advisor.bench import BenchConfig, BenchError, bench_once, plan
+from advisor.cli import cli
+from advisor.metrics.lag import LagCheck, held
+from scenarios.types import Schedule, ScheduledRequest, SLOs
+from tests.servers.mock_openai import MockOpenAIServer
+
+
+def _schedule(n: int, mode: str = "open", concurrency: int | None = None) -> Schedule:
+    # out of schedule order on purpose: sharding follows send time, not position
+    reqs = tuple(ScheduledRequest(idx=i, t_sched_s=(n - i) * 0.01, n_in=4, n_out=4) for i in range(n))
+    return Schedule(scenario="s", mode=mode, requests=reqs, seed=0, slos=SLOs(), concurrency=concurrency)
+
+
+def test_requests_are_dealt_round_robin_in_send_order_and_keep_their_indices():
+    parts = workers.shard(_schedule(7), 3)
+    send_order = [6, 5, 4, 3, 2, 1, 0]
+    for w, part in enumerate(parts):
+        assert {r.idx for r in part.requests} == set(send_order[w::3])
+        assert [r.idx for r in part.requests] == sorted(r.idx for r in part.requests)  # schedule order kept
+    assert sorted(r.idx for p in parts for r in p.requests) == list(range(7))
+
+
+def test_a_session_is_never_split(monkeypatch):
+    monkeypatch.setattr(workers, "shard_key", lambda r: r.idx // 3)  # sessions of three turns
+    parts = workers.shard(_schedule(9), 2)
+    for part in parts:
+        sessions = {r.idx // 3 for r in part.requests}
+        assert all(sum(1 for r in part.requests if r.idx // 3 == s) == 3 for s in sessions)
+
+
+def test_closed_loop_users_are_dealt_out_and_never_more_workers_than_work():
+    parts = workers.shard(_schedule(10, "closed", concurrency=5), 2)
+    assert [p.concurrency for p in parts] == [3, 2]
+    assert workers.count(8, served=True, placement={}, schedule=_schedule(3)) == 3
+    assert workers.count(4, served=True, placement={}, schedule=_schedule(10, "closed", concurrency=2)) == 2
+    assert workers.count("auto", served=False, placement={}, schedule=_schedule(10)) == 1
+
+
+def test_held_needs_the_rate_no_errors_and_the_lag_rule():
+    ok = LagCheck(limit_ms=5.0, n=1000, n_late=3, critical=16, ok=True)
+    late = replace(ok, n_late=40, ok=False)
+    assert held(2000, 1950, 0, ok)
+    assert not held(2000, 1850, 0, ok)  # under 95% of the target
+    assert not held(2000, 2000, 1, ok)
+    assert not held(2000, 2000, 0, late)
+    assert not held(2000, 2000, 0, None)
+
+
+def _scenario(tmp_path, rate_rps: float = 25.0, duration_s: float = 3.0):
+    path = tmp_path / "w.yaml"
+    path.write_text(f"""name: workers
+description: Equal requests at a constant rate, for the worker tests.
+workload:
+  input: {{dist: fixed, value: 12}}
+  output: {{dist: fixed, value: 6}}
+arrival: {{process: constant, rate_rps: {rate_rps}}}
+duration_s: {duration_s}
+warmup_s: 0.5
+slos: {{}}
+""")
+    return str(path)
+
+
+def test_merged_worker_records_equal_one_process_records(tmp_path):
+    with MockOpenAIServer() as server:
+        cfg = BenchConfig(scenario=_scenario(tmp_path), engine="openai", engine_options={"url": server.url},
+                          out_dir=tmp_path / "runs", workers=1)
+        one = bench_once(cfg)
+        sent_one = [tuple(r["body"]["prompt"]) for r in server.requests if len(r["body"]["prompt"]) == 12]
+        server.requests.clear()
+        two = bench_once(replace(cfg, workers=2))
+        sent_two = [tuple(r["body"]["prompt"]) for r in server.requests if len(r["body"]["prompt"]) == 12]
+    assert two.loadgen["n_workers"] == 2 and one.loadgen["n_workers"] == 1
+    assert sorted(sent_one) == sorted(sent_two) and len(set(sent_one)) > 80  # the same requests (not the warm-ups)
+    a, b = one.records(), two.records()
+    assert len(a) == len(b) > 80
+    fields = ("idx", "request_id", "t_sched_ns", "n_in", "n_in_client", "n_out", "n_out_client", "chunk_tokens",
+              "max_tokens", "warmup", "token_source", "error_kind")
+    for x, y in zip(a, b):
+        assert [getattr(x, f) for f in fields] == [getattr(y, f) for f in fields]
+        assert x.worker == 0 and y.ok and len(y.chunk_t_ns) == len(x.chunk_t_ns)
+    send_order = sorted(b, key=lambda r: (r.t_sched_ns, r.idx))
+    assert [r.worker for r in send_order] == [k % 2 for k in range(len(b))]  # dealt round-robin
+    for run in (one, two):
+        # one clock, one start: never early, on time at the median (a shared test machine may delay a few sends)
+        lags_ms = [(r.t_send_ns - r.t_sched_ns) / 1e6 for r in run.records() if not r.warmup]
+        assert min(lags_ms) >= 0 and sorted(lags_ms)[len(lags_ms) // 2] < 5.0, lags_ms
+        for w in run.loadgen["workers"]:
+            assert w["exit"] == "done" and w["cpu_s"] > 0 and w["lag_p99_ms"] is not None
+
+
+def test_more_workers_than_one_for_an_in_process_engine_is_refused(tmp_path):
+    with pytest.raises(BenchError, match="--workers 2: only a served engine"):
+        plan(BenchConfig(scenario="chat", engine="fake", out_dir=tmp_path, workers=2))
+    res = CliRunner().invoke(cli, ["bench", "--scenario", "chat", "--engine", "fake", "--workers", "0",
+                                   "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "--workers must be 'auto' or an integer >= 1, got '0'" in res.output
