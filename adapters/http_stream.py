@@ -290,13 +290,17 @@ class Pool:
         self._open: set[_Conn] = set()
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._ssl = ssl.create_default_context() if self.tls else None
+        self._heads: dict[tuple[str, ...], bytes] = {}  # request heads without their Content-Length value
 
     def head(self, method: str, path: str, headers: dict[str, str], n_body: int) -> bytes:
         """The request head for `path` with these extra headers and a body of n_body bytes."""
-        lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host_header}", "User-Agent: advisor", "Accept: */*",
-                 f"Content-Length: {n_body}"]
-        lines += [f"{k}: {v}" for k, v in headers.items()]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        key = (method, path, *headers.items())
+        prefix = self._heads.get(key)
+        if prefix is None:
+            lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host_header}", "User-Agent: advisor", "Accept: */*"]
+            lines += [f"{k}: {v}" for k, v in headers.items()]
+            prefix = self._heads[key] = ("\r\n".join(lines) + "\r\nContent-Length: ").encode("latin-1")
+        return prefix + b"%d\r\n\r\n" % n_body
 
     async def send(self, request: bytes, wake_on: bytes | None = None) -> tuple[Response, _Conn]:
         """Send one request; returns its Response once it has ended (or a read held `wake_on`) and its connection.

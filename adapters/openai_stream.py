@@ -41,6 +41,9 @@ def spread(counts: Sequence[int], total: int, weights: Sequence[float]) -> list[
     diff = total - sum(out)
     if diff == 0 or not out:
         return out
+    if diff > 0 and min(weights) == max(weights) and weights[0] > 0:  # equal weights: the same result, directly
+        base, extra = divmod(diff, len(out))
+        return [c + base + (1 if i < extra else 0) for i, c in enumerate(out)]
     w = list(weights) if diff > 0 else [float(c) for c in out]  # removing: in proportion to what each has
     if sum(w) <= 0:
         w = [1.0] * len(out)
@@ -98,8 +101,7 @@ class StreamCounter:
             except ValueError:
                 objs = None  # one of them is malformed: per event below names it
             if objs is not None and len(objs) == n and all(isinstance(o, dict) for o in objs):
-                for obj, payload in zip(objs, payloads):
-                    self._apply(obj, payload, t_ns)
+                self._apply_all(objs, payloads, t_ns)
                 return
         for payload in payloads:
             self.feed(payload, t_ns)
@@ -118,28 +120,44 @@ class StreamCounter:
         self._apply(obj, payload, t_ns)
 
     def _apply(self, obj: Any, payload: str, t_ns: int) -> None:
-        if not isinstance(obj, dict):
-            raise AdapterError("stream", f"stream event is not a JSON object: {payload[:120]!r}")
-        if "error" in obj:
-            raise AdapterError("stream", f"server error inside the stream: {str(obj['error'])[:200]}")
-        usage = obj.get("usage") or None
-        if usage is not None:
-            self._read_usage(usage)
-        choices = obj.get("choices") or []
-        if not choices:
-            return  # usage-only chunk (include_usage) or keep-alive object
-        choice = choices[0]
-        if not isinstance(choice, dict):
-            raise AdapterError("stream", f"stream choice is not an object: {payload[:120]!r}")
-        text = self._text(choice)
-        if choice.get("finish_reason"):
-            self.finish_reason = str(choice["finish_reason"])
-        ct = usage.get("completion_tokens") if usage is not None else None
-        cumulative = ct if isinstance(ct, int) and not isinstance(ct, bool) else None
-        if cumulative is not None:
-            self.usage_mode = "per_chunk"
-        if text or (cumulative is not None and cumulative > self._last_cumulative()):
-            self._events.append((t_ns, text, cumulative))
+        self._apply_all([obj], [payload], t_ns)
+
+    def _apply_all(self, objs: list[Any], payloads: list[str], t_ns: int) -> None:
+        """Parsed events in arrival order, in one loop (it runs for every event of every request)."""
+        events = self._events
+        chat = self.endpoint == "chat"
+        for obj, payload in zip(objs, payloads):
+            if not isinstance(obj, dict):
+                raise AdapterError("stream", f"stream event is not a JSON object: {payload[:120]!r}")
+            if "error" in obj:
+                raise AdapterError("stream", f"server error inside the stream: {str(obj['error'])[:200]}")
+            usage = obj.get("usage") or None
+            if usage is not None:
+                self._read_usage(usage)
+            choices = obj.get("choices") or []
+            if not choices:
+                continue  # usage-only chunk (include_usage) or keep-alive object
+            choice = choices[0]
+            if not isinstance(choice, dict):
+                raise AdapterError("stream", f"stream choice is not an object: {payload[:120]!r}")
+            if chat:
+                delta = choice.get("delta") or {}
+                text = str(delta.get("content") or delta.get("reasoning_content") or "")
+            else:
+                text = choice.get("text")
+                if type(text) is not str:
+                    text = str(text or "")
+            finish = choice.get("finish_reason")
+            if finish:
+                self.finish_reason = str(finish)
+            cumulative = None
+            if usage is not None:
+                ct = usage.get("completion_tokens")
+                if isinstance(ct, int) and not isinstance(ct, bool):
+                    cumulative = ct
+                    self.usage_mode = "per_chunk"
+            if text or (cumulative is not None and cumulative > self._last_cumulative()):
+                events.append((t_ns, text, cumulative))
 
     def _last_cumulative(self) -> int:
         for _, _, c in reversed(self._events):
@@ -208,9 +226,3 @@ class StreamCounter:
             self.final_total = ct  # the last one seen is the final count
             if self.usage_mode == "none":
                 self.usage_mode = "final"
-
-    def _text(self, choice: dict[str, Any]) -> str:
-        if self.endpoint == "chat":
-            delta = choice.get("delta") or {}
-            return str(delta.get("content") or delta.get("reasoning_content") or "")
-        return str(choice.get("text") or "")
