@@ -113,6 +113,7 @@ class _Worker:
     report: dict[str, Any] | None = None
     ready: bool = False
     gone: bool = False
+    gone_ns: int = 0  # perf_counter_ns when its pipe closed
 
 
 async def drive_workers(client: WorkerClient, schedule: Schedule, n: int, *, timeout_s: float,
@@ -174,10 +175,9 @@ async def drive_workers(client: WorkerClient, schedule: Schedule, n: int, *, tim
                 wk.proc.kill()
                 wk.proc.wait(timeout=5)
             wk.conn.close()
-    now_ns = time.perf_counter_ns() - t0 if t0 else 0
     for wk in workers:
         if wk.report is None:
-            _lost(wk, records, now_ns)
+            _lost(wk, records, t0, stopped=interrupted is not None)
     interrupted = interrupted or next((wk.report["interrupted"] for wk in workers
                                        if wk.report and wk.report.get("interrupted")), None)
     notes = tuple(dict.fromkeys(n for wk in workers if wk.report for n in wk.report.get("notes", ())))
@@ -259,21 +259,28 @@ def _handle(item: tuple[int, tuple[Any, ...]], workers: list[_Worker], records: 
     elif msg[0] == "done":
         wk.report = msg[1]
     elif msg[0] == "gone":
-        wk.gone = True
+        wk.gone, wk.gone_ns = True, time.perf_counter_ns()
     return finished
 
 
-def _lost(wk: _Worker, records: list[RequestRecord], now_ns: int) -> None:
-    """A worker that ended without its report: every request it did not return is a `worker` error."""
+def _lost(wk: _Worker, records: list[RequestRecord], t0: int, stopped: bool) -> None:
+    """A worker that ended without its report: every request it did not return is a `worker` error.
+
+    Those due before it died were due or in flight; the later ones were never sent. A worker that
+    was stopped before the start (the run was interrupted) sent nothing: its requests are `cancelled`.
+    """
     code = _exit_code(wk)
     why = f"load-generator worker {wk.wid} died (exit code {code})"
+    died_ns = (wk.gone_ns or time.perf_counter_ns()) - t0 if t0 else -1
     for k in wk.positions:
         if k in wk.received:
             continue
         rec = records[k]
-        if rec.t_sched_ns <= now_ns:
+        if died_ns < 0 and stopped:
+            rec.error_kind, rec.error = "cancelled", "never sent: the run stopped first"
+        elif rec.t_sched_ns <= died_ns:
             rec.error_kind, rec.error = "worker", f"{why} while this request was due or in flight"
-            rec.t_end_ns = now_ns
+            rec.t_end_ns = died_ns
         else:
             rec.error_kind, rec.error = "worker", f"never sent: {why} first"
     wk.report = {"worker": wk.wid, "pid": wk.proc.pid, "exit": f"died (exit code {code})", "cpu_s": None,

@@ -40,4 +40,5 @@ def test_a_worker_killed_mid_run_loses_only_its_own_unfinished_requests(fault_se
     lost = [r for r in theirs if not r.ok]
     assert lost and {r.error_kind for r in lost} == {"worker"}
     assert any("died (exit code -9) while this request was due or in flight" in r.error for r in lost)
+    assert any(r.error.startswith("never sent: load-generator worker") for r in lost)  # its later ones
     assert doc["summary"]["errors_by_kind"].get("worker", 0) >= 1
