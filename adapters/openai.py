@@ -262,7 +262,8 @@ class OpenAIAdapter(Adapter):
                 while True:
                     reads = resp.reads
                     for t_ns, raw in reads[seen:] if seen else reads:
-                        counter.feed_many(decoder.feed(raw), t_ns)
+                        if not (decoder.idle() and counter.feed_read(raw, t_ns)):
+                            counter.feed_many(decoder.feed(raw), t_ns)
                     seen = len(reads)
                     if resp.complete:
                         break

@@ -106,6 +106,37 @@ class StreamCounter:
         for payload in payloads:
             self.feed(payload, t_ns)
 
+    def feed_read(self, raw: bytes, t_ns: int) -> bool:
+        """A whole read of plain `data: {...}` events (the common case): parsed in one go, without the SSE decoder.
+
+        False (and nothing taken) when the read is anything else: comments, other fields, CR line ends,
+        an event split across reads, a malformed or unusual event; the caller then feeds it event by event.
+        """
+        if self.done or not raw.startswith(b"data: {") or not raw.endswith(b"\n\n") or b"\r" in raw:
+            return False
+        done = raw.endswith(b"data: [DONE]\n\n")
+        body = raw[:-14] if done else raw
+        if not body.endswith(b"\n\n"):
+            return False
+        inner = body[6:-2].replace(b"\n\ndata: ", b",")  # "A\n\ndata: B" -> "A,B": a JSON array's items
+        if b"\n" in inner:
+            return False
+        try:
+            objs = json.loads(b"[" + inner + b"]")
+        except ValueError:
+            return False
+        if len(objs) != body.count(b"\n\ndata: ") + 1 or not all(type(o) is dict for o in objs):
+            return False  # an event that held a comma-joined pair, or no object: the careful path says which
+        before = (len(self._events), self.finish_reason, self.usage_mode, self.final_total, self.n_prompt)
+        try:
+            self._apply_all(objs, None, t_ns)
+        except AdapterError:  # undo, so the careful path reports it with the event's own text
+            del self._events[before[0]:]
+            self.finish_reason, self.usage_mode, self.final_total, self.n_prompt = before[1:]
+            return False
+        self.done = done
+        return True
+
     def feed(self, payload: str, t_ns: int) -> None:
         """One event's data."""
         if payload.strip() == "[DONE]":
@@ -122,11 +153,12 @@ class StreamCounter:
     def _apply(self, obj: Any, payload: str, t_ns: int) -> None:
         self._apply_all([obj], [payload], t_ns)
 
-    def _apply_all(self, objs: list[Any], payloads: list[str], t_ns: int) -> None:
+    def _apply_all(self, objs: list[Any], payloads: list[str] | None, t_ns: int) -> None:
         """Parsed events in arrival order, in one loop (it runs for every event of every request)."""
         events = self._events
         chat = self.endpoint == "chat"
-        for obj, payload in zip(objs, payloads):
+        for k, obj in enumerate(objs):
+            payload = payloads[k] if payloads is not None else ""
             if not isinstance(obj, dict):
                 raise AdapterError("stream", f"stream event is not a JSON object: {payload[:120]!r}")
             if "error" in obj:
@@ -201,11 +233,19 @@ class StreamCounter:
             raise AdapterError("stream", "stream ended without any output token (the server counted 0)")
         client = len(self.token_ends("".join(texts))) if self.token_ends is not None else sum(1 for t in texts if t)
         last = len(self._events) - 1
-        return [Chunk(t, n, text or None, token_source=self.source,
-                      n_prompt=self.n_prompt if i == last else None,
-                      n_out_total=total if i == last else None,
-                      n_out_client=client if i == last else None)
-                for i, ((t, text, _), n) in enumerate(zip(self._events, counts, strict=True))]
+        source = self.source
+        chunks: list[Chunk] = []
+        same: dict[tuple[int, int, str], Chunk] = {}  # chunks are immutable: equal ones (one read) are shared
+        for i, ((t, text, _), n) in enumerate(zip(self._events, counts, strict=True)):
+            if i == last:
+                chunks.append(Chunk(t, n, text or None, n_prompt=self.n_prompt, n_out_total=total,
+                                    n_out_client=client, token_source=source))
+                continue
+            chunk = same.get((t, n, text))
+            if chunk is None:
+                chunk = same[(t, n, text)] = Chunk(t, n, text or None, token_source=source)
+            chunks.append(chunk)
+        return chunks
 
     @property
     def n_out(self) -> int:

@@ -56,6 +56,10 @@ class SSEDecoder:
         if field == "data":
             self._data.append(value[1:] if value.startswith(" ") else value)
 
+    def idle(self) -> bool:
+        """Nothing buffered: the next read starts a new event."""
+        return not self._buf and not self._data and not self._skip_lf
+
     def pending(self) -> bool:
         """True when bytes or fields of an event that never ended are buffered."""
         return bool(self._buf.strip()) or bool(self._data)

@@ -19,12 +19,14 @@ ladder stops at its first rate not held.
   actual start of every request.
 
 CPU per request: the client's whole process tree (psutil, sampled every
-0.1 s) over the run's sending span, divided by the requests sent. Single-core
-clients are pinned with `taskset -c --client-cpu`; advisor with N > 1 workers
-uses every CPU. One JSON document per rate, the summary last:
+0.1 s) over the run's sending span, divided by the requests sent. A
+one-process client is pinned with `taskset -c --client-cpu` and the server to
+the other CPUs; advisor with N > 1 workers, and a client named `...:shared`,
+run with the server unpinned (every CPU shared), so `advisor-1:shared` is the
+baseline of the N-worker ratio. One JSON document per rate, the summary last:
 
     flock -x /tmp/advisor-cpu.lock python benchmarks/loadgen.py --url http://127.0.0.1:28080 \\
-        --clients advisor-1,advisor-2,vllm,guidellm --rates 1000,1500,2000,2500,3000,4000
+        --clients advisor-1,advisor-1:shared,advisor-2,vllm,guidellm --rates 100,250,500,1000,1500,2000
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +100,23 @@ class TreeCPU:
             return s[0][2] if t < s[0][clock] else s[-1][2]
 
         return at(t1) - at(t0)
+
+
+def server_pids(url: str) -> list[int]:
+    """The processes listening on the server's port (nginx: its master and workers)."""
+    port = urllib.parse.urlsplit(url).port
+    pids = {c.pid for c in psutil.net_connections("tcp")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port == port and c.pid}
+    return sorted(pids)
+
+
+def pin_server(url: str, cpus: set[int]) -> None:
+    """Pin the zero-work server to `cpus` (all CPUs: unpinned) for the next client."""
+    for pid in server_pids(url):
+        try:
+            os.sched_setaffinity(pid, cpus)
+        except OSError as e:
+            raise SystemExit(f"cannot pin the server (pid {pid}) to CPUs {sorted(cpus)}: {e}") from None
 
 
 def _run(cmd: list[str], cpu: str | None, log: Path) -> tuple[int, TreeCPU]:
@@ -233,25 +253,37 @@ def main() -> None:
     rates = sorted(float(r) for r in args.rates.split(","))
     best: dict[str, dict[str, Any] | None] = {}
     rows = []
+    all_cpus = set(os.sched_getaffinity(0))
+    client_cpu = {int(c) for c in args.client_cpu.split(",")}
+    if not server_pids(args.url):
+        raise SystemExit(f"nothing listens at {args.url}: start the zero-work server first (../shared/bench/zero-sse)")
     for client in args.clients.split(","):
         best[client] = None
+        name, _, how = client.partition(":")
+        n_workers = int(name.split("-")[1]) if name.startswith("advisor-") else 1
+        # one-process clients get a core of their own, the server the others; N workers share every core
+        shared = how == "shared" or n_workers > 1
+        server_cpus = all_cpus if shared else all_cpus - client_cpu
+        pin_server(args.url, server_cpus)
         for rate in rates:
-            if client.startswith("advisor-"):
-                row = advisor_rate(args, int(client.split("-")[1]), rate, work)
+            if name.startswith("advisor-"):
+                row = advisor_rate(args, n_workers, rate, work)
             elif client == "vllm":
                 row = vllm_rate(args, rate, work)
             elif client == "guidellm":
                 row = guidellm_rate(args, rate, work)
             else:
-                raise SystemExit(f"unknown client {client!r}: advisor-N, vllm or guidellm")
+                raise SystemExit(f"unknown client {client!r}: advisor-N, vllm or guidellm (':shared': server unpinned)")
+            row.update(client=client, server_cpus=sorted(server_cpus))
             rows.append(row)
             print(json.dumps(row), flush=True)
             if not row["held"]:
                 break
             best[client] = row
     shutil.rmtree(work, ignore_errors=True)
+    pin_server(args.url, all_cpus)
     held_rps = {c: (r["target_rps"] if r else None) for c, r in best.items()}
-    one, two = held_rps.get("advisor-1"), held_rps.get("advisor-2")
+    one, two = held_rps.get("advisor-1:shared") or held_rps.get("advisor-1"), held_rps.get("advisor-2")
     print(json.dumps({"url": args.url, "seconds_per_rate": args.seconds, "chunks_per_request": 16,
                       "cpus": os.cpu_count(), "highest_rate_held": held_rps,
                       "at_highest_rate_held": best,

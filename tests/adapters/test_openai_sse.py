@@ -102,3 +102,58 @@ def test_a_length_finish_without_usage_fixes_the_total_a_retokenization_would_mi
     c2.feed(done, 2)
     c2.feed("[DONE]", 3)
     assert sum(x.n_tokens for x in c2.finish(max_tokens=2)) == 2 and out[-1].n_out_client == 3
+
+
+def _via_decoder(reads: list[bytes], endpoint: str = "completions"):
+    c, d = StreamCounter(endpoint), SSEDecoder()
+    for t, raw in enumerate(reads):
+        c.feed_many(d.feed(raw), t)
+    c.feed_many(d.flush(), len(reads))
+    return c
+
+
+def _via_whole_reads(reads: list[bytes], endpoint: str = "completions"):
+    """The adapter's path: a whole read of plain events in one go, anything else through the decoder."""
+    c, d = StreamCounter(endpoint), SSEDecoder()
+    for t, raw in enumerate(reads):
+        if not (d.idle() and c.feed_read(raw, t)):
+            c.feed_many(d.feed(raw), t)
+    c.feed_many(d.flush(), len(reads))
+    return c
+
+
+def _outcome(make, reads, endpoint="completions"):
+    try:
+        c = make(reads, endpoint)
+        return [(ch.t_ns, ch.n_tokens, ch.text, ch.n_out_total, ch.n_prompt, ch.token_source) for ch in c.finish()], \
+            c.done, c.usage_mode
+    except AdapterError as e:
+        return e.kind, str(e)
+
+
+def _sse(*payloads: str) -> bytes:
+    return b"".join(f"data: {p}\n\n".encode() for p in payloads)
+
+
+@pytest.mark.parametrize("reads", [
+    [_sse(_event(" a"), _event(" b"), _event(" c"), '{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":3}}',
+          "[DONE]")],  # one read, final usage (the zero-work server)
+    [_sse(_event(" a", 1)), _sse(_event(" b", 2)), _sse(_event(" c", 3)), _sse("[DONE]")],  # a read per event
+    [_sse(_event(" a"), _event(" b"))[:17], _sse(_event(" a"), _event(" b"))[17:] + _sse("[DONE]")],  # split event
+    [b": keep-alive\n\n" + _sse(_event(" a"), "[DONE]")],  # a comment
+    [_sse(_event(" a"), '{"error": {"message": "engine died"}}', _event(" b"), "[DONE]")],  # error event
+    [_sse(_event(" a"), '{"choices": [', "[DONE]")],  # malformed JSON
+    [_sse(_event(" a"), '{"x": 1}, {"y": 2}', "[DONE]")],  # an event that is a comma-joined pair
+    [_sse(_event(" a"), "[DONE]"), _sse(_event(" b"))],  # data after [DONE]
+    [_sse(_event(" a"), "[1, 2]", "[DONE]")],  # not an object
+    [_sse('{"choices": ["x"]}', "[DONE]")],  # a choice that is not an object
+])
+def test_whole_reads_parsed_in_one_go_give_what_event_by_event_gives(reads):
+    assert _outcome(_via_whole_reads, reads) == _outcome(_via_decoder, reads)
+
+
+def test_whole_reads_of_chat_events_too():
+    chat = [json.dumps({"choices": [{"index": 0, "delta": {"content": t}}]}) for t in (" x", " y")]
+    reads = [_sse('{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}', *chat, "[DONE]")]
+    assert _outcome(_via_whole_reads, reads, "chat") == _outcome(_via_decoder, reads, "chat")
+    assert len(_outcome(_via_whole_reads, reads, "chat")[0]) == 2
