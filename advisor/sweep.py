@@ -83,7 +83,7 @@ class SweepConfig:
         b = self.bench
         return {"scenario": b.scenario, "engine": b.engine, "model": b.model, "overrides": b.overrides.as_dict(),
                 "engine_options": dict(b.engine_options), "out_dir": str(b.out_dir), "timeout_s": b.timeout_s,
-                "rates": list(self.rates) if self.rates is not None else None,
+                "workers": b.workers, "rates": list(self.rates) if self.rates is not None else None,
                 "concurrencies": list(self.concurrencies) if self.concurrencies is not None else None,
                 "start_rps": self.start_rps, "factor": self.factor, "max_steps": self.max_steps,
                 "repeats": self.repeats, "restart_engine": self.restart_engine}
@@ -92,7 +92,8 @@ class SweepConfig:
     def from_dict(cls, d: dict[str, Any], out_dir: Path) -> SweepConfig:
         bench = BenchConfig(scenario=d["scenario"], engine=d["engine"], model=d.get("model"),
                             overrides=Overrides(**d.get("overrides", {})), engine_options=d.get("engine_options", {}),
-                            out_dir=out_dir, timeout_s=float(d.get("timeout_s", 600.0)))
+                            out_dir=out_dir, timeout_s=float(d.get("timeout_s", 600.0)),
+                            workers=d.get("workers", "auto"))  # a resumed sweep keeps its load-generator workers
         return cls(bench, rates=tuple(d["rates"]) if d.get("rates") is not None else None,
                    concurrencies=tuple(d["concurrencies"]) if d.get("concurrencies") is not None else None,
                    start_rps=d.get("start_rps", 0.5), factor=d.get("factor", 2.0), max_steps=d.get("max_steps", 6),
