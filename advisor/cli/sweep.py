@@ -20,6 +20,13 @@ def _numbers(text: str | None, flag: str, conv: type) -> tuple | None:
         raise click.UsageError(f"{flag} expects comma-separated numbers, e.g. {example}; got {text!r}") from None
 
 
+def _given(*params: str) -> list[str]:
+    """Which of these flags were given (not defaults), by their flag names."""
+    ctx = click.get_current_context()
+    return [p.replace("_", "-") for p in params
+            if ctx.get_parameter_source(p) not in (None, click.core.ParameterSource.DEFAULT)]
+
+
 @click.command("sweep")
 @scenario_flags(skip=("rate_rps", "concurrency"))
 @engine_flags
@@ -52,7 +59,8 @@ def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float
     try:
         if resume_id:
             given = [name for name, v in (("scenario", flags.get("scenario")), ("rates", rates),
-                                          ("concurrencies", concurrencies)) if v]
+                                          ("concurrencies", concurrencies)) if v] + _given("workers", "repeats",
+                                                                                          "restart_engine")
             if given:
                 raise click.UsageError(f"--resume takes every setting from the saved sweep; drop --{given[0]}")
             resumed = load_sweep(resume_id, flags["out_dir"])

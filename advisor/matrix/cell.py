@@ -39,13 +39,18 @@ class CellRuns:
     sweep_id: str | None = None
 
 
-def run_cell(cell: Cell, out_dir: Path, on_progress: Callable[[str], None] | None = None) -> CellRuns:
-    """Run the cell's benchmark (one run, or its repeats) or sweep (its rates) on one engine; runs under `out_dir`."""
+def run_cell(cell: Cell, out_dir: Path, on_progress: Callable[[str], None] | None = None,
+             cpus_held: float | None = None) -> CellRuns:
+    """Run the cell's benchmark (one run, or its repeats) or sweep (its rates) on one engine; runs under `out_dir`.
+
+    `cpus_held`: the CPUs a scheduler gave the cell (Ray); its `workers: auto` then uses no more than those.
+    """
     from advisor.bench import BenchConfig, bench_once, open_engine, plan, run_bench
 
     check_here(cell)
     bench = BenchConfig(scenario=cell.scenario, engine=cell.engine, model=cell.model, overrides=cell.overrides(),
-                        engine_options=dict(cell.options), out_dir=Path(out_dir), timeout_s=cell.timeout_s)
+                        engine_options=dict(cell.options), out_dir=Path(out_dir), timeout_s=cell.timeout_s,
+                        workers=_workers(cell, cpus_held))
     if cell.is_sweep:
         from advisor.sweep import SweepConfig, run_sweep
 
@@ -73,6 +78,16 @@ def run_cell(cell: Cell, out_dir: Path, on_progress: Callable[[str], None] | Non
         with open_engine(bench, planned.options) as adapter:
             group = run_repeats(lambda i: run_bench(bench, adapter, planned=planned), cell.repeats, label=cell.name)
     return CellRuns(tuple(r.run_id for r in group.runs))
+
+
+def _workers(cell: Cell, cpus_held: float | None) -> int | str:
+    """The cell's `workers:`; `auto` under a scheduler becomes one per CPU it holds (at most one per CPU here)."""
+    import adapters
+    from adapters.placement import available_cpus
+
+    if cell.workers != "auto" or cpus_held is None or not adapters.adapter_class(cell.engine).capabilities.served:
+        return cell.workers
+    return max(1, min(len(available_cpus()), int(cpus_held)))
 
 
 def check_here(cell: Cell) -> None:

@@ -27,7 +27,7 @@ import itertools
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -73,6 +73,7 @@ class Cell(BaseModel):
     max_output_tokens: int | None = None
     full_scale: bool = False
     timeout_s: float = 600.0  # per request
+    workers: int | Literal["auto"] = "auto"  # load-generator processes (advisor.workers); on Ray, auto: the CPUs held
     repeats: int = Field(1, ge=1, le=100)  # runs of the cell (per step for a sweep), grouped (advisor.repeats)
     restart_engine: bool = False  # a fresh engine for every repeat
     resources: dict[str, float] = Field(default_factory=dict)
@@ -90,7 +91,8 @@ class Cell(BaseModel):
         return Overrides(**kw)
 
     def cpus(self) -> float:
-        return float(self.resources.get("CPU", 1.0))
+        """CPUs the cell holds: `resources.CPU`, else one per load-generator worker it asks for, else 1."""
+        return float(self.resources.get("CPU", self.workers if isinstance(self.workers, int) else 1.0))
 
     def requirement(self) -> dict[str, float]:
         """Every resource the cell holds while it runs, as Ray counts them (CPU defaults to 1)."""
@@ -255,6 +257,7 @@ def _check_runs(cell: Cell, problems: list[str]) -> None:
         problems.append(f"cell '{cell.name}': `rates:` must be a non-empty list of rates > 0, e.g. [0.5, 1, 2]")
     if not (math.isfinite(cell.timeout_s) and cell.timeout_s > 0):
         problems.append(f"cell '{cell.name}': timeout_s must be > 0 seconds, got {cell.timeout_s}")
+    _check_workers(cell, problems)
     try:
         cell.overrides()
     except ValueError as e:  # Overrides names the CLI flag; the plan calls it by its key
@@ -262,6 +265,22 @@ def _check_runs(cell: Cell, problems: list[str]) -> None:
         for key, field in OVERRIDE_KEYS.items():
             msg = msg.replace(flag(field), key)
         problems.append(f"cell '{cell.name}': {msg}")
+
+
+def _check_workers(cell: Cell, problems: list[str]) -> None:
+    import adapters
+
+    w = cell.workers
+    if w == "auto":
+        return
+    if isinstance(w, bool) or w < 1:
+        problems.append(f"cell '{cell.name}': workers must be 'auto' or an integer >= 1, got {w!r}")
+    elif w > 1 and cell.engine in adapters.REGISTRY and not adapters.adapter_class(cell.engine).capabilities.served:
+        problems.append(f"cell '{cell.name}': workers: {w}, but only a served engine (openai) is driven by several "
+                        f"processes; '{cell.engine}' runs in advisor and keeps one driver: drop `workers:`")
+    elif "CPU" in cell.resources and cell.resources["CPU"] < w:
+        problems.append(f"cell '{cell.name}': workers: {w} needs resources.CPU >= {w} (a core per worker), "
+                        f"got {cell.resources['CPU']:g}")
 
 
 def _check_resources(cell: Cell, problems: list[str]) -> None:

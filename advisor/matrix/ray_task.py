@@ -49,7 +49,8 @@ def cell_task(cell_data: dict[str, Any], driver_version: str, events: Any) -> di
                 raise CellError(f"node {where} runs advisor {advisor.__version__} but the driver runs {driver_version}: "
                                 "install the same version on every node, or pass --ship-code")
             cell = Cell.model_validate(cell_data)
-            runs = run_cell(cell, Path(tmp), on_progress=lambda msg: ray.get(events.add.remote(("progress", name, msg))))
+            runs = run_cell(cell, Path(tmp), on_progress=lambda msg: ray.get(events.add.remote(("progress", name, msg))),
+                            cpus_held=cell.cpus())
             out["run_ids"], out["sweep_id"] = list(runs.run_ids), runs.sweep_id
         except Exception as e:  # the cell failed on this node: say why and keep what it saved; Ray must not retry
             out["error"] = str(e) if isinstance(e, CellError | ValueError | RuntimeError | OSError) \

@@ -11,6 +11,7 @@ from advisor import workers
 from advisor.bench import BenchConfig, BenchError, bench_once, plan
 from advisor.cli import cli
 from advisor.metrics.lag import LagCheck, held
+from advisor.store import load_run
 from scenarios.types import Schedule, ScheduledRequest, SLOs
 from tests.servers.mock_openai import MockOpenAIServer
 
@@ -105,3 +106,17 @@ def test_more_workers_than_one_for_an_in_process_engine_is_refused(tmp_path):
     res = CliRunner().invoke(cli, ["bench", "--scenario", "chat", "--engine", "fake", "--workers", "0",
                                    "--out", str(tmp_path)])
     assert res.exit_code == 2 and "--workers must be 'auto' or an integer >= 1, got '0'" in res.output
+
+
+def test_repeats_and_workers_compose_and_a_resumed_sweep_refuses_new_load_settings(tmp_path):
+    with MockOpenAIServer() as server:
+        res = CliRunner().invoke(cli, ["bench", "--scenario", _scenario(tmp_path, rate_rps=20.0, duration_s=1.0),
+                                       "--engine", "openai", "--url", server.url, "--workers", "2", "--repeats", "2",
+                                       "--out", str(tmp_path / "runs"), "--json"])
+    assert res.exit_code == 0, res.output
+    runs = [load_run(p) for p in sorted((tmp_path / "runs").iterdir()) if (p / "result.json").exists()]
+    assert len(runs) == 2 and all(r.loadgen["n_workers"] == 2 for r in runs)
+    for flag in (["--workers", "1"], ["--repeats", "2"], ["--restart-engine"]):
+        res = CliRunner().invoke(cli, ["sweep", "--resume", "20261122-101500-sweep-x", *flag, "--out", str(tmp_path)])
+        assert res.exit_code == 2 and f"--resume takes every setting from the saved sweep; drop {flag[0]}" \
+            in res.output, res.output
