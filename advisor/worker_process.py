@@ -94,8 +94,8 @@ def worker_main(conn: Any) -> None:
 
         pin_self(shard.cpus)
         adapter = attach(shard.client)
-        specs = spec_source(shard.schedule, shard.client.info)
-        if shard.schedule.requests:
+        specs = spec_source(shard.schedule, shard.client.info, adapter)
+        if shard.schedule.requests and shard.schedule.sessions is None:
             specs(0)  # pay for the imports and caches of prompt building now, not at the first send
         eventloop.name()  # and for the event loop's
     except Exception as e:  # reported to the driver, which names the worker

@@ -49,14 +49,13 @@ class WorkerError(RuntimeError):
     """A worker could not start; the message says which and why."""
 
 
-def shard_key(r: ScheduledRequest) -> int:
+def shard_key(r: ScheduledRequest) -> tuple[str, int]:
     """Requests with the same key go to the same worker, in schedule order.
 
-    Today every request is its own key. Multi-turn sessions (turn k's prompt is
-    built from turn k-1's answer, in the same process) must return the session's
-    id here, so a session is dealt out whole.
+    A multi-turn session is one key (turn k's prompt is built from turn k-1's
+    answer, in the same process), so it is dealt out whole; any other request is its own.
     """
-    return r.idx
+    return ("session", r.session_id) if r.session_id is not None else ("request", r.idx)
 
 
 def shard(schedule: Schedule, n: int) -> list[Schedule]:
@@ -64,7 +63,7 @@ def shard(schedule: Schedule, n: int) -> list[Schedule]:
     assert n >= 1
     reqs = schedule.requests
     order = sorted(range(len(reqs)), key=lambda i: (reqs[i].t_sched_s, i))
-    owner: dict[int, int] = {}
+    owner: dict[tuple[str, int], int] = {}
     parts: list[list[int]] = [[] for _ in range(n)]
     for i in order:
         key = shard_key(reqs[i])
@@ -72,12 +71,29 @@ def shard(schedule: Schedule, n: int) -> list[Schedule]:
             owner[key] = len(owner) % n
         parts[owner[key]].append(i)
     users = [len(p) for p in parts]
-    if schedule.mode == "closed":  # closed loop: the users are dealt out too (a worker gets at least one)
-        c = max(1, schedule.concurrency or 1)
-        users = [c // n + (1 if w < c % n else 0) for w in range(n)]
-    return [replace(schedule, requests=tuple(reqs[i] for i in sorted(p)),
-                    concurrency=u if schedule.mode == "closed" else schedule.concurrency)
-            for p, u in zip(parts, users) if p and u > 0]
+    closed_users = _closed_users(schedule)
+    if closed_users is not None:  # closed loop: the users are dealt out too (a worker gets at least one)
+        users = [closed_users // n + (1 if w < closed_users % n else 0) for w in range(n)]
+    out = []
+    for p, u in zip(parts, users):
+        if not p or u <= 0:
+            continue
+        part = tuple(reqs[i] for i in sorted(p))
+        sessions = schedule.sessions
+        if sessions is not None:
+            sessions = replace(sessions, n_sessions=len({r.session_id for r in part}),
+                               users=u if sessions.users is not None else None)
+        out.append(replace(schedule, requests=part, sessions=sessions,
+                           concurrency=u if schedule.mode == "closed" and schedule.sessions is None
+                           else schedule.concurrency))
+    return out
+
+
+def _closed_users(schedule: Schedule) -> int | None:
+    """The users of a closed loop (plain or of sessions); None for an open loop."""
+    if schedule.sessions is not None:
+        return max(1, schedule.sessions.users) if schedule.sessions.users is not None else None
+    return max(1, schedule.concurrency or 1) if schedule.mode == "closed" else None
 
 
 def client_cpus(placement: dict[str, Any] | None) -> list[int]:
@@ -92,8 +108,9 @@ def count(requested: int | str, *, served: bool, placement: dict[str, Any] | Non
         return 1
     n = len(client_cpus(placement)) if requested == "auto" else int(requested)
     keys = len({shard_key(r) for r in schedule.requests})
-    if schedule.mode == "closed":
-        keys = min(keys, max(1, schedule.concurrency or 1))
+    users = _closed_users(schedule)
+    if users is not None:
+        keys = min(keys, users)
     return max(1, min(n, keys))
 
 
@@ -127,7 +144,8 @@ async def drive_workers(client: WorkerClient, schedule: Schedule, n: int, *, tim
     loop = asyncio.get_running_loop()
     parts = shard(schedule, n)
     records = [RequestRecord(idx=r.idx, request_id=f"{schedule.scenario}-{r.idx}", t_sched_ns=int(r.t_sched_s * 1e9),
-                             n_in_client=r.n_in, max_tokens=r.n_out, warmup=r.warmup) for r in schedule.requests]
+                             n_in_client=r.n_in, max_tokens=r.n_out, warmup=r.warmup, session_id=r.session_id,
+                             turn=r.turn if r.session_id is not None else None) for r in schedule.requests]
     pos = {r.idx: k for k, r in enumerate(schedule.requests)}
     inbox: asyncio.Queue[tuple[int, tuple[Any, ...]]] = asyncio.Queue()
     workers: list[_Worker] = []

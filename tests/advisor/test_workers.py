@@ -120,3 +120,36 @@ def test_repeats_and_workers_compose_and_a_resumed_sweep_refuses_new_load_settin
         res = CliRunner().invoke(cli, ["sweep", "--resume", "20261122-101500-sweep-x", *flag, "--out", str(tmp_path)])
         assert res.exit_code == 2 and f"--resume takes every setting from the saved sweep; drop {flag[0]}" \
             in res.output, res.output
+
+
+def test_sessions_are_dealt_whole_and_send_what_one_process_sends(tmp_path):
+    """Closed-loop conversations over HTTP: each session on one worker, turn k holding turn k-1, same prompts."""
+    sc_file = tmp_path / "conv.yaml"
+    sc_file.write_text(
+        "name: conv\ndescription: multi-turn conversations for the worker test, closed loop\n"
+        "workload:\n  input: {dist: fixed, value: 12}\n  output: {dist: fixed, value: 4}\n"
+        "sessions: {users: 4, sessions_per_user: 3, turns: {dist: uniform, min: 1, max: 4}, think_s: 0.01}\n"
+        "duration_s: 3\nwarmup_s: 0.5\n")
+    sched = plan(BenchConfig(str(sc_file), engine="openai", engine_options={"url": "http://127.0.0.1:9"})).schedule
+    parts = workers.shard(sched, 2)
+    assert [p.sessions.users for p in parts] == [2, 2]
+    assert sum(p.sessions.n_sessions for p in parts) == sched.sessions.n_sessions == 12
+    assert not {r.session_id for r in parts[0].requests} & {r.session_id for r in parts[1].requests}
+    sent = []
+    with MockOpenAIServer() as server:
+        cfg = BenchConfig(scenario=str(sc_file), engine="openai", engine_options={"url": server.url},
+                          out_dir=tmp_path / "runs", workers=1)
+        for n in (1, 2):
+            server.requests.clear()
+            run = bench_once(replace(cfg, workers=n))
+            sent.append(sorted(tuple(r["body"]["prompt"]) for r in server.requests if r["body"].get("user")))
+            recs = run.records()
+            assert run.loadgen["n_workers"] == n and all(r.ok for r in recs) and len(recs) == len(sched.requests)
+            for sid in {r.session_id for r in recs}:
+                turns = sorted((r for r in recs if r.session_id == sid), key=lambda r: r.turn)
+                assert len({r.worker for r in turns}) == 1  # a session never split
+                assert [r.turn for r in turns] == list(range(len(turns)))
+    assert sent[0] == sent[1] and len(sent[0]) == len(sched.requests)
+    by_prompt = set(sent[1])
+    # turn k's prompt starts with turn k-1's whole prompt (then its answer and the new message)
+    assert any(len(p) > 12 and any(q == p[:len(q)] for q in by_prompt if len(q) < len(p)) for p in by_prompt)
