@@ -25,7 +25,7 @@ the other CPUs; advisor with N > 1 workers, and a client named `...:shared`,
 run with the server unpinned (every CPU shared), so `advisor-1:shared` is the
 baseline of the N-worker ratio. One JSON document per rate, the summary last:
 
-    flock -x /tmp/advisor-cpu.lock python benchmarks/loadgen.py --url http://127.0.0.1:28080 \\
+    python benchmarks/loadgen.py --url http://127.0.0.1:28080 \\
         --clients advisor-1,advisor-1:shared,advisor-2,vllm,guidellm --rates 100,250,500,1000,1500,2000
 """
 
