@@ -18,6 +18,7 @@ HTTP/2, `Expect: 100-continue` (a stray 1xx head is skipped).
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 import time
 import urllib.parse
@@ -378,7 +379,10 @@ class Pool:
         for conn in self._open:
             conn.closed = True
             sock = conn.transport.get_extra_info("socket") if conn.transport is not None else None
-            if sock is not None:
-                sock.close()
+            if sock is not None:  # asyncio's TransportSocket: no close(); shutdown ends the connection now,
+                try:              # the descriptor goes with the transport
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
         self._open.clear()
         self._idle.clear()

@@ -127,3 +127,41 @@ def test_connection_cap_queues_requests_instead_of_opening_more():
             pool.close()
 
     asyncio.run(go())
+
+
+def test_detach_after_the_loop_ended_closes_the_connection_without_raising():
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    eof = threading.Event()
+
+    def serve() -> None:  # one keep-alive reply, then wait for the client to end the connection
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while not data.endswith(b"{}"):
+                data += conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            conn.settimeout(5)
+            try:
+                if conn.recv(1) == b"":
+                    eof.set()
+            except OSError:
+                pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+
+    async def go() -> Pool:
+        pool = Pool(url)  # made on (and bound to) this loop, as the adapter makes it
+        resp = await _post(pool)
+        assert resp.status == 200
+        return pool
+
+    pool = asyncio.run(go())  # the loop ends with the connection still open (no pool.close())
+    pool.detach()  # what the adapter does when its loop is gone: must not raise
+    t.join(6)
+    listener.close()
+    assert eof.is_set(), "the server never saw the connection end"
