@@ -119,10 +119,8 @@ def resolve(scenario: S.Scenario, overrides: Overrides | None = None, seed: int 
                                 "(everything is sent at t=0); use --max-requests")
         duration_s, warmup_s = 0.0, 0.0
     if isinstance(arrival, S.ClosedArrival):  # requests_per_user is given for the scenario's own window
-        base_window = scenario.warmup_s + scenario.duration_s
-        if base_window > 0:
-            per_user = max(1, round(arrival.requests_per_user * (warmup_s + duration_s) / base_window))
-            arrival = arrival.model_copy(update={"requests_per_user": per_user})
+        per_user = _per_window(arrival.requests_per_user, scenario, warmup_s, duration_s)
+        arrival = arrival.model_copy(update={"requests_per_user": per_user})
     notes: list[str] = []
     if isinstance(arrival, S.ProfileArrival) and warmup_s + duration_s > 0:
         window, span = warmup_s + duration_s, arrival.span_s
@@ -139,13 +137,8 @@ def resolve(scenario: S.Scenario, overrides: Overrides | None = None, seed: int 
         offered = load_trace(scenario, scenario.workload.trace).rate_rps * arrival.speed
     else:
         offered = _mean_rate(arrival)
-    return Settings(arrival=arrival, duration_s=float(duration_s), warmup_s=float(warmup_s),
-                    seed=ov.seed if ov.seed is not None else seed,
-                    max_requests=_pick("max_requests", None, fit, ov),
-                    length_scale=float(_pick("length_scale", 1.0, fit, ov)),
-                    max_input_tokens=_pick("max_input_tokens", None, fit, ov),
-                    max_output_tokens=_pick("max_output_tokens", None, fit, ov),
-                    offered_rps=offered, fitted=fit is not None, notes=tuple(notes))
+    return Settings(arrival=arrival, duration_s=float(duration_s), warmup_s=float(warmup_s), offered_rps=offered,
+                    notes=tuple(notes), **_caps(fit, ov, seed))
 
 
 def _resolve_sessions(scenario: S.Scenario, sess: S.SessionSpec, fit: S.Fit | None, ov: Overrides,
@@ -172,18 +165,27 @@ def _resolve_sessions(scenario: S.Scenario, sess: S.SessionSpec, fit: S.Fit | No
         sess = sess.model_copy(update={"users": concurrency})
     if sess.closed:  # sessions_per_user is given for the scenario's own window
         assert sess.sessions_per_user is not None
-        base_window = scenario.warmup_s + scenario.duration_s
-        if base_window > 0:
-            per_user = max(1, round(sess.sessions_per_user * (warmup_s + duration_s) / base_window))
-            sess = sess.model_copy(update={"sessions_per_user": per_user})
+        per_user = _per_window(sess.sessions_per_user, scenario, warmup_s, duration_s)
+        sess = sess.model_copy(update={"sessions_per_user": per_user})
     offered = None if sess.closed else (sess.rate_rps or 0.0) * mean_turns  # turns (requests) per second
-    return Settings(arrival=None, duration_s=float(duration_s), warmup_s=float(warmup_s),
-                    seed=ov.seed if ov.seed is not None else seed,
-                    max_requests=_pick("max_requests", None, fit, ov),
-                    length_scale=float(_pick("length_scale", 1.0, fit, ov)),
-                    max_input_tokens=_pick("max_input_tokens", None, fit, ov),
-                    max_output_tokens=_pick("max_output_tokens", None, fit, ov),
-                    offered_rps=offered, fitted=fit is not None, sessions=sess)
+    return Settings(arrival=None, duration_s=float(duration_s), warmup_s=float(warmup_s), offered_rps=offered,
+                    sessions=sess, **_caps(fit, ov, seed))
+
+
+def _caps(fit: S.Fit | None, ov: Overrides, seed: int) -> dict:
+    """The settings every run resolves alike: seed, request cap, length scale and caps, fitted or not."""
+    return {"seed": ov.seed if ov.seed is not None else seed,
+            "max_requests": _pick("max_requests", None, fit, ov),
+            "length_scale": float(_pick("length_scale", 1.0, fit, ov)),
+            "max_input_tokens": _pick("max_input_tokens", None, fit, ov),
+            "max_output_tokens": _pick("max_output_tokens", None, fit, ov),
+            "fitted": fit is not None}
+
+
+def _per_window(count: int, scenario: S.Scenario, warmup_s: float, duration_s: float) -> int:
+    """A per-user count given for the scenario's own window, scaled to the window that will run."""
+    base_window = scenario.warmup_s + scenario.duration_s
+    return max(1, round(count * (warmup_s + duration_s) / base_window)) if base_window > 0 else count
 
 
 def _mean_rate(a: S.ArrivalSpec) -> float:
