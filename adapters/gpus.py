@@ -7,8 +7,6 @@ read GPUs here; the telemetry sampler keeps its own long NVML session through `n
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,17 +32,6 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-@contextmanager
-def session() -> Iterator[Any]:
-    """pynvml, initialised for the block and shut down after it; raises ImportError or NVMLError."""
-    nv = nvml()
-    nv.nvmlInit()
-    try:
-        yield nv
-    finally:
-        nv.nvmlShutdown()
-
-
 def probe(device_index: int = 0) -> str | None:
     """None when NVML and GPU `device_index` are usable, else why not (no pynvml, no driver, no GPU)."""
     try:
@@ -68,12 +55,20 @@ def probe(device_index: int = 0) -> str | None:
 
 def list_gpus() -> list[Gpu]:
     """Every GPU NVML sees; empty without pynvml, a driver or a GPU (probe() says which)."""
-    if probe() is not None:
+    try:
+        nv = nvml()
+    except ImportError:
         return []
-    with session() as nv:
+    try:
+        nv.nvmlInit()
+    except nv.NVMLError:
+        return []
+    try:
         out = []
         for i in range(nv.nvmlDeviceGetCount()):
             h = nv.nvmlDeviceGetHandleByIndex(i)
             out.append(Gpu(i, _text(nv.nvmlDeviceGetName(h)), _text(nv.nvmlDeviceGetUUID(h)),
                            nv.nvmlDeviceGetMemoryInfo(h).total / 2**20))
         return out
+    finally:
+        nv.nvmlShutdown()
