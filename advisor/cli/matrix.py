@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from advisor import interrupts
+
 if TYPE_CHECKING:
     from advisor.matrix.store import MatrixFile
 
@@ -78,12 +80,12 @@ def matrix_command(plan_file: Path | None, ray_address: str | None, resume_id: s
         for p in e.problems:
             click.echo(f"error: {p}", err=True)
         sys.exit(2)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         if matrix is not None and matrix.path.is_file():
             say(f"interrupted: finished cells are kept; resume with `advisor matrix --resume {matrix.matrix_id}`")
         else:
             say("interrupted before any cell started")
-        sys.exit(130)
+        sys.exit(e.exit_code if isinstance(e, interrupts.Interrupted) else 130)  # 128 + the signal, as bench
     assert matrix is not None
     if check_only:
         say(f"plan ok: {len(matrix.todo())} cell(s) can run {'here' if ray_address is None else 'on the cluster'}")

@@ -1,8 +1,9 @@
 """Run a matrix: check every cell where it will run, then run them here or on Ray, and keep the matrix file.
 
 Nothing runs and no matrix folder is made until the whole plan has passed its checks (on Ray: against the
-cluster's nodes). SIGTERM is handled like Ctrl-C: the cells that finished are kept, the matrix file names
-the cell(s) that were interrupted, and `--resume MATRIX_ID` later runs only the cells not yet done.
+cluster's nodes). SIGTERM and SIGHUP are handled like Ctrl-C: the cells that finished are kept, the running
+cell's partial run is saved, the matrix file names the cell(s) that were interrupted, and `--resume
+MATRIX_ID` later runs only the cells not yet done.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from advisor import interrupts
 from advisor.matrix.local import check_local, run_local
 from advisor.matrix.progress import CellLog
 from advisor.matrix.store import MatrixFile
@@ -60,7 +62,12 @@ def _run(matrix: MatrixFile, body: Callable[[], None]) -> None:
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
+    """SIGTERM raises KeyboardInterrupt, unless advisor's own handler (`interrupts`, which the CLI installs) is in.
+
+    That handler must stay: while a cell is measuring it cancels the load generator so the partial run is
+    saved; an exception raised from a signal handler at an arbitrary point of the event loop lost it.
+    """
+    if threading.current_thread() is not threading.main_thread() or interrupts.installed():
         yield
         return
 
