@@ -53,7 +53,7 @@ def run_row(run: RunResult, label: str, price: RunPrice | None) -> dict[str, Any
         "goodput": s.get("goodput_rps"), "attainment": s.get("slo_attainment"),
         "slo_met": s.get("slo_met") or {}, "slo_margin": s.get("slo_margin") or {},
         "interactivity_p50": _pct(s.get("interactivity_tps"), "p50"),
-        "rss_peak_mb": (run.telemetry or {}).get("rss_peak_mb"),
+        "rss_peak_mb": (run.telemetry or {}).get("rss_peak_mb"), "ready_s": (run.engine or {}).get("ready_s"),
         "usd_1m_out": cost.measured.output_usd if cost else None,
         "usd_1m_out_slo": cost.at_slo.output_usd if cost and cost.at_slo else None,
         "monthly_usd": price.monthly_usd if price else None, "price_source": price.source if price else "",

@@ -51,6 +51,8 @@ def option_row(group: RepeatGroup, label: str, prices: dict[str, RunPrice],
     costs = [c.measured.output_usd for r in group.runs if (p := prices.get(r.run_id)) and (c := p.cost)
              and c.measured.output_usd is not None]
     cost = median_interval(costs) if costs else None
+    # cold start (EngineInfo.ready_s); repeats on one engine all carry that engine's start
+    ready = [v for r in group.runs if (v := (r.engine or {}).get("ready_s")) is not None]
     status = group.status
     return {
         "label": label + (f" ×{group.n} repeats" if group.is_repeated else ""), "group_id": group.group_id,
@@ -61,6 +63,7 @@ def option_row(group: RepeatGroup, label: str, prices: dict[str, RunPrice],
         "slos": [{"name": f"p{c.percentile:g} {c.metric.removesuffix('_ms').upper()}", "status": c.status,
                   "text": c.text()} for c in opt.checks.values()],
         "support": _support(n_ok), "usd_1m_out": _text(cost),
+        "ready_s": _text(median_interval(ready) if ready else None),
         "coverage": next((iv.coverage for iv in group.figures().values() if iv.coverage is not None), None),
     }
 

@@ -152,6 +152,9 @@ def options_table(runs: Sequence[RunResult]) -> list[dict[str, Any]]:
                     "output tok/s": cell("output_tokens_per_s"),
                     "SLOs": "; ".join(f"{c['name']}: {c['status']}" for c in o["slos"]),
                     "percentiles supported": o["support"],
+                    "cold start s": _interval(o["ready_s"]["value"], {"low": o["ready_s"]["range"][0],
+                                                                      "high": o["ready_s"]["range"][1]}
+                                              if o["ready_s"]["range"] else None),
                     "interval": "single run" if o["coverage"] is None else f"{o['coverage']:.0%} of the median"})
     return out
 

@@ -10,7 +10,7 @@ from advisor.repeats import run_repeats
 from advisor.store import list_runs
 from reports.costs import price_runs
 from reports.dashboard import data as dash
-from reports.html import render_report
+from reports.html import _num, render_report
 from reports.selection import make_recommendation
 from tests.advisor.test_repeats import bench_fake
 
@@ -32,6 +32,7 @@ def test_the_dashboard_shows_a_repeat_group_as_one_option_with_its_interval(grou
     single = next(r for r in rows if r["runs"] == "1")
     assert single["interval"] == "single run" and "[" not in single["TTFT p95 ms"]
     assert "p95" in g["percentiles supported"] or "needs" in g["percentiles supported"]
+    assert re.fullmatch(r"[\d.,]+( \[[\d.,]+, [\d.,]+\])?", g["cold start s"])  # each engine start's median
 
 
 def test_the_report_compares_options_and_states_the_interval(grouped):
@@ -42,3 +43,10 @@ def test_the_report_compares_options_and_states_the_interval(grouped):
     assert "×3 repeats" in table and "75.0%" in table and "single run" in table
     assert 'class="range">[' in table
     assert re.search(r"p95 TTFT: (met|failed|not established)", table)
+    # cold start: each run's engine start, shown per option (the group's median) and per run
+    assert "<th>cold start s</th>" in table
+    ready = sorted(r.engine["ready_s"] for r in grouped)
+    assert all(v is not None and v > 0 for v in ready)
+    runs_table = html.split("Every run on its own")[1].split("</table>")[0]
+    row = runs_table.split(grouped[0].run_id)[1].split("</tr>")[0]
+    assert f"<td>{_num(grouped[0].engine['ready_s'])}</td>" in row
