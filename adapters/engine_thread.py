@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.base import AdapterError, Chunk, RequestSpec
+from own_engine import tokenizer
 
 DONE = object()  # the engine thread's last item for a request that produced all its tokens
 
@@ -58,11 +59,7 @@ def convert_on_first_use(model: str | None, fmt: str, precision: str) -> tuple[P
 
 def load_tokenizer(model_dir: Path) -> Any:
     """The model's `tokenizer.json` (to decode chunk text), or None when the folder has none."""
-    if not (model_dir / "tokenizer.json").is_file():
-        return None
-    from tokenizers import Tokenizer
-
-    return Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    return tokenizer.load_tokenizer(model_dir)
 
 
 class EngineThreadMixin:

@@ -365,11 +365,10 @@ def _first_int(items: list[dict[str, Any]], key: str) -> int | None:
 
 
 def _load_tokenizer(path: str) -> Any:
-    from tokenizers import Tokenizer
+    from own_engine.tokenizer import load_tokenizer  # not on import: a worker that needs no tokenizer skips it
 
-    p = Path(path)
-    file = p / "tokenizer.json" if p.is_dir() else p
-    if not file.is_file():
-        raise EngineUnavailable(f"no tokenizer.json at {file}: pass tokenizer=<HF model folder or tokenizer.json>")
-    return Tokenizer.from_file(str(file))
+    try:
+        return load_tokenizer(path, required=True)
+    except FileNotFoundError as e:
+        raise EngineUnavailable(f"{e}: pass tokenizer=<HF model folder or tokenizer.json>") from None
 

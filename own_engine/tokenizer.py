@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from importlib.resources import files
+from pathlib import Path
 from typing import Literal
 
 TokenizerKind = Literal["bpe-gpt2", "bpe-llama3", "bpe-qwen2", "spm-bpe", "unigram", "wordlevel"]
@@ -66,6 +67,23 @@ SPECS: dict[str, TokenizerSpec] = {
     "unigram": TokenizerSpec("unigram", ("<unk>", "<s>", "</s>"), "<s>", "</s>", unk="<unk>", add_bos=True),
     "wordlevel": TokenizerSpec("wordlevel", ("<unk>", "<s>", "</s>"), "<s>", "</s>", unk="<unk>"),
 }
+
+
+def load_tokenizer(path: str | Path, *, required: bool = False):  # -> tokenizers.Tokenizer | None
+    """A model's tokenizer: `path` is its folder (tokenizer.json inside) or the tokenizer.json file itself.
+
+    The one loader every engine, converter and command uses. Missing file: None, or FileNotFoundError
+    naming where it looked when `required`.
+    """
+    p = Path(path).expanduser()
+    file = p / "tokenizer.json" if p.is_dir() else p
+    if not file.is_file():
+        if required:
+            raise FileNotFoundError(f"no tokenizer.json at {file}")
+        return None
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(file))
 
 
 def tokenizer_spec(kind: str) -> TokenizerSpec:

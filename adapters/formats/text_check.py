@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from own_engine.tokenizer import load_tokenizer
+
 TEXTS = (
     "Once upon a time, there was a little cat.",
     "Héllo café 日本 🙂",
@@ -71,9 +73,7 @@ def texts_for(model_path: Path) -> list[str]:
 
 def original(model_path: Path, skip_special: bool) -> tuple[Encode, Decode]:
     """encode/decode of the model folder's tokenizer.json with `tokenizers` (specials added and parsed)."""
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(Path(model_path) / "tokenizer.json"))
+    tok = load_tokenizer(model_path, required=True)
     return (lambda text: list(tok.encode(text).ids),
             lambda ids: tok.decode(ids, skip_special_tokens=skip_special))
 

@@ -10,12 +10,11 @@ from pathlib import Path
 import click
 
 from own_engine.paths import resolve_model
+from own_engine.tokenizer import load_tokenizer
 
 
 def _tokenizer_for(model: str | None):  # -> tokenizers.Tokenizer | None
     """tokenizer.json of the model folder (or of the folder holding a model file), if there is one."""
-    from tokenizers import Tokenizer
-
     if model is None:  # an engine without a model (fake) or a server that names its own
         return None
     path = Path(model).expanduser()
@@ -25,8 +24,7 @@ def _tokenizer_for(model: str | None):  # -> tokenizers.Tokenizer | None
             folder = resolve_model(model)  # a name in the model cache
         except FileNotFoundError:
             return None
-    file = folder / "tokenizer.json"
-    return Tokenizer.from_file(str(file)) if file.is_file() else None
+    return load_tokenizer(folder)
 
 
 @click.command("generate")
