@@ -6,16 +6,18 @@ so a step is padded up to a batch bucket and a context bucket (in KV blocks):
 padding rows read and write a reserved dummy KV block and attend to one
 column only, so they stay finite and touch no real sequence. The engine
 captures every bucket at start (`capture_all`, largest first, one shared
-memory pool); a bucket still missing is captured on first use. On CPU the same padded path runs eagerly (no capture), which is how the
-tests check the padding logic on machines without a GPU.
+memory pool); a bucket still missing is captured on first use. Only
+decode-only steps replay graphs; a step with a prefill chunk runs eagerly. On
+CPU the same padded path runs eagerly (no capture), which is how the tests
+check the padding logic on machines without a GPU.
 """
 
 from __future__ import annotations
 
 import torch
 
-from own_engine.attention import PagedAttention, PagedMeta
 from own_engine.model import LlamaModel
+from own_engine.paged_attention import PagedAttention, PagedMeta
 from own_engine.sequence import Sequence
 
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256)
@@ -59,7 +61,7 @@ class DecodeGraphs:
     def _forward(self, b: int, nb: int) -> torch.Tensor:
         width = nb * self.block_size
         mask = (self.columns[:width][None, :] < self.lens[:b, None])[:, None, None, :]
-        meta = PagedMeta(is_prefill=False, slot_mapping=self.slots[:b], block_tables=self.block_tables[:b, :nb],
+        meta = PagedMeta(slot_mapping=self.slots[:b], num_decodes=b, block_tables=self.block_tables[:b, :nb],
                          max_len=width, mask=mask)
         return self.model(self.ids[:b], self.positions[:b], PagedAttention(self.k_cache, self.v_cache, meta))
 

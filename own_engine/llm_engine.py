@@ -12,11 +12,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import psutil
 import torch
 
 from own_engine.block_manager import BlockManager
 from own_engine.loader import load_model
-from own_engine.model_runner import ModelRunner
+from own_engine.model_runner import ModelRunner, kv_bytes_per_token
 from own_engine.paths import resolve_model
 from own_engine.sampler import Sampler
 from own_engine.sampling_params import SamplingParams
@@ -27,7 +28,11 @@ if TYPE_CHECKING:
     from own_engine.static_engine import StaticBatchEngine
 
 StepOutput = tuple[int, list[int], bool]  # (seq_id, new token ids, finished)
-DEFAULT_KV_CACHE_GB_CPU = 1.0
+# per-step token budget (CPU, CUDA): a CPU prefills ~1k tokens/s on a 100M model, so 512 keeps a step that carries
+# a prompt chunk near half a second; a GPU takes whole prompts in one step
+DEFAULT_MAX_BATCHED_TOKENS = {False: 512, True: 8192}
+DEFAULT_KV_FRACTION_CPU = 0.5  # of available RAM: an upper bound only, pages cost memory once used
+DEFAULT_KV_FRACTION_CUDA = 0.8  # of free GPU memory after the weights (activations and graphs need the rest)
 
 
 class RequestRefused(ValueError):
@@ -59,17 +64,29 @@ def pick_device(device: str) -> torch.device:
 
 
 class LLMEngine:
+    """Continuous batching with chunked prefill over a paged KV cache sized from the model and the limits.
+
+    `max_model_len` caps prompt + output per request (default: the model's context); `max_num_seqs` caps the
+    sequences in one step; `max_num_batched_tokens` is the per-step token budget that prompts are chunked to
+    (default: 512 on CPU, 8192 on CUDA). The KV cache holds `num_kv_blocks` blocks of `block_size` tokens;
+    by default enough for `max_num_seqs` sequences of `max_model_len` tokens, but at most
+    `kv_cache_memory_fraction` of the memory available when the engine starts (default: 0.8 of free GPU memory
+    on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given.
+    """
+
     def __init__(self, model_path: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
                  max_num_seqs: int = 64, max_num_batched_tokens: int | None = None,
                  max_model_len: int | None = None, block_size: int = 16, num_kv_blocks: int | None = None,
-                 kv_cache_gb: float | None = None, threads: int | None = None, seed: int = 0,
-                 cuda_graphs: bool | None = None) -> None:
+                 kv_cache_gb: float | None = None, kv_cache_memory_fraction: float | None = None,
+                 threads: int | None = None, seed: int = 0, cuda_graphs: bool | None = None) -> None:
         if threads is not None:
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
             torch.set_num_threads(threads)  # process-wide: torch has no per-engine thread pool
         if max_num_seqs < 1 or block_size < 1:
-            raise ValueError("max_num_seqs and block_size must be >= 1")
+            raise ValueError(f"max_num_seqs and block_size must be >= 1, got {max_num_seqs} and {block_size}")
+        if kv_cache_memory_fraction is not None and not 0 < kv_cache_memory_fraction <= 1:
+            raise ValueError(f"kv_cache_memory_fraction must be in (0, 1], got {kv_cache_memory_fraction}")
         self.model_path = resolve_model(model_path)
         self.device = pick_device(device)
         self.model = load_model(self.model_path, device=self.device, dtype=dtype, max_model_len=max_model_len)
@@ -78,13 +95,17 @@ class LLMEngine:
         self.max_model_len = self.model.max_model_len
         self.block_size = block_size
         self.max_num_seqs = max_num_seqs
-        self.num_kv_blocks = num_kv_blocks or self._default_num_blocks(kv_cache_gb)
+        self.max_num_batched_tokens = max_num_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS[self.device.type == "cuda"]
+        if self.max_num_batched_tokens < max_num_seqs:
+            raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= max_num_seqs "
+                             f"({max_num_seqs}): every running sequence needs room for its token in a step")
+        self.num_kv_blocks = num_kv_blocks or self._default_num_blocks(kv_cache_gb, kv_cache_memory_fraction)
         if self.num_kv_blocks < 1:
             raise ValueError(f"num_kv_blocks must be >= 1, got {self.num_kv_blocks}")
         self.eos_token_ids = cfg.eos_token_ids
         self.block_manager = BlockManager(self.num_kv_blocks, block_size)
         self.scheduler = Scheduler(self.block_manager, max_num_seqs=max_num_seqs,
-                                   max_num_batched_tokens=max(max_num_batched_tokens or 0, self.max_model_len),
+                                   max_num_batched_tokens=self.max_num_batched_tokens,
                                    max_model_len=self.max_model_len, eos_token_ids=cfg.eos_token_ids)
         # CUDA graphs for decode by default on CUDA; on CPU `cuda_graphs=True` runs the same padded path eagerly
         self.cuda_graphs = self.device.type == "cuda" if cuda_graphs is None else cuda_graphs
@@ -97,17 +118,24 @@ class LLMEngine:
         self.num_steps = 0
         self.max_batch_seen = 0
 
-    def _default_num_blocks(self, kv_cache_gb: float | None) -> int:
-        per_block = ModelRunner.kv_bytes_per_token(self.model) * self.block_size
-        if kv_cache_gb is None:
-            if self.device.type == "cuda":
-                free, _ = torch.cuda.mem_get_info(self.device)
-                kv_cache_gb = 0.8 * free / 2**30
-            else:
-                kv_cache_gb = DEFAULT_KV_CACHE_GB_CPU
-        by_memory = int(kv_cache_gb * 2**30) // per_block
-        enough = self.max_num_seqs * -(-self.max_model_len // self.block_size)  # never more than can be used
-        return max(1, min(by_memory, enough))
+    def _default_num_blocks(self, kv_cache_gb: float | None, fraction: float | None) -> int:
+        """Blocks for max_num_seqs full-length sequences, capped by the memory given to the cache."""
+        per_block = kv_bytes_per_token(self.model) * self.block_size
+        per_seq = -(-self.max_model_len // self.block_size)
+        if kv_cache_gb is not None:
+            return max(1, int(kv_cache_gb * 2**30) // per_block)
+        if self.device.type == "cuda":
+            available = torch.cuda.mem_get_info(self.device)[0]
+            fraction = DEFAULT_KV_FRACTION_CUDA if fraction is None else fraction
+        else:
+            available = psutil.virtual_memory().available
+            fraction = DEFAULT_KV_FRACTION_CPU if fraction is None else fraction
+        by_memory = int(fraction * available) // per_block
+        if by_memory < per_seq:
+            raise ValueError(f"a KV cache of {fraction:g} x {available / 2**30:.1f} GiB available holds "
+                             f"{by_memory * self.block_size} tokens, less than one sequence of max_model_len "
+                             f"{self.max_model_len}; lower max_model_len or raise kv_cache_memory_fraction")
+        return min(by_memory, self.max_num_seqs * per_seq)
 
     @property
     def precision(self) -> str:
@@ -119,7 +147,7 @@ class LLMEngine:
         blocks = self.block_manager.blocks_needed(total)
         if blocks > self.num_kv_blocks:
             raise RequestRefused(f"the request needs {blocks} KV blocks but the whole cache has "
-                                 f"{self.num_kv_blocks}; raise num_kv_blocks/kv_cache_gb or shorten the request")
+                                 f"{self.num_kv_blocks}; raise num_kv_blocks, kv_cache_gb or kv_cache_memory_fraction, or shorten the request")
         seq = Sequence(list(prompt_ids), params)
         self.seqs[seq.seq_id] = seq
         self.scheduler.add(seq)
@@ -134,16 +162,16 @@ class LLMEngine:
         return self.scheduler.has_unfinished()
 
     def step(self) -> list[StepOutput]:
-        """One engine step: the new token of every scheduled sequence."""
-        seqs, is_prefill = self.scheduler.schedule()
-        if not seqs:
+        """One engine step: the new token of every sequence that sampled one (decodes, finished prefills)."""
+        batch = self.scheduler.schedule()
+        if not batch.seqs:
             return []
-        token_ids = self.runner.run(seqs, is_prefill)
-        self.scheduler.postprocess(seqs, token_ids)
+        token_ids = self.runner.run(batch)
+        sampled = self.scheduler.postprocess(batch, token_ids)
         self.num_steps += 1
-        self.max_batch_seen = max(self.max_batch_seen, len(seqs))
-        out = [(s.seq_id, [t], s.is_finished) for s, t in zip(seqs, token_ids, strict=True)]
-        for s in seqs:
+        self.max_batch_seen = max(self.max_batch_seen, len(batch.seqs))
+        out = [(s.seq_id, [t], s.is_finished) for s, t in zip(sampled, token_ids, strict=True)]
+        for s in sampled:
             if s.is_finished:
                 del self.seqs[s.seq_id]
         return out
@@ -168,7 +196,9 @@ class LLMEngine:
     def describe(self) -> dict:
         """What the adapter reports about this engine."""
         return {**describe_model(self), "block_size": self.block_size, "kv_blocks_total": self.num_kv_blocks,
-                "max_num_seqs": self.max_num_seqs, "cuda_graphs": self.cuda_graphs}
+                "kv_cache_bytes": self.num_kv_blocks * self.block_size * kv_bytes_per_token(self.model),
+                "max_num_seqs": self.max_num_seqs, "max_num_batched_tokens": self.max_num_batched_tokens,
+                "cuda_graphs": self.cuda_graphs}
 
 
 def describe_model(engine: LLMEngine | StaticBatchEngine) -> dict:

@@ -1,20 +1,42 @@
-"""ModelRunner: owns the model and the paged KV cache; turns scheduled sequences into next tokens.
+"""ModelRunner: owns the model and the paged KV cache; turns a scheduled batch into next tokens.
 
-Prefill packs the new sequences' tokens into one flat batch; decode runs one
-token per sequence with a vectorised gather of each context from the cache.
-Per-step inputs are built once per step (not per layer). On CUDA the same
-code runs with SDPA's fused kernels, and decode steps replay CUDA graphs
+A step is one forward over a flat batch: the one-token rows (decodes) first,
+then each prefill chunk's tokens. Its inputs (ids, positions, cache slots)
+leave the host as one tensor, and the attention metadata is built once per
+step, not per layer. Logits are computed only for rows that end a sequence's
+uncomputed tokens (a decode, or a prompt's last chunk). On CUDA the same code
+runs with SDPA's fused kernels, and decode-only steps replay CUDA graphs
 (`cuda_graph.DecodeGraphs`) when `cuda_graphs` is on (the default on CUDA).
+
+On CPU the KV cache is allocated zeroed but untouched (calloc'd pages), so
+the process's memory grows with the blocks actually used, not with the
+cache's size.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
-from own_engine.attention import PagedAttention, PagedMeta
 from own_engine.model import LlamaModel
+from own_engine.paged_attention import ChunkMeta, PagedAttention, PagedMeta
 from own_engine.sampler import Sampler
+from own_engine.scheduler import ScheduledBatch
 from own_engine.sequence import Sequence
+
+
+def kv_bytes_per_token(model: LlamaModel) -> int:
+    """Bytes of K and V one token takes in the cache, over all layers."""
+    cfg = model.cfg
+    return 2 * cfg.num_hidden_layers * cfg.kv_size * model.embed_tokens.element_size()
+
+
+def lazy_zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """Zeros; on CPU backed by calloc'd memory, whose pages cost RSS only once written."""
+    if device.type != "cpu":
+        return torch.zeros(shape, dtype=dtype, device=device)
+    nbytes = int(np.prod(shape)) * torch.empty((), dtype=dtype).element_size()
+    return torch.from_numpy(np.zeros(nbytes, dtype=np.uint8)).view(dtype).view(shape)
 
 
 class ModelRunner:
@@ -28,9 +50,8 @@ class ModelRunner:
         # with graphs, one extra block past the BlockManager's range takes the padding rows' writes
         shape = (cfg.num_hidden_layers, num_blocks + int(cuda_graphs), block_size, cfg.num_key_value_heads,
                  cfg.head_dim)
-        self.k_cache = torch.zeros(shape, dtype=model.dtype, device=self.device)
-        self.v_cache = torch.zeros(shape, dtype=model.dtype, device=self.device)
-        self._block_offsets = torch.arange(block_size, device=self.device)
+        self.k_cache = lazy_zeros(shape, model.dtype, self.device)
+        self.v_cache = lazy_zeros(shape, model.dtype, self.device)
         self.graphs = None
         if cuda_graphs:
             from own_engine.cuda_graph import DecodeGraphs
@@ -39,57 +60,63 @@ class ModelRunner:
                                        dummy_block=num_blocks, max_batch=max_num_seqs,
                                        max_blocks_per_seq=-(-model.max_model_len // block_size))
 
-    @staticmethod
-    def kv_bytes_per_token(model: LlamaModel) -> int:
-        cfg = model.cfg
-        return 2 * cfg.num_hidden_layers * cfg.kv_size * model.embed_tokens.element_size()
-
-    def _tensor(self, values: list[int]) -> torch.Tensor:
+    def _tensor(self, values: list) -> torch.Tensor:
         return torch.tensor(values, dtype=torch.long).to(self.device, non_blocking=True)
 
-    def _block_tables(self, seqs: list[Sequence]) -> torch.Tensor:
-        """[B, max_blocks] block tables, padded with block 0 (masked out or sliced off by the attention)."""
-        width = max(len(s.block_table) for s in seqs)
-        flat = [b for s in seqs for b in s.block_table + [0] * (width - len(s.block_table))]
-        return self._tensor(flat).view(len(seqs), width)
-
-    def _slots(self, seqs: list[Sequence]) -> torch.Tensor:
-        """[B, max_blocks * block_size] slot of every position of each sequence."""
-        bt = self._block_tables(seqs)
-        return (bt[:, :, None] * self.block_size + self._block_offsets).view(len(seqs), -1)
-
-    def prepare_prefill(self, seqs: list[Sequence]) -> tuple[torch.Tensor, torch.Tensor, PagedMeta, torch.Tensor]:
+    def prepare(self, batch: ScheduledBatch) -> tuple[torch.Tensor, torch.Tensor, PagedMeta, torch.Tensor | None]:
+        """input ids [T], positions [T], attention metadata, and the rows to take logits of (None: every row)."""
+        bs = self.block_size
+        nd = batch.num_decodes
         ids: list[int] = []
         positions: list[int] = []
-        cu = [0]
-        for seq in seqs:
-            ids.extend(seq.token_ids)
-            positions.extend(range(len(seq)))
-            cu.append(cu[-1] + len(seq))
-        slots = self._slots(seqs)
-        slot_mapping = torch.cat([slots[i, : len(s)] for i, s in enumerate(seqs)])
-        meta = PagedMeta(is_prefill=True, slot_mapping=slot_mapping, cu_seqlens=cu)
-        return self._tensor(ids), self._tensor(positions), meta, self._tensor([c - 1 for c in cu[1:]])
+        slots: list[int] = []
+        for seq in batch.seqs[:nd]:
+            p = seq.num_computed_tokens
+            ids.append(seq.token_ids[p])
+            positions.append(p)
+            slots.append(seq.block_table[p // bs] * bs + p % bs)
+        chunks: list[ChunkMeta] = []
+        logit_rows = list(range(nd))  # a decode row always ends its sequence's uncomputed tokens
+        for seq, n in zip(batch.seqs[nd:], batch.num_new_tokens[nd:], strict=True):
+            p0, start = seq.num_computed_tokens, len(ids)
+            ids.extend(seq.token_ids[p0:p0 + n])
+            positions.extend(range(p0, p0 + n))
+            table = seq.block_table
+            slots.extend(table[p // bs] * bs + p % bs for p in range(p0, p0 + n))
+            chunk = ChunkMeta(start, start + n, p0)
+            if p0:
+                ctx = p0 + n
+                chunk.block_ids = self._tensor(table[: -(-ctx // bs)])
+                rows = torch.arange(p0, ctx, device=self.device)
+                chunk.mask = torch.arange(ctx, device=self.device)[None, :] <= rows[:, None]
+            chunks.append(chunk)
+            if p0 + n == len(seq):
+                logit_rows.append(start + n - 1)
+        host = self._tensor([ids, positions, slots])  # one host-to-device copy for all three
+        meta = PagedMeta(slot_mapping=host[2], num_decodes=nd, chunks=chunks)
+        if nd:
+            self._decode_meta(batch.seqs[:nd], meta)
+        every_row = len(logit_rows) == len(ids)
+        return host[0], host[1], meta, None if every_row else self._tensor(logit_rows)
 
-    def prepare_decode(self, seqs: list[Sequence]) -> tuple[torch.Tensor, torch.Tensor, PagedMeta, None]:
-        bs = self.block_size
-        lens = [len(s) for s in seqs]
-        max_len = max(lens)
-        lens_t = self._tensor(lens)
-        # the newest token (position len-1) is written by this step
-        slot_mapping = self._tensor([s.block_table[(n - 1) // bs] * bs + (n - 1) % bs
-                                     for s, n in zip(seqs, lens, strict=True)])
-        mask = None
-        if min(lens) != max_len:
-            mask = (torch.arange(max_len, device=self.device)[None, :] < lens_t[:, None])[:, None, None, :]
-        meta = PagedMeta(is_prefill=False, slot_mapping=slot_mapping, block_tables=self._block_tables(seqs),
-                         max_len=max_len, mask=mask)
-        return self._tensor([s.last_token for s in seqs]), lens_t - 1, meta, None
+    def _decode_meta(self, seqs: list[Sequence], meta: PagedMeta) -> None:
+        """Block tables [B, max_blocks] (padded with the row's own first block) and the mask of unequal contexts."""
+        lens = [s.num_computed_tokens + 1 for s in seqs]
+        width = max(len(s.block_table) for s in seqs)
+        flat = [b for s in seqs for b in s.block_table + [s.block_table[0]] * (width - len(s.block_table))]
+        meta.block_tables = self._tensor(flat).view(len(seqs), width)
+        meta.max_len = max(lens)
+        if min(lens) != meta.max_len:
+            cols = torch.arange(meta.max_len, device=self.device)
+            meta.mask = (cols[None, :] < self._tensor(lens)[:, None])[:, None, None, :]
 
     @torch.inference_mode()
-    def run(self, seqs: list[Sequence], is_prefill: bool) -> list[int]:
-        if not is_prefill and self.graphs is not None and self.graphs.fits(seqs):
-            return self.sampler(self.graphs.run(seqs), seqs)
-        ids, positions, meta, logits_idx = (self.prepare_prefill if is_prefill else self.prepare_decode)(seqs)
-        logits = self.model(ids, positions, PagedAttention(self.k_cache, self.v_cache, meta), logits_idx)
-        return self.sampler(logits, seqs)
+    def run(self, batch: ScheduledBatch) -> list[int]:
+        """The next token of every sequence whose uncomputed tokens this step finishes, in batch order."""
+        decode_only = batch.num_decodes == len(batch.seqs)
+        if decode_only and self.graphs is not None and self.graphs.fits(batch.seqs):
+            return self.sampler(self.graphs.run(batch.seqs), batch.seqs)
+        ids, positions, meta, logit_rows = self.prepare(batch)
+        logits = self.model(ids, positions, PagedAttention(self.k_cache, self.v_cache, meta), logit_rows)
+        done = [s for s, n in zip(batch.seqs, batch.num_new_tokens, strict=True) if s.num_computed_tokens + n == len(s)]
+        return self.sampler(logits, done)

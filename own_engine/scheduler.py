@@ -1,31 +1,50 @@
-"""Scheduler: continuous batching over waiting and running queues.
+"""Scheduler: continuous batching with chunked prefill under a per-step token budget.
 
-Each step is either a prefill of waiting sequences (as many as fit the token
-budget, the sequence cap and the free blocks) or one decode step of every
-running sequence. When a decode step runs out of blocks, the most recently
-admitted sequences are preempted: their blocks are freed and they go back to
-the front of the queue to be recomputed from their tokens later.
+Every step feeds each scheduled sequence some of its not-yet-computed tokens:
+one for a sequence that is decoding, a chunk of its prompt for one that is
+prefilling. Decodes are scheduled first, then unfinished prefills, then new
+sequences from the waiting queue, until `max_num_batched_tokens` tokens or
+`max_num_seqs` sequences are reached; so a long prompt is cut into chunks that
+ride along with the running decodes instead of stalling them. A sequence gets
+the KV blocks for all its tokens when it is admitted. When a decode needs a
+block and none is free, the most recently admitted sequences are preempted:
+their blocks are freed and they go back to the front of the queue, to be
+recomputed from their tokens later.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
 from own_engine.block_manager import BlockManager
 from own_engine.sequence import Sequence, SequenceStatus
 
 
+@dataclass(frozen=True)
+class ScheduledBatch:
+    """One step's work: `seqs[i]` feeds its next `num_new_tokens[i]` tokens; one-token rows come first."""
+
+    seqs: list[Sequence]
+    num_new_tokens: list[int]
+    num_decodes: int  # seqs[:num_decodes] feed their one last uncomputed token each (a decode, or a prompt's last)
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(self.num_new_tokens)
+
+
 class Scheduler:
     def __init__(self, block_manager: BlockManager, *, max_num_seqs: int, max_num_batched_tokens: int,
                  max_model_len: int, eos_token_ids: tuple[int, ...]) -> None:
-        assert max_num_batched_tokens >= max_model_len, "every admitted sequence must fit one prefill"
+        assert max_num_batched_tokens >= max_num_seqs, "a step must have room for one token of every sequence"
         self.block_manager = block_manager
         self.max_num_seqs = max_num_seqs
         self.max_num_batched_tokens = max_num_batched_tokens
         self.max_model_len = max_model_len
         self.eos_token_ids = frozenset(eos_token_ids)
         self.waiting: deque[Sequence] = deque()
-        self.running: deque[Sequence] = deque()
+        self.running: deque[Sequence] = deque()  # in admission order
         self.num_preemptions = 0
 
     def add(self, seq: Sequence) -> None:
@@ -34,50 +53,79 @@ class Scheduler:
     def has_unfinished(self) -> bool:
         return bool(self.waiting or self.running)
 
-    def schedule(self) -> tuple[list[Sequence], bool]:
-        """The sequences of the next step and whether it is a prefill."""
-        scheduled: list[Sequence] = []
-        num_tokens = 0
-        while self.waiting and len(self.running) + len(scheduled) < self.max_num_seqs:
-            seq = self.waiting[0]
-            if num_tokens + len(seq) > self.max_num_batched_tokens or not self.block_manager.can_allocate(seq):
+    def schedule(self) -> ScheduledBatch:
+        """The sequences of the next step and how many tokens each feeds."""
+        budget = self.max_num_batched_tokens
+        decodes: list[Sequence] = []
+        chunks: list[tuple[Sequence, int]] = []
+        preempted = False
+        # 1. running decodes, oldest first; a decode that needs a block nobody has preempts the newest sequence
+        for seq in list(self.running):
+            if budget == 0:
                 break
-            self.block_manager.allocate(seq)
-            num_tokens += len(seq)
-            seq.status = SequenceStatus.RUNNING
-            self.waiting.popleft()
-            scheduled.append(seq)
-        if scheduled:
-            self.running.extend(scheduled)
-            return scheduled, True
-        while self.running:
-            seq = self.running.popleft()
+            if seq.status is not SequenceStatus.RUNNING or seq.num_uncomputed_tokens != 1:
+                continue
             while not self.block_manager.can_append(seq):
-                if self.running:
-                    self.preempt(self.running.pop())
-                else:
-                    self.preempt(seq)
+                victim = self.running[-1]
+                self.preempt(victim)
+                preempted = True
+                if victim is seq:
                     break
-            else:
+            if seq.status is SequenceStatus.RUNNING:
                 self.block_manager.may_append(seq)
-                scheduled.append(seq)
-        # a lone sequence always fits (the engine refuses any that could not), so a step never comes back empty
-        assert scheduled or not self.has_unfinished() or self.waiting
-        self.running.extendleft(reversed(scheduled))
-        return scheduled, False
+                decodes.append(seq)
+                budget -= 1
+        # 2. prompts still being prefilled (their blocks are already held)
+        for seq in self.running:
+            if budget == 0:
+                break
+            if seq.num_uncomputed_tokens > 1:
+                n = min(seq.num_uncomputed_tokens, budget)
+                chunks.append((seq, n))
+                budget -= n
+        # 3. new sequences, first come first served, while there is budget, a free slot and blocks for the prompt
+        while self.waiting and budget > 0 and not preempted and len(self.running) < self.max_num_seqs:
+            seq = self.waiting[0]
+            if not self.block_manager.can_allocate(seq):
+                break
+            self.waiting.popleft()
+            self.block_manager.allocate(seq)
+            seq.status = SequenceStatus.RUNNING
+            self.running.append(seq)
+            n = min(seq.num_uncomputed_tokens, budget)
+            chunks.append((seq, n))
+            budget -= n
+        # a prompt's last token alone attends like a decode: it joins the batched decode rows
+        ones = [s for s, n in chunks if n == 1 == s.num_uncomputed_tokens]
+        chunks = [(s, n) for s, n in chunks if not n == 1 == s.num_uncomputed_tokens]
+        seqs = decodes + ones + [s for s, _ in chunks]
+        # a lone sequence always fits (the engine refuses any that could not), so only a step that preempted
+        # everything comes back empty; the next one admits again
+        assert seqs or preempted or not self.has_unfinished()
+        return ScheduledBatch(seqs, [1] * (len(decodes) + len(ones)) + [n for _, n in chunks],
+                              len(decodes) + len(ones))
 
     def preempt(self, seq: Sequence) -> None:
         seq.status = SequenceStatus.WAITING
+        seq.num_computed_tokens = 0
         self.block_manager.deallocate(seq)
+        self.running.remove(seq)
         self.waiting.appendleft(seq)
         self.num_preemptions += 1
 
-    def postprocess(self, seqs: list[Sequence], token_ids: list[int]) -> None:
-        """Append each new token and retire the sequences that are done."""
-        for seq, tok in zip(seqs, token_ids, strict=True):
+    def postprocess(self, batch: ScheduledBatch, token_ids: list[int]) -> list[Sequence]:
+        """Account the fed tokens, append one new token to each sequence that completed; those sequences."""
+        sampled: list[Sequence] = []
+        for seq, n in zip(batch.seqs, batch.num_new_tokens, strict=True):
+            seq.num_computed_tokens += n
+            if seq.num_computed_tokens == len(seq):
+                sampled.append(seq)
+        assert len(sampled) == len(token_ids)
+        for seq, tok in zip(sampled, token_ids, strict=True):
             seq.append_token(tok)
             if stop_reached(seq, self.eos_token_ids, self.max_model_len):
                 self.finish(seq)
+        return sampled
 
     def finish(self, seq: Sequence) -> None:
         seq.status = SequenceStatus.FINISHED

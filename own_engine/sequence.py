@@ -1,4 +1,4 @@
-"""Sequence: one request inside the engine: its token ids, status, and KV block table."""
+"""Sequence: one request inside the engine: its token ids, status, KV block table and prefill progress."""
 
 from __future__ import annotations
 
@@ -25,10 +25,17 @@ class Sequence:
         self.num_prompt_tokens = len(token_ids)
         self.params = params
         self.block_table: list[int] = []
+        # tokens whose K/V are in the cache; the rest are fed by the next steps (a prefill in chunks, or the
+        # one newest token of a decode). A sequence samples its next token once this reaches len(seq).
+        self.num_computed_tokens = 0
         self.generator = None  # torch.Generator for seeded sampling, made by the sampler on first use
 
     def __len__(self) -> int:
         return len(self.token_ids)
+
+    @property
+    def num_uncomputed_tokens(self) -> int:
+        return len(self.token_ids) - self.num_computed_tokens
 
     @property
     def num_completion_tokens(self) -> int:

@@ -1,0 +1,94 @@
+"""The paged-KV-cache attention backend for `LlamaModel.forward`: decodes and prefill chunks in one step.
+
+The cache is one tensor per K and V: [layers, num_blocks, block_size,
+kv_heads, head_dim]; a sequence's token at position p lives in slot
+`block_table[p // block_size] * block_size + p % block_size` of the flattened
+block axis. A step's flat batch is the one-token rows first (decodes), then
+one run of rows per prefill chunk. Every new K/V is written to the cache
+first. Decode rows gather each sequence's whole blocks with one
+`index_select` (contiguous block-sized copies, much faster on CPU than a
+per-slot gather) and run one masked SDPA for all of them, with the query
+heads of a KV group laid out as query rows (GQA without copies). A chunk that
+starts a prompt attends causally within itself; a later chunk gathers its
+sequence's cached context and attends with a causal mask offset by it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from own_engine.attention import causal_sdpa
+
+
+@dataclass
+class ChunkMeta:
+    """One prefill chunk: rows [start, end) of the flat batch, after `num_cached` tokens already in the cache."""
+
+    start: int
+    end: int
+    num_cached: int
+    block_ids: torch.Tensor | None = None  # [blocks] int64 holding positions [0, num_cached + n), if num_cached
+    mask: torch.Tensor | None = None  # [n, num_cached + n] bool: query i sees keys 0..num_cached + i
+
+
+@dataclass
+class PagedMeta:
+    """Per-step inputs of the paged backend, built once per step by the ModelRunner (not per layer)."""
+
+    slot_mapping: torch.Tensor  # [T] int64: where each new token's K/V is written
+    num_decodes: int = 0  # rows [0, num_decodes) are one-token queries over their sequence's cache
+    block_tables: torch.Tensor | None = None  # [num_decodes, max_blocks] int64 (padded with any block)
+    max_len: int = 0  # longest decode context
+    mask: torch.Tensor | None = None  # [num_decodes, 1, 1, max_len] bool, None when all contexts are max_len
+    chunks: list[ChunkMeta] = field(default_factory=list)
+
+
+class PagedAttention:
+    """Writes the step's new K/V into the paged cache, then attends for decode rows and prefill chunks."""
+
+    def __init__(self, k_cache: torch.Tensor, v_cache: torch.Tensor, meta: PagedMeta) -> None:
+        self.k_cache, self.v_cache, self.meta = k_cache, v_cache, meta
+
+    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        m = self.meta
+        kc, vc = self.k_cache[layer], self.v_cache[layer]  # [blocks, block_size, Hkv, D]
+        n_blocks, block_size, hkv, d = kc.shape
+        kc.view(n_blocks * block_size, hkv, d).index_copy_(0, m.slot_mapping, k)
+        vc.view(n_blocks * block_size, hkv, d).index_copy_(0, m.slot_mapping, v)
+        parts = []
+        if m.num_decodes:
+            parts.append(decode_attention(q[: m.num_decodes], kc, vc, m))
+        for c in m.chunks:
+            parts.append(chunk_attention(q[c.start:c.end], k[c.start:c.end], v[c.start:c.end], kc, vc, c))
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+
+def decode_attention(q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor, m: PagedMeta) -> torch.Tensor:
+    """q [B, Hq, D], one query per sequence over its whole cached context -> [B, Hq, D]."""
+    assert m.block_tables is not None
+    _, block_size, hkv, d = kc.shape
+    b, hq, _ = q.shape
+    width = m.block_tables.shape[1] * block_size
+    flat = m.block_tables.reshape(-1)
+    keys = kc.index_select(0, flat).view(b, width, hkv, d)[:, : m.max_len].transpose(1, 2)  # [B, Hkv, L, D]
+    values = vc.index_select(0, flat).view(b, width, hkv, d)[:, : m.max_len].transpose(1, 2)
+    o = F.scaled_dot_product_attention(q.reshape(b, hkv, hq // hkv, d), keys, values, attn_mask=m.mask)
+    return o.reshape(b, hq, d)
+
+
+def chunk_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor,
+                    c: ChunkMeta) -> torch.Tensor:
+    """q/k/v [n, H, D] of one prefill chunk -> [n, Hq, D]; causal over the cached context and the chunk."""
+    if c.num_cached == 0:
+        return causal_sdpa(q, k, v)
+    assert c.block_ids is not None and c.mask is not None
+    _, block_size, hkv, d = kc.shape
+    ctx = c.num_cached + q.shape[0]
+    keys = kc.index_select(0, c.block_ids).view(-1, hkv, d)[:ctx].transpose(0, 1)  # [Hkv, ctx, D]
+    values = vc.index_select(0, c.block_ids).view(-1, hkv, d)[:ctx].transpose(0, 1)
+    o = F.scaled_dot_product_attention(q.transpose(0, 1).unsqueeze(0), keys.unsqueeze(0), values.unsqueeze(0),
+                                       attn_mask=c.mask, enable_gqa=q.shape[1] != hkv)
+    return o.squeeze(0).transpose(0, 1)
