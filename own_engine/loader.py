@@ -13,6 +13,7 @@ import torch
 
 from own_engine.config import ModelConfig
 from own_engine.model import LlamaModel
+from own_engine.safetensors_read import SafetensorsFile, SafetensorsFormatError
 
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
            "float16": torch.float16, "fp16": torch.float16}
@@ -46,8 +47,6 @@ def safetensors_files(model_path: Path) -> list[Path]:
 def load_model(model_path: str | Path, *, device: torch.device | str = "cpu", dtype: str | torch.dtype = "auto",
                max_model_len: int | None = None) -> LlamaModel:
     """Build the model on `device` and fill it from the folder's safetensors files."""
-    from safetensors import SafetensorError, safe_open
-
     path = Path(model_path)
     cfg = ModelConfig.from_path(path)
     dev = torch.device(device)
@@ -58,7 +57,7 @@ def load_model(model_path: str | Path, *, device: torch.device | str = "cpu", dt
     seen: set[str] = set()
     for file in safetensors_files(path):
         try:
-            with safe_open(str(file), framework="pt", device="cpu") as f:
+            with SafetensorsFile(file) as f:  # plain reads, not a mapping: the load's peak memory is the weights
                 for name in f.keys():
                     if name not in targets:
                         if name.endswith("rotary_emb.inv_freq") or name == "lm_head.weight":  # tied head
@@ -72,7 +71,7 @@ def load_model(model_path: str | Path, *, device: torch.device | str = "cpu", dt
                                              f"config.json implies {tuple(dst.shape)}")
                     dst.copy_(tensor)
                     seen.add(name)
-        except SafetensorError as e:
+        except SafetensorsFormatError as e:
             raise ModelLoadError(f"{file} is not a readable safetensors file ({e}); "
                                  "re-create or re-download it") from None
     missing = sorted(set(targets) - seen)
