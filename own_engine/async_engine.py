@@ -4,8 +4,10 @@ One background thread owns the engine (continuous or static) and loops
 step() while there is work; coroutines submit requests and receive
 `(t_ns, new_token_ids)` where `t_ns = time.perf_counter_ns()` is taken on the
 engine side right after the step that produced them. Hand-off to the event
-loop is `loop.call_soon_threadsafe`. Requests from many coroutines join the
-same engine steps. Engine errors reach every waiting coroutine as exceptions.
+loop is one `loop.call_soon_threadsafe` per step and loop (not per token), so
+a step of many sequences wakes the client once. Requests from many coroutines
+join the same engine steps. Engine errors reach every waiting coroutine as
+exceptions.
 """
 
 from __future__ import annotations
@@ -43,11 +45,21 @@ class _Stream:
 
     def put(self, item: Any) -> bool:
         """Deliver to the coroutine's loop; False when that loop is gone."""
-        try:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
-            return True
-        except RuntimeError:  # the event loop was closed: nobody is listening any more
-            return False
+        return _deliver_all(self.loop, [(self, item)])
+
+
+def _put_items(items: list[tuple[_Stream, Any]]) -> None:
+    for stream, item in items:
+        stream.queue.put_nowait(item)
+
+
+def _deliver_all(loop: asyncio.AbstractEventLoop, items: list[tuple[_Stream, Any]]) -> bool:
+    """Hand `items` to their queues on `loop` with one wake-up; False when that loop is gone."""
+    try:
+        loop.call_soon_threadsafe(_put_items, items)
+        return True
+    except RuntimeError:  # the event loop was closed: nobody is listening any more
+        return False
 
 
 @dataclass
@@ -131,16 +143,25 @@ class AsyncLLMEngine:
                 return
             t_ns = time.perf_counter_ns()
             self._stats = dict(self.engine.stats())  # before delivery: a caller that saw its last token sees it done
-            for seq_id, ids, finished in outputs:
-                stream = self._streams.get(seq_id)
-                if stream is None:
-                    continue
-                if finished:
-                    del self._streams[seq_id]
-                if not stream.put((t_ns, ids, finished)) and not finished:
-                    del self._streams[seq_id]
-                    self.engine.abort(seq_id)
+            self._deliver(outputs, t_ns)
         self._fail_all(EngineDead("own_engine was closed while the request was running"))
+
+    def _deliver(self, outputs: list[StepOutput], t_ns: int) -> None:
+        """One step's tokens to their streams, one hand-off per event loop; abort streams whose loop is gone."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Stream, Any]]] = {}
+        for seq_id, ids, finished in outputs:
+            stream = self._streams.get(seq_id)
+            if stream is None:
+                continue
+            if finished:
+                del self._streams[seq_id]
+            by_loop.setdefault(stream.loop, []).append((stream, (t_ns, ids, finished)))
+        for loop, items in by_loop.items():
+            if not _deliver_all(loop, items):
+                for stream, (_, _, finished) in items:
+                    if not finished and stream.seq_id is not None:
+                        del self._streams[stream.seq_id]
+                        self.engine.abort(stream.seq_id)
 
     def _fail_all(self, error: BaseException) -> None:
         with self._cv:
