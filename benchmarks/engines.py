@@ -1,106 +1,226 @@
-"""Benchmark the four CPU engines on one model and one scenario, as ratios to own_engine measured in the same run.
+"""Benchmark the CPU engines on one model, in one run, against own_engine's targets (issue 12).
 
-    python benchmarks/engines.py                                  # small-100m, chat-closed at 1 and 8 users
-    python benchmarks/engines.py --preset tiny --duration 5 --warmup 1 --max-output-tokens 16   # smoke run
+    python benchmarks/engines.py                       # small-100m, 5 engines, 1 and 8 users, 3 repeats
+    python benchmarks/engines.py --preset tiny --engines own,own-static --requests 20 --repeats 1   # smoke run
 
-Same model (converted once, before any timing, logit-checked), same scenario
-schedule (same prompt token ids and exact output lengths: EOS ignored), same
-thread count for every engine, warm-up excluded by the scenario's warm-up
-window and by each adapter's own warm-up in start(). Each (engine,
-concurrency) cell runs in a fresh Python process so peak RSS is that
-engine's alone. The load goes through `advisor.bench.run_bench` on the
-closed-loop `chat-closed` scenario (the `chat` workload with a fixed number
-of users): decode tokens/s per request (1000 / TPOT p50), aggregate output
-tokens/s, TTFT p50/p95, peak RSS. One JSON document is printed last;
-`--md benchmarks/RESULTS.md` puts the table in that file between this
-script's markers, leaving the rest of the file alone.
+Load: the `chat-closed` workload (its lengths, its small-machine length
+scale and caps) as a closed loop WITHOUT think time: each user sends its next
+request as soon as the previous one ends, so a cell of `--requests` measured
+requests takes minutes, not hours. Each user's first request is warm-up
+(excluded), on top of each adapter's own warm-up in start(). Every engine
+gets the same schedule (same prompt token ids, exact output lengths: EOS
+ignored), the same thread count, a batch limit equal to the number of users,
+a context of max input + max output tokens, and the same KV-cache precision
+(`--kv`, default f32: own_engine and the ONNX export always keep fp32 KV;
+the KV column says what each used). Models are converted once, before any
+timing, and logit-checked.
+
+Each (engine, users, repeat) cell runs in a fresh Python process, so cold
+start and peak RSS are that engine's alone; repeats are interleaved over
+engines so machine noise hits all alike, and the table gives medians over
+repeats. Per cell: cold start (engine import + model load + warm-up until
+the first request can be served, timed around the adapter's start()), peak
+RSS of the process holding the engine (the kernel's high-water mark over the
+cell, load included), decode tok/s per request (1000 / TPOT p50), output
+tok/s, TTFT p50/p95 and the run's verdict (VALID needs >= 100 measured
+requests). One JSON document is printed last; `--md benchmarks/RESULTS.md`
+puts the table between this script's markers in that file.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-ENGINES = ("own", "llama_cpp", "onnxruntime", "openvino")
+ENGINES = ("own", "own-static", "llama_cpp", "onnxruntime", "openvino")
 FORMAT = {"llama_cpp": "gguf", "onnxruntime": "onnx", "openvino": "openvino"}
+WORKLOAD = "chat-closed"  # lengths and their fit to a small machine come from this shipped scenario
+METRICS = ("cold_start_s", "rss_peak_mb", "decode_tok_s", "output_tok_s", "ttft_p50_ms", "ttft_p95_ms",
+           "other_load_cores")
 
 
-def engine_options(engine: str, threads: int, concurrency: int, max_len: int, kv: str) -> dict:
-    """Each engine configured to batch up to `concurrency` requests, with `threads` compute threads.
-
-    `kv` is the KV-cache precision for the engines that let one choose it (llama_cpp, openvino); own_engine
-    and the onnxruntime export keep an fp32 KV cache. EngineInfo.kv_cache_dtype records what each used.
-    """
-    if engine == "own":
-        return {"device": "cpu", "threads": threads}
+def engine_options(engine: str, threads: int, users: int, max_len: int, kv: str) -> dict:
+    """Each engine configured to batch up to `users` requests of `max_len` tokens with `threads` threads."""
+    if engine in ("own", "own-static"):
+        return {"device": "cpu", "threads": threads, "max_num_seqs": users, "max_model_len": max_len}
     if engine == "llama_cpp":
-        return {"threads": threads, "parallel": max(1, concurrency), "n_ctx": max_len, "kv_cache_precision": kv}
+        return {"threads": threads, "parallel": users, "n_ctx": max_len, "kv_cache_precision": kv}
     if engine == "onnxruntime":
-        return {"threads": threads, "max_batch": max(1, concurrency), "max_length": max_len}
-    return {"threads": threads, "max_batch": max(1, concurrency), "kv_cache_precision": kv}
+        return {"threads": threads, "max_batch": users, "max_length": max_len}
+    return {"threads": threads, "max_batch": users, "kv_cache_precision": kv}
 
 
-def run_one(args: argparse.Namespace) -> dict:
-    """One (engine, concurrency) cell in this process; returns the numbers that go in the table."""
+def write_scenario(out_dir: Path, users: int, measured: int) -> tuple[Path, dict[str, Any]]:
+    """The workload as a closed loop without think time: one warm-up request per user, then >= `measured`.
+
+    Returns the scenario file and the length overrides (the workload's own `fit` values).
+    """
+    from scenarios.catalog import SCENARIO_DIR
+
+    data = yaml.safe_load((SCENARIO_DIR / f"{WORKLOAD}.yaml").read_text())
+    fit = data.pop("fit")
+    rounds = math.ceil(measured / users)
+    data.update(name=f"{WORKLOAD}-nothink-{users}",
+                description=f"{WORKLOAD}'s lengths, {users} users in a closed loop without think time",
+                arrival={"process": "closed", "concurrency": users, "think_s": 0.0, "think_cv": 0.0,
+                         "requests_per_user": 1 + rounds},
+                # a closed loop counts warm-up in rounds: ceil(rounds_total * warmup / (warmup + duration)) = 1
+                warmup_s=1.0, duration_s=float(rounds))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{data['name']}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    lengths = {k: fit[k] for k in ("length_scale", "max_input_tokens", "max_output_tokens")}
+    return path, lengths
+
+
+class _Started:
+    """A started adapter handed to run_bench, which then neither starts nor closes it."""
+
+    def __init__(self, adapter: Any, info: Any) -> None:
+        self.adapter, self.info = adapter, info
+
+    def start(self) -> Any:
+        return self.info
+
+    def stream(self, req: Any) -> Any:
+        return self.adapter.stream(req)
+
+    def stats(self) -> dict[str, float]:
+        return self.adapter.stats()
+
+    def close(self) -> None:
+        self.adapter.close()
+
+
+def run_cell(args: argparse.Namespace) -> dict:
+    """One (engine, users) cell in this process; the numbers that go in the table."""
+    import adapters
     from advisor.bench import BenchConfig, run_bench
     from scenarios.overrides import Overrides
 
-    ov = Overrides(concurrency=args.concurrency, duration_s=args.duration, warmup_s=args.warmup, seed=0,
-                   max_input_tokens=args.max_input_tokens, max_output_tokens=args.max_output_tokens)
-    opts = engine_options(args.one, args.threads, args.concurrency, args.max_input_tokens + args.max_output_tokens,
-                          args.kv)
-    cfg = BenchConfig(scenario=args.scenario, engine=args.one, model=args.model, overrides=ov,
-                      engine_options=opts, out_dir=Path(args.out_dir))
-    res = run_bench(cfg)
+    scenario, lengths = write_scenario(Path(args.out_dir), args.users, args.requests)
+    max_len = lengths["max_input_tokens"] + lengths["max_output_tokens"]
+    opts = engine_options(args.one, args.threads, args.users, max_len, args.kv)
+    t0 = time.perf_counter()
+    adapter = adapters.create(args.one, args.model, **opts)
+    info = adapter.start()
+    cold_start_s = time.perf_counter() - t0
+    try:
+        cfg = BenchConfig(scenario=str(scenario), engine=args.one, model=args.model, engine_options=opts,
+                          overrides=Overrides(seed=0, **lengths), out_dir=Path(args.out_dir))
+        res = run_bench(cfg, adapter=_Started(adapter, info))  # type: ignore[arg-type]
+    finally:
+        adapter.close()
     s, tel = res.summary, res.telemetry
     tpot = (s.get("tpot_ms") or {}).get("p50")
-    return {"engine": args.one, "concurrency": args.concurrency, "run_id": res.run_id,
-            "version": res.engine.get("version"), "batching": res.engine.get("batching"),
-            "kv_cache_dtype": res.engine.get("kv_cache_dtype"),
+    ttft = s.get("ttft_ms") or {}
+    return {"engine": args.one, "users": args.users, "run_id": res.run_id, "version": res.engine.get("version"),
+            "batching": res.engine.get("batching"), "kv_cache_dtype": res.engine.get("kv_cache_dtype"),
+            "threads": res.engine.get("threads"), "cold_start_s": cold_start_s,
             "decode_tok_s": 1000.0 / tpot if tpot else None, "output_tok_s": s.get("output_tokens_per_s"),
-            "ttft_p50_ms": (s.get("ttft_ms") or {}).get("p50"), "ttft_p95_ms": (s.get("ttft_ms") or {}).get("p95"),
-            "rss_peak_mb": tel.get("rss_peak_mb"), "n_requests": (s.get("ttft_ms") or {}).get("n"),
-            "verdict": res.verdict.get("status")}
+            "ttft_p50_ms": ttft.get("p50"), "ttft_p95_ms": ttft.get("p95"), "rss_peak_mb": tel.get("rss_peak_mb"),
+            "n_ok": s.get("n_ok"), "verdict": res.verdict.get("status"), "reasons": res.verdict.get("reasons")}
 
 
-def ratios(rows: list[dict]) -> list[dict]:
-    """Each row's metrics divided by own_engine's at the same concurrency (>1 = better for tok/s, worse for ms/MB)."""
-    base = {r["concurrency"]: r for r in rows if r["engine"] == "own" and "error" not in r}
-    out = []
+def _busy_cpu_s() -> float:
+    """CPU seconds every core of the machine has spent busy since boot."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds of this script's finished children (the cells)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def medians(cells: list[dict]) -> list[dict]:
+    """One row per (engine, users): the median of each metric over the repeats, and every repeat's verdict."""
+    rows = []
+    keys = dict.fromkeys((c["engine"], c["users"]) for c in cells)
+    for engine, users in keys:
+        mine = [c for c in cells if (c["engine"], c["users"]) == (engine, users)]
+        ok = [c for c in mine if "error" not in c]
+        row: dict[str, Any] = {"engine": engine, "users": users, "repeats": len(ok),
+                               "verdicts": [c.get("verdict", "ERROR") for c in mine],
+                               "n_ok": [c.get("n_ok") for c in ok],
+                               "errors": [c["error"] for c in mine if "error" in c]}
+        for k in ("version", "batching", "kv_cache_dtype", "threads"):
+            row[k] = ok[0][k] if ok else None
+        for m in METRICS:
+            vals = [c[m] for c in ok if c.get(m) is not None]
+            row[m] = statistics.median(vals) if vals else None
+        rows.append(row)
+    return rows
+
+
+def targets(rows: list[dict], low: int, high: int) -> list[dict]:
+    """Issue 12's four targets for own_engine, each with its figures and whether it is met."""
+    def get(engine: str, users: int, metric: str) -> float | None:
+        return next((r[metric] for r in rows if r["engine"] == engine and r["users"] == users), None)
+
+    own = {m: get("own", u, m) for m, u in (("decode_tok_s", low), ("output_tok_s", high), ("ttft_p50_ms", high),
+                                          ("rss_peak_mb", high))}
+    others = [(r["decode_tok_s"], r["engine"]) for r in rows
+              if r["users"] == low and r["engine"] not in ("own", "own-static") and r["decode_tok_s"]]
+    best = max(others, default=(None, None))
+    ov_out, ov_ttft = get("openvino", high, "output_tok_s"), get("openvino", high, "ttft_p50_ms")
+    llama_rss = get("llama_cpp", high, "rss_peak_mb")
+
+    def check(name: str, mine: float | None, ref: float | None, ref_name: str | None, factor: float,
+              higher_is_better: bool) -> dict:
+        ratio = mine / ref if mine and ref else None
+        met = None if ratio is None else (ratio >= factor if higher_is_better else ratio <= factor)
+        return {"target": name, "own": mine, "reference": ref, "reference_engine": ref_name,
+                "ratio": ratio, "met": met}
+
+    return [check(f"batch-1 decode >= 1.0x the best other engine ({low} user)", own["decode_tok_s"], best[0],
+                  best[1], 1.0, True),
+            check(f"output tok/s at {high} users >= OpenVINO's", own["output_tok_s"], ov_out, "openvino", 1.0, True),
+            check(f"TTFT p50 at {high} users <= OpenVINO's", own["ttft_p50_ms"], ov_ttft, "openvino", 1.0, False),
+            check(f"peak RSS <= 1.2x llama.cpp's ({high} users)", own["rss_peak_mb"], llama_rss, "llama_cpp", 1.2,
+                  False)]
+
+
+def _fmt(v: float | None, spec: str) -> str:
+    return "-" if v is None else f"{v:{spec}}"
+
+
+def markdown(rows: list[dict], checks: list[dict], command: str, header: str) -> str:
+    lines = [header, "", f"Command: `{command}`", "",
+             "| engine | users | batching | KV | cold start s | decode tok/s | output tok/s | TTFT p50 ms "
+             "| TTFT p95 ms | peak RSS MB | other load (cores) | verdicts (n measured) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        b = base.get(r["concurrency"])
-        rr = dict(r)
-        for k in ("decode_tok_s", "output_tok_s", "ttft_p50_ms", "ttft_p95_ms", "rss_peak_mb"):
-            if b and r.get(k) and b.get(k):
-                rr[k + "_vs_own"] = round(r[k] / b[k], 3)
-        out.append(rr)
-    return out
-
-
-def markdown(rows: list[dict], command: str) -> str:
-    lines = [f"Command: `{command}`", "",
-             "| engine | users | batching | KV | decode tok/s (x own) | output tok/s (x own) | TTFT p50 ms (x own) "
-             "| TTFT p95 ms (x own) | peak RSS MB (x own) |", "|---|---|---|---|---|---|---|---|---|"]
-
-    def cell(r: dict, k: str, fmt: str) -> str:
-        v, x = r.get(k), r.get(k + "_vs_own")
-        return "-" if v is None else f"{v:{fmt}}" + (f" ({x:.2f})" if x is not None else "")
-
-    for r in rows:
-        if "error" in r:
-            lines.append(f"| {r['engine']} | {r['concurrency']} | error: {r['error'][:80]} | | | | | | |")
-            continue
-        lines.append(f"| {r['engine']} | {r['concurrency']} | {r['batching']} | {r.get('kv_cache_dtype')} | "
-                     f"{cell(r, 'decode_tok_s', '.1f')} | "
-                     f"{cell(r, 'output_tok_s', '.1f')} | {cell(r, 'ttft_p50_ms', '.0f')} | "
-                     f"{cell(r, 'ttft_p95_ms', '.0f')} | {cell(r, 'rss_peak_mb', '.0f')} |")
+        verdicts = ", ".join(f"{v} ({n})" for v, n in zip(r["verdicts"], r["n_ok"] + [None] * 9, strict=False))
+        if r["errors"]:
+            verdicts += f"; error: {r['errors'][0][:80]}"
+        lines.append(f"| {r['engine']} | {r['users']} | {r['batching'] or '-'} | {r['kv_cache_dtype'] or '-'} | "
+                     f"{_fmt(r['cold_start_s'], '.1f')} | {_fmt(r['decode_tok_s'], '.1f')} | "
+                     f"{_fmt(r['output_tok_s'], '.1f')} | {_fmt(r['ttft_p50_ms'], '.0f')} | "
+                     f"{_fmt(r['ttft_p95_ms'], '.0f')} | {_fmt(r['rss_peak_mb'], '.0f')} | "
+                     f"{_fmt(r['other_load_cores'], '.2f')} | {verdicts} |")
+    lines += ["", "| own_engine target | own | reference | ratio | met |", "|---|---|---|---|---|"]
+    for c in checks:
+        met = "-" if c["met"] is None else ("yes" if c["met"] else "no")
+        lines.append(f"| {c['target']} | {_fmt(c['own'], '.1f')} | {_fmt(c['reference'], '.1f')} "
+                     f"({c['reference_engine'] or '-'}) | {_fmt(c['ratio'], '.2f')} | {met} |")
     return "\n".join(lines) + "\n"
 
 
@@ -122,24 +242,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="small-100m")
     ap.add_argument("--model", default=None, help="model folder (default: the preset, created if missing)")
-    ap.add_argument("--scenario", default="chat-closed")
     ap.add_argument("--engines", default=",".join(ENGINES))
-    ap.add_argument("--concurrency", default="1,8")
+    ap.add_argument("--users", default="1,8", help="closed-loop users per cell: the lowest is the batch-1 cell")
+    ap.add_argument("--requests", type=int, default=100, help="measured requests per cell (at least)")
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--duration", type=float, default=55.0)
-    ap.add_argument("--warmup", type=float, default=5.0)
-    ap.add_argument("--max-input-tokens", type=int, default=512)
-    ap.add_argument("--max-output-tokens", type=int, default=128)
-    ap.add_argument("--kv", choices=("f32", "f16"), default="f16",
-                    help="KV-cache precision for llama_cpp and openvino (llama.cpp's default is f16)")
+    ap.add_argument("--kv", choices=("f32", "f16"), default="f32",
+                    help="KV-cache precision for llama_cpp and openvino (own_engine and onnxruntime keep fp32)")
     ap.add_argument("--out-dir", default="runs/engines")
     ap.add_argument("--timeout", type=float, default=1800.0, help="per cell, seconds")
     ap.add_argument("--md", default=None, help="write the markdown table here (e.g. benchmarks/RESULTS.md)")
-    ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # child mode: one engine
+    ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # child mode: one cell
     args = ap.parse_args()
     if args.one:
-        args.concurrency = int(args.concurrency)
-        print(json.dumps(run_one(args)))
+        args.users = int(args.users)
+        print(json.dumps(run_cell(args)))
         return
 
     import adapters
@@ -153,39 +270,54 @@ def main() -> None:
             create_model(args.preset, args.preset)
         args.model = str(path)
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    rows: list[dict] = []
+    users = sorted(int(x) for x in args.users.split(","))
+    cells: list[dict] = []
     for e in engines:  # convert (and logit-check) before any timing
         why = adapters.why_unavailable(e)
         if why:
-            rows.append({"engine": e, "concurrency": "-", "error": why})
+            cells.extend({"engine": e, "users": u, "error": why} for u in users)
         elif e in FORMAT:
             convert(Path(args.model), FORMAT[e], "fp32")  # type: ignore[arg-type]
     ready = [e for e in engines if not adapters.why_unavailable(e)]
-    for c in [int(x) for x in args.concurrency.split(",")]:
-        for e in ready:
-            cmd = [sys.executable, __file__, "--one", e, "--concurrency", str(c), "--model", args.model,
-                   "--scenario", args.scenario, "--threads", str(args.threads), "--duration", str(args.duration),
-                   "--warmup", str(args.warmup), "--max-input-tokens", str(args.max_input_tokens),
-                   "--max-output-tokens", str(args.max_output_tokens), "--out-dir", args.out_dir, "--kv", args.kv]
-            t0 = time.perf_counter()
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-            if proc.returncode != 0:
-                rows.append({"engine": e, "concurrency": c, "error": proc.stderr.strip()[-500:]})
-                continue
-            row = json.loads(proc.stdout.strip().splitlines()[-1])
-            row["cell_s"] = round(time.perf_counter() - t0, 1)
-            rows.append(row)
-            print(f"{e} x{c}: {row}", file=sys.stderr)
-    rows = ratios(rows)
+    t_start = time.perf_counter()
+    for rep in range(args.repeats):
+        for u in users:
+            for e in ready:
+                cmd = [sys.executable, __file__, "--one", e, "--users", str(u), "--model", args.model,
+                       "--threads", str(args.threads), "--requests", str(args.requests), "--kv", args.kv,
+                       "--out-dir", args.out_dir]
+                t0 = time.perf_counter()
+                busy0, mine0 = _busy_cpu_s(), _children_cpu_s()
+                try:
+                    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+                except subprocess.TimeoutExpired:
+                    cells.append({"engine": e, "users": u, "repeat": rep, "error": f"over {args.timeout:g} s"})
+                    continue
+                # CPU the rest of the machine used meanwhile, in cores: other work skews every figure of the cell
+                other_cores = ((_busy_cpu_s() - busy0) - (_children_cpu_s() - mine0)) / (time.perf_counter() - t0)
+                if proc.returncode != 0:
+                    cells.append({"engine": e, "users": u, "repeat": rep, "error": proc.stderr.strip()[-500:]})
+                    print(f"{e} x{u} #{rep}: FAILED {proc.stderr.strip()[-300:]}", file=sys.stderr)
+                    continue
+                cell = json.loads(proc.stdout.strip().splitlines()[-1])
+                cell.update(repeat=rep, cell_s=round(time.perf_counter() - t0, 1), other_load_cores=other_cores)
+                cells.append(cell)
+                print(f"{e} x{u} #{rep} ({cell['cell_s']} s, other load {other_cores:.2f} cores): "
+                      f"{cell['verdict']} n={cell['n_ok']} "
+                      f"decode {_fmt(cell['decode_tok_s'], '.1f')} tok/s, output {_fmt(cell['output_tok_s'], '.1f')}"
+                      f" tok/s, TTFT p50 {_fmt(cell['ttft_p50_ms'], '.0f')} ms, RSS {_fmt(cell['rss_peak_mb'], '.0f')}"
+                      f" MB, cold {cell['cold_start_s']:.1f} s", file=sys.stderr)
+    rows = medians(cells)
+    checks = targets(rows, users[0], users[-1])
     command = " ".join(["python", "benchmarks/engines.py", *sys.argv[1:]])
+    header = (f"Model {Path(args.model).name}, workload {WORKLOAD} as a closed loop without think time, "
+              f"{args.requests}+ measured requests per cell, {args.threads} threads, fp32 weights, "
+              f"medians of {args.repeats} repeats, {time.strftime('%Y-%m-%d')}; "
+              f"{(time.perf_counter() - t_start) / 60:.0f} min in all.")
     if args.md:
-        section = (f"## CPU engines vs own_engine\n\nModel: {args.model} (preset {args.preset}), scenario "
-                   f"{args.scenario}, {args.threads} threads, fp32 weights everywhere, KV cache as in the KV column, "
-                   f"{time.strftime('%Y-%m-%d')}.\n\n"
-                   + markdown(rows, command))
-        write_section(Path(args.md), section)
-    print(json.dumps({"model": args.model, "scenario": args.scenario, "threads": args.threads,
-                      "command": command, "rows": rows}, indent=1))
+        write_section(Path(args.md), markdown(rows, checks, command, header))
+    print(json.dumps({"model": args.model, "threads": args.threads, "command": command, "rows": rows,
+                      "targets": checks, "cells": cells}, indent=1))
 
 
 if __name__ == "__main__":
