@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from own_engine.model import LlamaModel
-from own_engine.paged_attention import ChunkMeta, PagedAttention, PagedMeta
+from own_engine.paged_attention import ChunkMeta, DecodeContext, PagedAttention, PagedMeta
 from own_engine.sampler import Sampler
 from own_engine.scheduler import ScheduledBatch
 from own_engine.sequence import Sequence
@@ -100,8 +100,12 @@ class ModelRunner:
         return host[0], host[1], meta, None if every_row else self._tensor(logit_rows)
 
     def _decode_meta(self, seqs: list[Sequence], meta: PagedMeta) -> None:
-        """Block tables [B, max_blocks] (padded with the row's own first block) and the mask of unequal contexts."""
+        """How decode rows read their context (see paged_attention): one call per sequence on CPU unless the
+        contexts are all equal, else block tables [B, max_blocks] padded with each row's first block, and a mask."""
         lens = [s.num_computed_tokens + 1 for s in seqs]
+        if self.device.type == "cpu" and (len(seqs) == 1 or min(lens) != max(lens)):
+            meta.contexts = [self._context(s, n) for s, n in zip(seqs, lens, strict=True)]
+            return
         width = max(len(s.block_table) for s in seqs)
         flat = [b for s in seqs for b in s.block_table + [s.block_table[0]] * (width - len(s.block_table))]
         meta.block_tables = self._tensor(flat).view(len(seqs), width)
@@ -109,6 +113,16 @@ class ModelRunner:
         if min(lens) != meta.max_len:
             cols = torch.arange(meta.max_len, device=self.device)
             meta.mask = (cols[None, :] < self._tensor(lens)[:, None])[:, None, None, :]
+
+    def _context(self, seq: Sequence, n: int) -> DecodeContext:
+        """Views of all layers' K/V for the sequence's first n positions when its blocks are one run."""
+        if not seq.kv_contiguous:
+            return DecodeContext(n, block_ids=self._tensor(seq.block_table[: -(-n // self.block_size)]))
+        start = seq.block_table[0] * self.block_size
+        layers, _, _, hkv, d = self.k_cache.shape
+        k = self.k_cache.view(layers, -1, hkv, d)[:, start:start + n].transpose(1, 2).unsqueeze(1)
+        v = self.v_cache.view(layers, -1, hkv, d)[:, start:start + n].transpose(1, 2).unsqueeze(1)
+        return DecodeContext(n, k=k, v=v)
 
     @torch.inference_mode()
     def run(self, batch: ScheduledBatch) -> list[int]:

@@ -5,12 +5,21 @@ kv_heads, head_dim]; a sequence's token at position p lives in slot
 `block_table[p // block_size] * block_size + p % block_size` of the flattened
 block axis. A step's flat batch is the one-token rows first (decodes), then
 one run of rows per prefill chunk. Every new K/V is written to the cache
-first. Decode rows gather each sequence's whole blocks with one
-`index_select` (contiguous block-sized copies, much faster on CPU than a
-per-slot gather) and run one masked SDPA for all of them, with the query
-heads of a KV group laid out as query rows (GQA without copies). A chunk that
-starts a prompt attends causally within itself; a later chunk gathers its
-sequence's cached context and attends with a causal mask offset by it.
+first. Decode rows attend with the query heads of a KV group laid out as
+query rows (GQA without copies), in one of two ways:
+
+- one SDPA per sequence (`DecodeContext`), reading the cache in place when the
+  sequence's blocks form one run, else a gather of its blocks. The CPU path:
+  CPU SDPA loses its fast kernel with a mask, so a batch of unequal contexts
+  costs several times more as one padded, masked call (measured 10x for 8
+  sequences with one at 900 tokens) than as one call per sequence;
+- one SDPA for the whole batch over each sequence's blocks gathered with one
+  `index_select` (contiguous block-sized copies), masked when contexts differ:
+  CUDA, its graphs, and CPU batches whose contexts are all equal.
+
+A chunk that starts a prompt attends causally within itself; a later chunk
+gathers its sequence's cached context and attends with a causal mask offset
+by it.
 """
 
 from __future__ import annotations
@@ -35,6 +44,16 @@ class ChunkMeta:
 
 
 @dataclass
+class DecodeContext:
+    """One decode row's cached context: views of every layer's cache when its blocks are one run, else its blocks."""
+
+    length: int
+    k: torch.Tensor | None = None  # [layers, 1, Hkv, length, D] view into the K cache (blocks in one run)
+    v: torch.Tensor | None = None
+    block_ids: torch.Tensor | None = None  # [blocks] int64, gathered layer by layer (blocks not in one run)
+
+
+@dataclass
 class PagedMeta:
     """Per-step inputs of the paged backend, built once per step by the ModelRunner (not per layer)."""
 
@@ -43,6 +62,7 @@ class PagedMeta:
     block_tables: torch.Tensor | None = None  # [num_decodes, max_blocks] int64 (padded with any block)
     max_len: int = 0  # longest decode context
     mask: torch.Tensor | None = None  # [num_decodes, 1, 1, max_len] bool, None when all contexts are max_len
+    contexts: list[DecodeContext] | None = None  # per-sequence decode instead of block_tables (see above)
     chunks: list[ChunkMeta] = field(default_factory=list)
 
 
@@ -59,7 +79,9 @@ class PagedAttention:
         kc.view(n_blocks * block_size, hkv, d).index_copy_(0, m.slot_mapping, k)
         vc.view(n_blocks * block_size, hkv, d).index_copy_(0, m.slot_mapping, v)
         parts = []
-        if m.num_decodes:
+        if m.contexts is not None:
+            parts.append(decode_attention_each(layer, q[: m.num_decodes], kc, vc, m.contexts))
+        elif m.num_decodes:
             parts.append(decode_attention(q[: m.num_decodes], kc, vc, m))
         for c in m.chunks:
             parts.append(chunk_attention(q[c.start:c.end], k[c.start:c.end], v[c.start:c.end], kc, vc, c))
@@ -77,6 +99,24 @@ def decode_attention(q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor, m: Pag
     values = vc.index_select(0, flat).view(b, width, hkv, d)[:, : m.max_len].transpose(1, 2)
     o = F.scaled_dot_product_attention(q.reshape(b, hkv, hq // hkv, d), keys, values, attn_mask=m.mask)
     return o.reshape(b, hq, d)
+
+
+def decode_attention_each(layer: int, q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor,
+                          contexts: list[DecodeContext]) -> torch.Tensor:
+    """q [B, Hq, D]: one SDPA per sequence over its own context only (no padding, no mask) -> [B, Hq, D]."""
+    _, _, hkv, d = kc.shape
+    b, hq, _ = q.shape
+    qg = q.view(b, hkv, hq // hkv, d)
+    outs = []
+    for i, c in enumerate(contexts):
+        if c.k is not None and c.v is not None:
+            keys, values = c.k[layer], c.v[layer]  # [1, Hkv, L, D] views
+        else:
+            assert c.block_ids is not None
+            keys = kc.index_select(0, c.block_ids).view(1, -1, hkv, d)[:, : c.length].transpose(1, 2)
+            values = vc.index_select(0, c.block_ids).view(1, -1, hkv, d)[:, : c.length].transpose(1, 2)
+        outs.append(F.scaled_dot_product_attention(qg[i:i + 1], keys, values))
+    return (outs[0] if b == 1 else torch.cat(outs)).reshape(b, hq, d)
 
 
 def chunk_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor,

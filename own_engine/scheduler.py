@@ -4,12 +4,14 @@ Every step feeds each scheduled sequence some of its not-yet-computed tokens:
 one for a sequence that is decoding, a chunk of its prompt for one that is
 prefilling. Decodes are scheduled first, then unfinished prefills, then new
 sequences from the waiting queue, until `max_num_batched_tokens` tokens or
-`max_num_seqs` sequences are reached; so a long prompt is cut into chunks that
-ride along with the running decodes instead of stalling them. A sequence gets
-the KV blocks for all its tokens when it is admitted. When a decode needs a
-block and none is free, the most recently admitted sequences are preempted:
-their blocks are freed and they go back to the front of the queue, to be
-recomputed from their tokens later.
+`max_num_seqs` sequences are reached; so a prompt rides along with the
+running decodes instead of stalling them, and one longer than the budget is
+cut into chunks. A sequence gets the KV blocks for all its tokens when it is
+admitted (and, in a cache that holds every sequence at full length, room for
+its whole output in one run when one is free). When
+a decode needs a block and none is free, the most recently admitted sequences
+are preempted: their blocks are freed and they go back to the front of the
+queue, to be recomputed from their tokens later.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ class Scheduler:
         self.waiting: deque[Sequence] = deque()
         self.running: deque[Sequence] = deque()  # in admission order
         self.num_preemptions = 0
+        # reserving room for each output never keeps a sequence out when the cache holds max_num_seqs sequences of
+        # max_model_len tokens (the engine's default size); a smaller cache pages on demand and preempts instead
+        per_seq = block_manager.blocks_needed(max_model_len)
+        self.reserve_output = block_manager.num_blocks >= max_num_seqs * per_seq
 
     def add(self, seq: Sequence) -> None:
         self.waiting.append(seq)
@@ -83,13 +89,18 @@ class Scheduler:
                 n = min(seq.num_uncomputed_tokens, budget)
                 chunks.append((seq, n))
                 budget -= n
-        # 3. new sequences, first come first served, while there is budget, a free slot and blocks for the prompt
+        # 3. new sequences, first come first served, while there is a free slot and blocks for the prompt; a prompt
+        # that fits one step whole waits for a step with room rather than being cut (same first token, less work)
         while self.waiting and budget > 0 and not preempted and len(self.running) < self.max_num_seqs:
             seq = self.waiting[0]
-            if not self.block_manager.can_allocate(seq):
+            fits_later = seq.num_uncomputed_tokens <= self.max_num_batched_tokens
+            if (fits_later and seq.num_uncomputed_tokens > budget) or not self.block_manager.can_allocate(seq):
                 break
             self.waiting.popleft()
-            self.block_manager.allocate(seq)
+            # room for its whole output in one run of blocks, if one is free: decode then reads the cache in place
+            left = seq.params.max_tokens - seq.num_completion_tokens
+            reserve = min(len(seq) + left, self.max_model_len) if self.reserve_output else 0
+            self.block_manager.allocate(seq, reserve_tokens=reserve)
             seq.status = SequenceStatus.RUNNING
             self.running.append(seq)
             n = min(seq.num_uncomputed_tokens, budget)

@@ -25,6 +25,7 @@ class Sequence:
         self.num_prompt_tokens = len(token_ids)
         self.params = params
         self.block_table: list[int] = []
+        self.kv_contiguous = False  # the block table is one run of consecutive blocks (kept by the BlockManager)
         # tokens whose K/V are in the cache; the rest are fed by the next steps (a prefill in chunks, or the
         # one newest token of a decode). A sequence samples its next token once this reaches len(seq).
         self.num_computed_tokens = 0

@@ -1,0 +1,65 @@
+"""Every way a decode row reads its cached context gives transformers' logits: in place (blocks in one run),
+through a gather (scattered blocks), and batched (equal contexts)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from own_engine.block_manager import BlockManager
+from own_engine.llm_engine import LLMEngine
+from own_engine.paged_attention import PagedAttention
+from own_engine.sampling_params import SamplingParams
+from tests.own_engine.conftest import hf_logits
+from tests.own_engine.test_correctness import ATOL, LogitRecorder
+
+UNEQUAL = [[3, 4, 5], list(range(100, 140)), [9], list(range(500, 517))]
+EQUAL = [list(range(200, 211)), list(range(300, 311)), list(range(400, 411))]
+
+
+def _check(engine: LLMEngine, prompts: list[list[int]], hf_model) -> None:
+    rec = LogitRecorder(engine)
+    outs = engine.generate(prompts, SamplingParams(max_tokens=9, ignore_eos=True))
+    by_seq = sorted({sid for sid, _, _ in rec.rows})
+    for prompt, out, sid in zip(prompts, outs, by_seq, strict=True):
+        ref = hf_logits(hf_model, prompt + out)
+        rows = [(n, row) for s, n, row in rec.rows if s == sid]
+        assert len(rows) == 9
+        for n, row in rows:
+            torch.testing.assert_close(row, ref[n - 1], atol=ATOL, rtol=0)
+
+
+def _modes(monkeypatch) -> list[str]:
+    """Record which decode path each step took."""
+    seen: list[str] = []
+    inner = PagedAttention.__call__
+
+    def spy(self, layer, q, k, v):
+        if layer == 0 and self.meta.num_decodes:
+            ctx = self.meta.contexts
+            seen.append("batched" if ctx is None else "view" if ctx[0].k is not None else "gather")
+        return inner(self, layer, q, k, v)
+
+    monkeypatch.setattr(PagedAttention, "__call__", spy)
+    return seen
+
+
+def test_unequal_contexts_read_the_cache_in_place(tiny_path, hf_model, monkeypatch) -> None:
+    seen = _modes(monkeypatch)
+    _check(LLMEngine(tiny_path, device="cpu", max_num_seqs=4, block_size=4), UNEQUAL, hf_model)
+    assert set(seen) == {"view"}
+
+
+def test_scattered_blocks_are_gathered(tiny_path, hf_model, monkeypatch) -> None:
+    seen = _modes(monkeypatch)
+    monkeypatch.setattr(BlockManager, "_first_free_run", lambda self, n: None)  # never a run: blocks interleave
+    engine = LLMEngine(tiny_path, device="cpu", max_num_seqs=4, block_size=4)
+    _check(engine, UNEQUAL, hf_model)
+    assert "gather" in seen
+
+
+@pytest.mark.parametrize("cuda_graphs", [False, True])
+def test_equal_contexts_run_as_one_batch(tiny_path, hf_model, monkeypatch, cuda_graphs) -> None:
+    seen = _modes(monkeypatch)
+    _check(LLMEngine(tiny_path, device="cpu", block_size=4, cuda_graphs=cuda_graphs), EQUAL, hf_model)
+    assert set(seen) == {"batched"}
