@@ -20,6 +20,12 @@ query rows (GQA without copies), in one of two ways:
 A chunk that starts a prompt attends causally within itself; a later chunk
 gathers its sequence's cached context and attends with a causal mask offset
 by it.
+
+A layer with a sliding window W (Mistral, some Qwen2 layers) passes
+`window=W`: a query at position p then reads keys p-W+1 .. p only. A
+per-sequence decode slices its context to the last W positions; the batched
+decode and a later chunk narrow their masks. The cache still holds every
+position (windows change what is read, not what is stored).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from own_engine.attention import causal_sdpa
+from own_engine.attention import causal_sdpa, sliding_sdpa
 
 
 @dataclass
@@ -71,8 +77,10 @@ class PagedAttention:
 
     def __init__(self, k_cache: torch.Tensor, v_cache: torch.Tensor, meta: PagedMeta) -> None:
         self.k_cache, self.v_cache, self.meta = k_cache, v_cache, meta
+        self._window_masks: dict[int, torch.Tensor | None] = {}  # batched decode: per window size, once per step
 
-    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                 window: int | None = None) -> torch.Tensor:
         m = self.meta
         kc, vc = self.k_cache[layer], self.v_cache[layer]  # [blocks, block_size, Hkv, D]
         n_blocks, block_size, hkv, d = kc.shape
@@ -80,16 +88,33 @@ class PagedAttention:
         vc.view(n_blocks * block_size, hkv, d).index_copy_(0, m.slot_mapping, v)
         parts = []
         if m.contexts is not None:
-            parts.append(decode_attention_each(layer, q[: m.num_decodes], kc, vc, m.contexts))
+            parts.append(decode_attention_each(layer, q[: m.num_decodes], kc, vc, m.contexts, window))
         elif m.num_decodes:
-            parts.append(decode_attention(q[: m.num_decodes], kc, vc, m))
+            mask = m.mask
+            if window is not None:
+                if window not in self._window_masks:
+                    self._window_masks[window] = decode_window_mask(m, window, q.device)
+                mask = self._window_masks[window]
+            parts.append(decode_attention(q[: m.num_decodes], kc, vc, m, mask))
         for c in m.chunks:
-            parts.append(chunk_attention(q[c.start:c.end], k[c.start:c.end], v[c.start:c.end], kc, vc, c))
+            parts.append(chunk_attention(q[c.start:c.end], k[c.start:c.end], v[c.start:c.end], kc, vc, c, window))
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
-def decode_attention(q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor, m: PagedMeta) -> torch.Tensor:
-    """q [B, Hq, D], one query per sequence over its whole cached context -> [B, Hq, D]."""
+def decode_window_mask(m: PagedMeta, window: int, device: torch.device) -> torch.Tensor | None:
+    """[B, 1, 1, max_len] keys a batched decode may read under `window` (and the padding mask); None: all of them."""
+    if m.max_len <= window:
+        return m.mask
+    cols = torch.arange(m.max_len, device=device)
+    # each sequence's context length: its query is the token at position len-1
+    lens = torch.full((1, 1, 1, 1), m.max_len, device=device) if m.mask is None else m.mask.sum(-1, keepdim=True)
+    inside = cols >= lens - window  # [B, 1, 1, max_len]
+    return inside if m.mask is None else inside & m.mask
+
+
+def decode_attention(q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor, m: PagedMeta,
+                     mask: torch.Tensor | None) -> torch.Tensor:
+    """q [B, Hq, D], one query per sequence over its cached context (`mask`: keys it may read) -> [B, Hq, D]."""
     assert m.block_tables is not None
     _, block_size, hkv, d = kc.shape
     b, hq, _ = q.shape
@@ -97,13 +122,14 @@ def decode_attention(q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor, m: Pag
     flat = m.block_tables.reshape(-1)
     keys = kc.index_select(0, flat).view(b, width, hkv, d)[:, : m.max_len].transpose(1, 2)  # [B, Hkv, L, D]
     values = vc.index_select(0, flat).view(b, width, hkv, d)[:, : m.max_len].transpose(1, 2)
-    o = F.scaled_dot_product_attention(q.reshape(b, hkv, hq // hkv, d), keys, values, attn_mask=m.mask)
+    o = F.scaled_dot_product_attention(q.reshape(b, hkv, hq // hkv, d), keys, values, attn_mask=mask)
     return o.reshape(b, hq, d)
 
 
 def decode_attention_each(layer: int, q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor,
-                          contexts: list[DecodeContext]) -> torch.Tensor:
-    """q [B, Hq, D]: one SDPA per sequence over its own context only (no padding, no mask) -> [B, Hq, D]."""
+                          contexts: list[DecodeContext], window: int | None = None) -> torch.Tensor:
+    """q [B, Hq, D]: one SDPA per sequence over its own context only (no padding, no mask) -> [B, Hq, D];
+    under a sliding window, over the last `window` positions of it."""
     _, _, hkv, d = kc.shape
     b, hq, _ = q.shape
     qg = q.view(b, hkv, hq // hkv, d)
@@ -115,20 +141,28 @@ def decode_attention_each(layer: int, q: torch.Tensor, kc: torch.Tensor, vc: tor
             assert c.block_ids is not None
             keys = kc.index_select(0, c.block_ids).view(1, -1, hkv, d)[:, : c.length].transpose(1, 2)
             values = vc.index_select(0, c.block_ids).view(1, -1, hkv, d)[:, : c.length].transpose(1, 2)
+        if window is not None and c.length > window:
+            keys, values = keys[:, :, c.length - window:], values[:, :, c.length - window:]
         outs.append(F.scaled_dot_product_attention(qg[i:i + 1], keys, values))
     return (outs[0] if b == 1 else torch.cat(outs)).reshape(b, hq, d)
 
 
 def chunk_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor,
-                    c: ChunkMeta) -> torch.Tensor:
-    """q/k/v [n, H, D] of one prefill chunk -> [n, Hq, D]; causal over the cached context and the chunk."""
+                    c: ChunkMeta, window: int | None = None) -> torch.Tensor:
+    """q/k/v [n, H, D] of one prefill chunk -> [n, Hq, D]; causal over the cached context and the chunk
+    (within `window` when the layer slides)."""
     if c.num_cached == 0:
-        return causal_sdpa(q, k, v)
+        return causal_sdpa(q, k, v) if window is None else sliding_sdpa(q, k, v, window)
     assert c.block_ids is not None and c.mask is not None
+    mask = c.mask
+    if window is not None and c.num_cached + q.shape[0] > window:
+        cols = torch.arange(mask.shape[1], device=q.device)
+        rows = torch.arange(c.num_cached, c.num_cached + q.shape[0], device=q.device)
+        mask = mask & (cols[None, :] > rows[:, None] - window)
     _, block_size, hkv, d = kc.shape
     ctx = c.num_cached + q.shape[0]
     keys = kc.index_select(0, c.block_ids).view(-1, hkv, d)[:ctx].transpose(0, 1)  # [Hkv, ctx, D]
     values = vc.index_select(0, c.block_ids).view(-1, hkv, d)[:ctx].transpose(0, 1)
     o = F.scaled_dot_product_attention(q.transpose(0, 1).unsqueeze(0), keys.unsqueeze(0), values.unsqueeze(0),
-                                       attn_mask=c.mask, enable_gqa=q.shape[1] != hkv)
+                                       attn_mask=mask, enable_gqa=q.shape[1] != hkv)
     return o.squeeze(0).transpose(0, 1)

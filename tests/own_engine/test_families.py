@@ -68,6 +68,18 @@ def test_paged_engine_greedy_matches_transformers_beyond_the_window(family_model
     assert outs[1] == hf_greedy(hf_models[preset], SHORT, 40)
 
 
+def test_mistral_window_through_chunked_prefill_and_batched_decode(family_models, hf_models) -> None:
+    """Prefill in 24-token chunks (later chunks read the cache under the window); and two sequences prefilled in
+    one step, so of equal length, which CPU decodes in one batched, window-masked call (not one call each)."""
+    hf, path = hf_models["tiny-mistral"], family_models["tiny-mistral"]
+    chunked = LLMEngine(path, device="cpu", block_size=8, max_num_seqs=4, max_num_batched_tokens=24)
+    assert chunked.generate([LONG], SamplingParams(max_tokens=30, ignore_eos=True)) == [hf_greedy(hf, LONG, 30)]
+    other = [t + 1 for t in LONG]
+    batched = LLMEngine(path, device="cpu", block_size=8, max_num_seqs=4, max_num_batched_tokens=512)
+    outs = batched.generate([LONG, other], SamplingParams(max_tokens=30, ignore_eos=True))
+    assert outs == [hf_greedy(hf, LONG, 30), hf_greedy(hf, other, 30)]
+
+
 def test_static_engine_respects_the_window(family_models, hf_models) -> None:
     engine = StaticBatchEngine(family_models["tiny-mistral"], device="cpu")
     outs = engine.generate([LONG, SHORT], SamplingParams(max_tokens=40, ignore_eos=True))
