@@ -71,7 +71,7 @@ def run_decode(engine: LLMEngine, batch: int, prompt_len: int, steps: int) -> fl
     for i in range(batch):
         prompt = [(7 + 13 * i + j) % (vocab - 3) + 3 for j in range(prompt_len)]
         engine.add_request(prompt, SamplingParams(max_tokens=steps + 2, ignore_eos=True))
-    while engine.stats()["waiting"]:  # prefill everything first
+    while any(s.num_completion_tokens == 0 for s in engine.seqs.values()):  # prefill everything first
         engine.step()
     engine.step()  # first decode step (not timed: allocations)
     sync(engine.device)
@@ -139,6 +139,8 @@ def main() -> None:
     ap.add_argument("--bandwidth-mb", type=int, default=1024)
     ap.add_argument("--hf-compare", action="store_true", help="also time transformers generate (default on CUDA)")
     ap.add_argument("--hf-batch-sizes", default="1,64")
+    ap.add_argument("--no-packed-linears", action="store_true",
+                    help="CPU: plain F.linear (MKL) instead of oneDNN packed weights, for comparison")
     args = ap.parse_args()
 
     path = Path(args.model) if args.model else models_root() / args.preset
@@ -148,10 +150,12 @@ def main() -> None:
     batches = [int(b) for b in args.batch_sizes.split(",")]
     engine = LLMEngine(path, device=args.device, dtype=args.dtype, threads=args.threads,
                        max_num_seqs=max(batches), max_num_batched_tokens=max(batches) * args.context,
-                       num_kv_blocks=max(batches) * -(-(args.context + args.decode_steps + 4) // 16) + 8)
+                       num_kv_blocks=max(batches) * -(-(args.context + args.decode_steps + 4) // 16) + 8,
+                       packed_linears=not args.no_packed_linears)
     dev = engine.device
     bw = measure_bandwidth_gbs(dev, args.bandwidth_mb, args.repeats)
-    print(f"device {dev}, {engine.precision}, bandwidth {bw:.1f} GB/s", file=sys.stderr)
+    kernels = engine.describe()["linear_kernels"]
+    print(f"device {dev}, {engine.precision}, linear kernels {kernels}, bandwidth {bw:.1f} GB/s", file=sys.stderr)
 
     decode = []
     for b in batches:
@@ -189,7 +193,7 @@ def main() -> None:
                 "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor(),
                 "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
                 "transformers": hf_version},
-        "precision": engine.precision, "n_params": engine.model.n_params,
+        "precision": engine.precision, "n_params": engine.model.n_params, "linear_kernels": kernels,
         "settings": {k: v for k, v in vars(args).items()},
         "bandwidth_gbs": bw, "decode": decode, "prefill": prefill, "hf_compare": hf,
     }

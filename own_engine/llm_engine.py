@@ -16,6 +16,7 @@ import psutil
 import torch
 
 from own_engine.block_manager import BlockManager
+from own_engine.cpu_linear import pack_linears
 from own_engine.loader import load_model
 from own_engine.model_runner import ModelRunner, kv_bytes_per_token
 from own_engine.paths import resolve_model
@@ -71,14 +72,16 @@ class LLMEngine:
     (default: 512 on CPU, 8192 on CUDA). The KV cache holds `num_kv_blocks` blocks of `block_size` tokens;
     by default enough for `max_num_seqs` sequences of `max_model_len` tokens, but at most
     `kv_cache_memory_fraction` of the memory available when the engine starts (default: 0.8 of free GPU memory
-    on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given.
+    on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given. On CPU at fp32 the
+    linear layers run through oneDNN with packed weights (`cpu_linear`) unless `packed_linears=False`.
     """
 
     def __init__(self, model_path: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
                  max_num_seqs: int = 64, max_num_batched_tokens: int | None = None,
                  max_model_len: int | None = None, block_size: int = 16, num_kv_blocks: int | None = None,
                  kv_cache_gb: float | None = None, kv_cache_memory_fraction: float | None = None,
-                 threads: int | None = None, seed: int = 0, cuda_graphs: bool | None = None) -> None:
+                 threads: int | None = None, seed: int = 0, cuda_graphs: bool | None = None,
+                 packed_linears: bool = True) -> None:
         if threads is not None:
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
@@ -90,6 +93,7 @@ class LLMEngine:
         self.model_path = resolve_model(model_path)
         self.device = pick_device(device)
         self.model = load_model(self.model_path, device=self.device, dtype=dtype, max_model_len=max_model_len)
+        self.num_packed_linears = pack_linears(self.model) if packed_linears else 0
         cfg = self.model.cfg
         self.config = cfg
         self.max_model_len = self.model.max_model_len
@@ -207,6 +211,7 @@ def describe_model(engine: LLMEngine | StaticBatchEngine) -> dict:
     return {"device": _device_name(engine.device), "precision": precision_name(model.dtype),
             "model_path": str(engine.model_path),
             "threads": torch.get_num_threads() if engine.device.type == "cpu" else None,
+            "linear_kernels": "onednn-packed" if engine.num_packed_linears else "torch",
             "n_params": model.n_params, "dtype_bytes": model.embed_tokens.element_size(),
             "max_model_len": engine.max_model_len, "pid": os.getpid(),
             "model_config": {k: getattr(cfg, k) for k in (

@@ -116,5 +116,4 @@ class LlamaModel(nn.Module):
         if logits_indices is not None:
             x = x[logits_indices]
         x = self.norm(x)
-        head = self.embed_tokens if self.lm_head is None else self.lm_head.weight
-        return F.linear(x, head).float()
+        return (F.linear(x, self.embed_tokens) if self.lm_head is None else self.lm_head(x)).float()

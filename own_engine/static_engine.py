@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from own_engine.cpu_linear import pack_linears
 from own_engine.llm_engine import check_request, describe_model, pick_device, precision_name
 from own_engine.loader import load_model
 from own_engine.paths import resolve_model
@@ -68,7 +69,7 @@ class _Batch:
 class StaticBatchEngine:
     def __init__(self, model_path: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
                  max_batch_size: int = 64, max_model_len: int | None = None, threads: int | None = None,
-                 seed: int = 0) -> None:
+                 seed: int = 0, packed_linears: bool = True) -> None:
         if threads is not None:
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
@@ -78,6 +79,7 @@ class StaticBatchEngine:
         self.model_path = resolve_model(model_path)
         self.device = pick_device(device)
         self.model = load_model(self.model_path, device=self.device, dtype=dtype, max_model_len=max_model_len)
+        self.num_packed_linears = pack_linears(self.model) if packed_linears else 0  # same kernels as LLMEngine
         self.config = self.model.cfg
         self.max_model_len = self.model.max_model_len
         self.max_batch_size = max_batch_size

@@ -1,0 +1,42 @@
+"""oneDNN packed linears (own_engine.cpu_linear): same results as plain F.linear, biases and tied heads kept."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from own_engine.cpu_linear import PackedLinear, onednn_linear_works
+from own_engine.llm_engine import LLMEngine
+from own_engine.model import Linear
+from own_engine.sampling_params import SamplingParams
+
+pytestmark = pytest.mark.skipif(not onednn_linear_works(), reason="this PyTorch has no packed oneDNN linear")
+PROMPTS = [list(range(300, 341)), [(i * 31) % 900 + 50 for i in range(90)]]
+
+
+def test_a_packed_linear_equals_the_plain_one_for_every_row_count() -> None:
+    torch.manual_seed(0)
+    plain = Linear(48, 80, True, torch.float32)
+    with torch.no_grad():
+        plain.weight.normal_()
+        plain.bias.normal_()  # type: ignore[union-attr]
+        packed = PackedLinear(plain)
+        for rows in (1, 3, 64, 200):
+            x = torch.randn(rows, 48)
+            torch.testing.assert_close(packed(x), plain(x), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("preset", ["tiny-llama2", "tiny-qwen2"])  # untied head; q/k/v biases and a tied head
+def test_packed_engine_generates_what_the_plain_one_does(tmp_path, preset) -> None:
+    from own_engine.create import create_model
+
+    path = create_model(preset, preset, root=tmp_path)
+    packed = LLMEngine(path, device="cpu", max_num_seqs=4)
+    plain = LLMEngine(path, device="cpu", max_num_seqs=4, packed_linears=False)
+    assert packed.describe()["linear_kernels"] == "onednn-packed"
+    assert plain.describe()["linear_kernels"] == "torch"
+    tied = packed.model.lm_head is None
+    assert tied == (preset == "tiny-qwen2")
+    sp = SamplingParams(max_tokens=24, ignore_eos=True)
+    assert packed.generate(PROMPTS, sp) == plain.generate(PROMPTS, sp)
+    assert sum(isinstance(m, PackedLinear) for m in packed.model.modules()) == packed.num_packed_linears > 0
