@@ -17,8 +17,13 @@ timing, and logit-checked.
 
 Each (engine, users, repeat) cell runs in a fresh Python process, so cold
 start and peak RSS are that engine's alone; repeats are interleaved over
-engines so machine noise hits all alike, and the table gives medians over
-repeats. Per cell: cold start (engine import + model load + warm-up until
+engines so machine noise hits all alike. The table gives each figure as the
+median over repeats with its order-statistic interval (advisor.metrics.intervals:
+3 repeats give the [min, max] interval at 75% coverage, docs/metrics.md), and
+every ratio to own_engine as the median of the per-round ratios (own / other,
+the two cells of one round paired) with the same kind of interval. A target is
+met when the whole interval meets it, not met when the whole interval misses
+it, and "not established" when the interval straddles it. Per cell: cold start (engine import + model load + warm-up until
 the first request can be served, timed around the adapter's start()), peak
 RSS of the process holding the engine (the kernel's high-water mark over the
 cell, load included), decode tok/s per request (1000 / TPOT p50), output
@@ -33,14 +38,16 @@ import argparse
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:
+    from advisor.metrics.intervals import Interval
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -62,15 +69,19 @@ def engine_options(engine: str, threads: int, users: int, max_len: int, kv: str)
     return {"threads": threads, "max_batch": users, "kv_cache_precision": kv}
 
 
-def write_scenario(out_dir: Path, users: int, measured: int) -> tuple[Path, dict[str, Any]]:
+def write_scenario(out_dir: Path, users: int, measured: int,
+                   length_scale: float | None = None) -> tuple[Path, dict[str, Any]]:
     """The workload as a closed loop without think time: one warm-up request per user, then >= `measured`.
 
-    Returns the scenario file and the length overrides (the workload's own `fit` values).
+    Returns the scenario file and the length overrides (the workload's own `fit` values, its length
+    scale replaced by `length_scale` when given).
     """
     from scenarios.catalog import SCENARIO_DIR
 
     data = yaml.safe_load((SCENARIO_DIR / f"{WORKLOAD}.yaml").read_text())
     fit = data.pop("fit")
+    if length_scale is not None:
+        fit["length_scale"] = length_scale
     rounds = math.ceil(measured / users)
     data.update(name=f"{WORKLOAD}-nothink-{users}",
                 description=f"{WORKLOAD}'s lengths, {users} users in a closed loop without think time",
@@ -91,7 +102,7 @@ def run_cell(args: argparse.Namespace) -> dict:
     from advisor.bench import BenchConfig, run_bench
     from scenarios.overrides import Overrides
 
-    scenario, lengths = write_scenario(Path(args.out_dir), args.users, args.requests)
+    scenario, lengths = write_scenario(Path(args.out_dir), args.users, args.requests, args.length_scale)
     max_len = lengths["max_input_tokens"] + lengths["max_output_tokens"]
     opts = engine_options(args.one, args.threads, args.users, max_len, args.kv)
     t0 = time.perf_counter()
@@ -131,8 +142,14 @@ def _children_cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _interval(vals: list[float]) -> Interval | None:
+    from advisor.metrics.intervals import median_interval
+
+    return median_interval(vals) if vals else None
+
+
 def medians(cells: list[dict]) -> list[dict]:
-    """One row per (engine, users): the median of each metric over the repeats, and every repeat's verdict."""
+    """One row per (engine, users): each metric as the median of the repeats with its interval, every verdict."""
     rows = []
     keys = dict.fromkeys((c["engine"], c["users"]) for c in cells)
     for engine, users in keys:
@@ -145,46 +162,92 @@ def medians(cells: list[dict]) -> list[dict]:
         for k in ("version", "batching", "kv_cache_dtype", "threads"):
             row[k] = ok[0][k] if ok else None
         for m in METRICS:
-            vals = [c[m] for c in ok if c.get(m) is not None]
-            row[m] = statistics.median(vals) if vals else None
+            row[m] = _interval([c[m] for c in ok if c.get(m) is not None])
         rows.append(row)
     return rows
 
 
-def targets(rows: list[dict], low: int, high: int) -> list[dict]:
-    """Issue 12's four targets for own_engine, each with its figures and whether it is met."""
-    def get(engine: str, users: int, metric: str) -> float | None:
+# (metric, which users cell, higher is better, label): the figures every engine is compared on, own / other
+RATIOS = (("decode_tok_s", "low", True, "batch-1 decode tok/s"),
+          ("output_tok_s", "high", True, "output tok/s at {high} users"),
+          ("ttft_p50_ms", "high", False, "TTFT p50 at {high} users"),
+          ("rss_peak_mb", "high", False, "peak RSS at {high} users"),
+          ("cold_start_s", "high", False, "cold start at {high} users"))
+
+
+def paired_ratio(cells: list[dict], metric: str, users: int, other: str) -> Interval | None:
+    """own / other for `metric`, per round (the two cells of one repeat paired), as median + interval."""
+    by = {(c["engine"], c.get("repeat")): c.get(metric) for c in cells
+          if c["users"] == users and "error" not in c}
+    rounds = sorted({r for (_, r) in by})
+    vals = [by[("own", r)] / by[(other, r)] for r in rounds
+            if by.get(("own", r)) is not None and by.get((other, r))]
+    return _interval(vals)
+
+
+def ratios(cells: list[dict], rows: list[dict], low: int, high: int) -> list[dict]:
+    """Every other engine against own_engine on each RATIOS figure."""
+    others = [r["engine"] for r in rows if r["users"] == low and r["engine"] not in ("own", "own-static")]
+    out = []
+    for metric, which, higher, label in RATIOS:
+        users = low if which == "low" else high
+        for other in others:
+            out.append({"figure": label.format(high=high), "metric": metric, "users": users, "other": other,
+                        "higher_is_better": higher, "ratio": paired_ratio(cells, metric, users, other)})
+    return out
+
+
+def _verdict(iv: Interval | None, factor: float, higher_is_better: bool) -> str | None:
+    """'met' when the whole interval meets the target, 'not met' when the whole interval misses it."""
+    if iv is None:
+        return None
+    lo_ok, hi_ok = ((iv.low >= factor, iv.high >= factor) if higher_is_better
+                    else (iv.low <= factor, iv.high <= factor))
+    if lo_ok and hi_ok:
+        return "met"
+    if not lo_ok and not hi_ok:
+        return "not met"
+    return "not established (interval spans the target)"
+
+
+def targets(cells: list[dict], rows: list[dict], low: int, high: int) -> list[dict]:
+    """Issue 12's four targets for own_engine, each with its figures, the paired ratio and whether it is met."""
+    def get(engine: str, users: int, metric: str) -> Interval | None:
         return next((r[metric] for r in rows if r["engine"] == engine and r["users"] == users), None)
 
-    own = {m: get("own", u, m) for m, u in (("decode_tok_s", low), ("output_tok_s", high), ("ttft_p50_ms", high),
-                                          ("rss_peak_mb", high))}
-    others = [(r["decode_tok_s"], r["engine"]) for r in rows
+    others = [(r["decode_tok_s"].value, r["engine"]) for r in rows
               if r["users"] == low and r["engine"] not in ("own", "own-static") and r["decode_tok_s"]]
-    best = max(others, default=(None, None))
-    ov_out, ov_ttft = get("openvino", high, "output_tok_s"), get("openvino", high, "ttft_p50_ms")
-    llama_rss = get("llama_cpp", high, "rss_peak_mb")
+    best = max(others, default=(None, None))[1]
 
-    def check(name: str, mine: float | None, ref: float | None, ref_name: str | None, factor: float,
-              higher_is_better: bool) -> dict:
-        ratio = mine / ref if mine and ref else None
-        met = None if ratio is None else (ratio >= factor if higher_is_better else ratio <= factor)
-        return {"target": name, "own": mine, "reference": ref, "reference_engine": ref_name,
-                "ratio": ratio, "met": met}
+    def check(name: str, metric: str, users: int, ref: str | None, factor: float, higher_is_better: bool) -> dict:
+        ratio = paired_ratio(cells, metric, users, ref) if ref else None
+        met = _verdict(ratio, factor, higher_is_better) if ratio else None
+        return {"target": name, "own": get("own", users, metric), "reference": get(ref, users, metric) if ref else None,
+                "reference_engine": ref, "ratio": ratio, "factor": factor, "met": met}
 
-    return [check(f"batch-1 decode >= 1.0x the best other engine ({low} user)", own["decode_tok_s"], best[0],
-                  best[1], 1.0, True),
-            check(f"output tok/s at {high} users >= OpenVINO's", own["output_tok_s"], ov_out, "openvino", 1.0, True),
-            check(f"TTFT p50 at {high} users <= OpenVINO's", own["ttft_p50_ms"], ov_ttft, "openvino", 1.0, False),
-            check(f"peak RSS <= 1.2x llama.cpp's ({high} users)", own["rss_peak_mb"], llama_rss, "llama_cpp", 1.2,
-                  False)]
+    return [check(f"batch-1 decode >= 1.0x the best other engine ({low} user)", "decode_tok_s", low, best, 1.0, True),
+            check(f"output tok/s at {high} users >= OpenVINO's", "output_tok_s", high, "openvino", 1.0, True),
+            check(f"TTFT p50 at {high} users <= OpenVINO's", "ttft_p50_ms", high, "openvino", 1.0, False),
+            check(f"peak RSS <= 1.2x llama.cpp's ({high} users)", "rss_peak_mb", high, "llama_cpp", 1.2, False)]
 
 
-def _fmt(v: float | None, spec: str) -> str:
-    return "-" if v is None else f"{v:{spec}}"
+def _fmt(v: Interval | float | None, spec: str) -> str:
+    """'12.3 [11.0, 13.1]' for an interval, '12.3' for one value, '-' for none."""
+    if v is None:
+        return "-"
+    if isinstance(v, (int, float)):
+        return f"{v:{spec}}"
+    if v.n <= 1:
+        return f"{v.value:{spec}}"
+    return f"{v.value:{spec}} [{v.low:{spec}}, {v.high:{spec}}]"
 
 
-def markdown(rows: list[dict], checks: list[dict], command: str, header: str) -> str:
-    lines = [header, "", f"Command: `{command}`", "",
+def markdown(rows: list[dict], ratio_rows: list[dict], checks: list[dict], command: str, header: str) -> str:
+    n = max((r["repeats"] for r in rows), default=0)
+    cov = next((iv.coverage for r in rows for m in METRICS if (iv := r[m]) is not None and iv.coverage), None)
+    how = (f"Each figure: median of {n} repeats [interval of the median, {cov:.0%} coverage, "
+           "order statistics (docs/metrics.md)]." if cov else "One repeat: no intervals.")
+    lines = [header, "", f"Command: `{command}`", "", how, "",
              "| engine | users | batching | KV | cold start s | decode tok/s | output tok/s | TTFT p50 ms "
              "| TTFT p95 ms | peak RSS MB | other load (cores) | verdicts (n measured) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -197,11 +260,20 @@ def markdown(rows: list[dict], checks: list[dict], command: str, header: str) ->
                      f"{_fmt(r['output_tok_s'], '.1f')} | {_fmt(r['ttft_p50_ms'], '.0f')} | "
                      f"{_fmt(r['ttft_p95_ms'], '.0f')} | {_fmt(r['rss_peak_mb'], '.0f')} | "
                      f"{_fmt(r['other_load_cores'], '.2f')} | {verdicts} |")
-    lines += ["", "| own_engine target | own | reference | ratio | met |", "|---|---|---|---|---|"]
+    others = list(dict.fromkeys(x["other"] for x in ratio_rows))
+    figures = list(dict.fromkeys(x["figure"] for x in ratio_rows))
+    lines += ["", "own_engine / other engine, median of the per-round ratios [interval]:", "",
+              "| figure | " + " | ".join(f"own / {o}" for o in others) + " |",
+              "|---|" + "---|" * len(others)]
+    for f in figures:
+        cells = {x["other"]: x for x in ratio_rows if x["figure"] == f}
+        better = "higher" if next(iter(cells.values()))["higher_is_better"] else "lower"
+        lines.append(f"| {f} ({better} is better for own) | "
+                     + " | ".join(_fmt(cells[o]["ratio"], ".2f") for o in others) + " |")
+    lines += ["", "| own_engine target | own | reference | own / reference | met |", "|---|---|---|---|---|"]
     for c in checks:
-        met = "-" if c["met"] is None else ("yes" if c["met"] else "no")
         lines.append(f"| {c['target']} | {_fmt(c['own'], '.1f')} | {_fmt(c['reference'], '.1f')} "
-                     f"({c['reference_engine'] or '-'}) | {_fmt(c['ratio'], '.2f')} | {met} |")
+                     f"({c['reference_engine'] or '-'}) | {_fmt(c['ratio'], '.2f')} | {c['met'] or '-'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -230,6 +302,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--kv", choices=("f32", "f16"), default="f32",
                     help="KV-cache precision for llama_cpp and openvino (own_engine and onnxruntime keep fp32)")
+    ap.add_argument("--length-scale", type=float, default=None,
+                    help=f"scale of {WORKLOAD}'s prompt and output lengths (default: the workload's own, 0.25)")
     ap.add_argument("--out-dir", default="runs/engines")
     ap.add_argument("--timeout", type=float, default=1800.0, help="per cell, seconds")
     ap.add_argument("--md", default=None, help="write the markdown table here (e.g. benchmarks/RESULTS.md)")
@@ -267,6 +341,8 @@ def main() -> None:
                 cmd = [sys.executable, __file__, "--one", e, "--users", str(u), "--model", args.model,
                        "--threads", str(args.threads), "--requests", str(args.requests), "--kv", args.kv,
                        "--out-dir", args.out_dir]
+                if args.length_scale is not None:
+                    cmd += ["--length-scale", str(args.length_scale)]
                 t0 = time.perf_counter()
                 busy0, mine0 = _busy_cpu_s(), _children_cpu_s()
                 try:
@@ -289,16 +365,24 @@ def main() -> None:
                       f" tok/s, TTFT p50 {_fmt(cell['ttft_p50_ms'], '.0f')} ms, RSS {_fmt(cell['rss_peak_mb'], '.0f')}"
                       f" MB, cold {cell['cold_start_s']:.1f} s", file=sys.stderr)
     rows = medians(cells)
-    checks = targets(rows, users[0], users[-1])
+    ratio_rows = ratios(cells, rows, users[0], users[-1])
+    checks = targets(cells, rows, users[0], users[-1])
     command = " ".join(["python", "benchmarks/engines.py", *sys.argv[1:]])
-    header = (f"Model {Path(args.model).name}, workload {WORKLOAD} as a closed loop without think time, "
+    scale = f"length scale {args.length_scale:g}" if args.length_scale is not None else "its own length scale"
+    header = (f"Model {Path(args.model).name}, workload {WORKLOAD} ({scale}) as a closed loop without think time, "
               f"{args.requests}+ measured requests per cell, {args.threads} threads, fp32 weights, "
-              f"medians of {args.repeats} repeats, {time.strftime('%Y-%m-%d')}; "
+              f"{args.repeats} repeats, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
               f"{(time.perf_counter() - t_start) / 60:.0f} min in all.")
     if args.md:
-        write_section(Path(args.md), markdown(rows, checks, command, header))
+        write_section(Path(args.md), markdown(rows, ratio_rows, checks, command, header))
     print(json.dumps({"model": args.model, "threads": args.threads, "command": command, "rows": rows,
-                      "targets": checks, "cells": cells}, indent=1))
+                      "ratios": ratio_rows, "targets": checks, "cells": cells}, indent=1, default=_jsonable))
+
+
+def _jsonable(o: object) -> object:
+    from advisor.metrics.intervals import Interval
+
+    return o.to_dict() if isinstance(o, Interval) else str(o)
 
 
 if __name__ == "__main__":
