@@ -22,18 +22,19 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import adapters
 from adapters.base import Adapter, EngineInfo, EngineOptions, RequestSpec
 from adapters.placement import client_pinned
-from advisor import eventloop, interrupts, manifest, workers
+from advisor import eventloop, interrupts, manifest, worker_spec, workers
 from advisor.loadgen import LoadResult, drive
 from advisor.metrics import lag as lag_mod
 from advisor.metrics import summarize, verdict
 from advisor.sessions import SessionPrompts
 from advisor.store import RunResult, new_run_id
 from advisor.telemetry import Telemetry
+from advisor.worker_spec import Workers
 from scenarios.catalog import load_scenario
 from scenarios.prompts import make_prompt_ids
 from scenarios.schedule import Overrides, build_schedule
@@ -68,12 +69,16 @@ class BenchConfig:
     timeout_s: float = 600.0  # per request
     max_run_s: float | None = None  # whole run; None: the schedule's length plus drain time
     telemetry_interval_s: float = 1.0
-    workers: int | Literal["auto"] = "auto"  # load-generator processes (advisor.workers); auto: one per client CPU
+    workers: Workers = "auto"  # load generators (advisor.worker_spec): auto, N processes here, or ray:N actors
+    ray_address: str | None = None  # the Ray cluster for `ray:N` (None: auto, advisor.matrix.ray_connect)
 
     def __post_init__(self) -> None:
-        w = self.workers
-        if w != "auto" and (isinstance(w, bool) or not isinstance(w, int) or w < 1):
-            raise BenchError(f"--workers must be 'auto' or an integer >= 1, got {w!r}")
+        try:
+            object.__setattr__(self, "workers", worker_spec.parse(self.workers))
+        except worker_spec.WorkersError as e:
+            raise BenchError(str(e)) from None
+        if self.ray_address is not None and worker_spec.on_ray(self.workers) is None:
+            raise BenchError(f"--ray {self.ray_address}: the Ray cluster is for --workers ray:N; add it or drop --ray")
         for name in ("timeout_s", "max_run_s", "telemetry_interval_s"):
             v = getattr(self, name)
             if v is None and name == "max_run_s":
@@ -101,9 +106,16 @@ def plan(cfg: BenchConfig) -> Plan:
         raise BenchError(f"scenario '{scenario.name}' with these settings schedules no request; raise --duration "
                          "or --rate")
     options = adapters.parse_options(cfg.engine, cfg.engine_options)
-    if cfg.workers not in ("auto", 1) and not adapters.adapter_class(cfg.engine).capabilities.served:
+    if worker_spec.several(cfg.workers) and not adapters.adapter_class(cfg.engine).capabilities.served:
         raise BenchError(f"--workers {cfg.workers}: only a served engine (openai) is driven by several processes; "
                          f"'{cfg.engine}' runs in advisor and keeps one driver: use --workers auto or 1")
+    if worker_spec.on_ray(cfg.workers) is not None:
+        from advisor.ray_workers import preflight
+
+        try:
+            preflight(cfg.ray_address)  # Ray installed, a given cluster reachable: before an engine starts
+        except RuntimeError as e:
+            raise BenchError(str(e)) from None
     check_out_dir(cfg.out_dir)
     try:
         eventloop.name()  # a bad ADVISOR_EVENT_LOOP fails here, before an engine starts
@@ -233,11 +245,18 @@ async def _measure(cfg: BenchConfig, p: Plan, adapter: Adapter, info: EngineInfo
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     t_start = time.perf_counter_ns()
     telemetry.start(t_start)
-    n_workers = workers.count(cfg.workers, served=adapter.capabilities.served, placement=info.placement,
+    n_ray = worker_spec.on_ray(cfg.workers)
+    n_workers = workers.count(n_ray or cfg.workers, served=adapter.capabilities.served, placement=info.placement,
                               schedule=p.schedule)
-    client = adapter.worker_client() if n_workers > 1 else None
+    client = adapter.worker_client() if n_workers > 1 or n_ray else None
     cpu0 = time.process_time()
-    if client is not None:
+    if client is not None and n_ray:
+        from advisor.ray_workers import drive_ray_workers
+
+        task = asyncio.create_task(drive_ray_workers(
+            client, p.schedule, n_workers, address=cfg.ray_address, timeout_s=cfg.timeout_s,
+            max_run_s=_max_run_s(cfg, p.schedule), progress=progress))
+    elif client is not None:
         task = asyncio.create_task(workers.drive_workers(
             client, p.schedule, n_workers, timeout_s=cfg.timeout_s, max_run_s=_max_run_s(cfg, p.schedule),
             progress=progress, cpus=workers.pinning(n_workers, info.placement)))

@@ -143,10 +143,7 @@ async def drive_workers(client: WorkerClient, schedule: Schedule, n: int, *, tim
     """
     loop = asyncio.get_running_loop()
     parts = shard(schedule, n)
-    records = [RequestRecord(idx=r.idx, request_id=f"{schedule.scenario}-{r.idx}", t_sched_ns=int(r.t_sched_s * 1e9),
-                             n_in_client=r.n_in, max_tokens=r.n_out, warmup=r.warmup, session_id=r.session_id,
-                             turn=r.turn if r.session_id is not None else None) for r in schedule.requests]
-    pos = {r.idx: k for k, r in enumerate(schedule.requests)}
+    records, pos = blank_records(schedule)
     inbox: asyncio.Queue[tuple[int, tuple[Any, ...]]] = asyncio.Queue()
     workers: list[_Worker] = []
     for w, part in enumerate(parts):
@@ -203,6 +200,14 @@ async def drive_workers(client: WorkerClient, schedule: Schedule, n: int, *, tim
     n_finished = sum(1 for r in records if r.t_end_ns is not None and r.error_kind not in ("cancelled", "worker"))
     return LoadResult(records, t0 or time.perf_counter_ns(), wall_s, interrupted, n_finished,
                       workers=[_summary(wk, records) for wk in workers], notes=notes)
+
+
+def blank_records(schedule: Schedule) -> tuple[list[RequestRecord], dict[int, int]]:
+    """One unsent record per scheduled request (workers fill them in), and each request's position by index."""
+    records = [RequestRecord(idx=r.idx, request_id=f"{schedule.scenario}-{r.idx}", t_sched_ns=int(r.t_sched_s * 1e9),
+                             n_in_client=r.n_in, max_tokens=r.n_out, warmup=r.warmup, session_id=r.session_id,
+                             turn=r.turn if r.session_id is not None else None) for r in schedule.requests]
+    return records, {r.idx: k for k, r in enumerate(schedule.requests)}
 
 
 def start_worker(shard_w: Shard) -> tuple[subprocess.Popen[bytes], Connection]:
@@ -288,11 +293,20 @@ def _lost(wk: _Worker, records: list[RequestRecord], t0: int, stopped: bool) -> 
     was stopped before the start (the run was interrupted) sent nothing: its requests are `cancelled`.
     """
     code = _exit_code(wk)
-    why = f"load-generator worker {wk.wid} died (exit code {code})"
-    died_ns = (wk.gone_ns or time.perf_counter_ns()) - t0 if t0 else -1
-    for k in wk.positions:
-        if k in wk.received:
-            continue
+    mark_lost(records, [k for k in wk.positions if k not in wk.received], t0, wk.gone_ns,
+              f"load-generator worker {wk.wid} died (exit code {code})", stopped)
+    wk.report = {"worker": wk.wid, "pid": wk.proc.pid, "exit": f"died (exit code {code})", "cpu_s": None,
+                 "n_requests": len(wk.positions), "interrupted": None}
+
+
+def mark_lost(records: list[RequestRecord], lost: list[int], t0: int, gone_ns: int, why: str, stopped: bool) -> None:
+    """The requests (positions `lost`) of a worker that died at `gone_ns` (perf_counter_ns here; 0: unknown).
+
+    Those due before it died were due or in flight; the later ones were never sent. A worker that
+    was stopped before the start (`t0` 0: the run was interrupted first) sent nothing: `cancelled`.
+    """
+    died_ns = (gone_ns or time.perf_counter_ns()) - t0 if t0 else -1
+    for k in lost:
         rec = records[k]
         if died_ns < 0 and stopped:
             rec.error_kind, rec.error = "cancelled", "never sent: the run stopped first"
@@ -301,8 +315,6 @@ def _lost(wk: _Worker, records: list[RequestRecord], t0: int, stopped: bool) -> 
             rec.t_end_ns = died_ns
         else:
             rec.error_kind, rec.error = "worker", f"never sent: {why} first"
-    wk.report = {"worker": wk.wid, "pid": wk.proc.pid, "exit": f"died (exit code {code})", "cpu_s": None,
-                 "n_requests": len(wk.positions), "interrupted": None}
 
 
 def _exit_code(wk: _Worker) -> int | None:

@@ -82,9 +82,13 @@ run_flags = _stack([
                  show_default=True, help="Folder for saved runs."),
     click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
                  help="Per-request timeout (s)."),
-    click.option("--workers", "workers", default="auto", show_default=True, metavar="N|auto",
-                 help="Load-generator processes for a served engine (one schedule, sharded); auto: one per CPU "
-                      "the client may use. In-process engines keep one driver."),
+    click.option("--workers", "workers", default="auto", show_default=True, metavar="N|auto|ray:N",
+                 help="Load generators for a served engine (one schedule, sharded): N processes here (auto: one "
+                      "per CPU the client may use), or ray:N, N Ray actors spread over a cluster's nodes. "
+                      "In-process engines keep one driver."),
+    click.option("--ray", "ray", default=None, metavar="ADDRESS|auto",
+                 help="With --workers ray:N: the Ray cluster (HOST:PORT, ray://HOST:10001 or auto; default auto: "
+                      "RAY_ADDRESS, a cluster running here, else a new local one)."),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else."),
 ])
 
@@ -107,13 +111,13 @@ def catalog_from_flags(prices: Path | None, price: tuple[str, ...]) -> Any:
 
 
 def workers_from(value: str | int) -> int | str:
-    """`--workers`: 'auto' or an integer >= 1 (a usage error otherwise)."""
-    text = str(value).strip().lower()
-    if text == "auto":
-        return "auto"
-    if not text.isdigit() or int(text) < 1:
-        fail(f"--workers must be 'auto' or an integer >= 1, got {value!r}")
-    return int(text)
+    """`--workers`: 'auto', an integer >= 1 or ray:N (a usage error otherwise)."""
+    from advisor.worker_spec import WorkersError, parse
+
+    try:
+        return parse(value)
+    except WorkersError as e:
+        fail(str(e))
 
 
 def overrides_from(flags: dict[str, Any]) -> Any:
@@ -151,7 +155,7 @@ def engine_options(opts: tuple[str, ...], **named: Any) -> dict[str, Any]:
 
 def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: tuple[str, ...],
                  threads: int | None, device: str | None, url: str | None, launch: str | None, out_dir: Path,
-                 timeout_s: float, workers: str | int = "auto", **flags: Any) -> Any:
+                 timeout_s: float, workers: str | int = "auto", ray: str | None = None, **flags: Any) -> Any:
     """The BenchConfig the shared flags describe; every problem is a usage error before anything starts."""
     from advisor.bench import BenchConfig, BenchError
 
@@ -161,6 +165,6 @@ def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: 
     try:
         return BenchConfig(scenario=scenario, engine=engine, model=model, overrides=overrides_from(flags),
                            engine_options=options, out_dir=out_dir, timeout_s=timeout_s,
-                           workers=workers_from(workers))
+                           workers=workers_from(workers), ray_address=ray)
     except BenchError as e:
         fail(str(e))

@@ -65,6 +65,13 @@ def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float
                 raise click.UsageError(f"--resume takes every setting from the saved sweep; drop --{given[0]}")
             resumed = load_sweep(resume_id, flags["out_dir"])
             cfg = resume_config(resumed, flags["out_dir"])
+            if flags.get("ray"):  # where the Ray cluster is now is not part of the sweep's plan
+                from dataclasses import replace
+
+                try:
+                    cfg = replace(cfg, bench=replace(cfg.bench, ray_address=flags["ray"]))
+                except ValueError as e:  # --ray for a sweep that does not run on Ray
+                    raise click.UsageError(str(e)) from None
         else:
             cfg = SweepConfig(bench_config(**flags), rates=_numbers(rates, "--rates", float),
                               concurrencies=_numbers(concurrencies, "--concurrencies", int), start_rps=start_rps,

@@ -27,7 +27,7 @@ import itertools
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -73,7 +73,7 @@ class Cell(BaseModel):
     max_output_tokens: int | None = None
     full_scale: bool = False
     timeout_s: float = 600.0  # per request
-    workers: int | Literal["auto"] = "auto"  # load-generator processes (advisor.workers); on Ray, auto: the CPUs held
+    workers: int | str = "auto"  # load generators (advisor.worker_spec): auto, N, or ray:N actors; on Ray, auto: the CPUs held
     repeats: int = Field(1, ge=1, le=100)  # runs of the cell (per step for a sweep), grouped (advisor.repeats)
     restart_engine: bool = False  # a fresh engine for every repeat
     resources: dict[str, float] = Field(default_factory=dict)
@@ -269,16 +269,20 @@ def _check_runs(cell: Cell, problems: list[str]) -> None:
 
 def _check_workers(cell: Cell, problems: list[str]) -> None:
     import adapters
+    from advisor import worker_spec
 
-    w = cell.workers
+    try:
+        w = worker_spec.parse(cell.workers, name=f"cell '{cell.name}': workers")
+    except worker_spec.WorkersError as e:
+        problems.append(str(e))
+        return
     if w == "auto":
         return
-    if isinstance(w, bool) or w < 1:
-        problems.append(f"cell '{cell.name}': workers must be 'auto' or an integer >= 1, got {w!r}")
-    elif w > 1 and cell.engine in adapters.REGISTRY and not adapters.adapter_class(cell.engine).capabilities.served:
+    if worker_spec.several(w) and cell.engine in adapters.REGISTRY \
+            and not adapters.adapter_class(cell.engine).capabilities.served:
         problems.append(f"cell '{cell.name}': workers: {w}, but only a served engine (openai) is driven by several "
                         f"processes; '{cell.engine}' runs in advisor and keeps one driver: drop `workers:`")
-    elif "CPU" in cell.resources and cell.resources["CPU"] < w:
+    elif isinstance(w, int) and "CPU" in cell.resources and cell.resources["CPU"] < w:
         problems.append(f"cell '{cell.name}': workers: {w} needs resources.CPU >= {w} (a core per worker), "
                         f"got {cell.resources['CPU']:g}")
 

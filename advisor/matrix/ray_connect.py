@@ -56,8 +56,8 @@ def check_reachable(address: str, timeout_s: float = 3.0) -> None:
                               f"the head prints it) and that this machine can reach {host}:{port}") from None
 
 
-def connect(address: str, say: Callable[[str], None], ship_code: bool = False) -> ModuleType:
-    """`ray.init` for the matrix; returns the ray module. Says which cluster it joined or started."""
+def connect(address: str, say: Callable[[str], None], ship_code: bool = False, purpose: str = "the matrix") -> ModuleType:
+    """`ray.init` for the matrix (or `purpose`); returns the ray module. Says which cluster it joined or started."""
     ray = import_ray()
     kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False, "namespace": "advisor"}
     if ship_code:
@@ -81,7 +81,7 @@ def connect(address: str, say: Callable[[str], None], ship_code: bool = False) -
         ray.init(include_dashboard=False, **kwargs)
         cpus = ray.cluster_resources().get("CPU", 0)
         say(f"no Ray cluster in RAY_ADDRESS or running here: started a local one ({cpus:g} CPUs); "
-            "it stops when the matrix ends")
+            f"it stops when {purpose} ends")
     return ray
 
 

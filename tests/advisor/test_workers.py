@@ -105,7 +105,7 @@ def test_more_workers_than_one_for_an_in_process_engine_is_refused(tmp_path):
         plan(BenchConfig(scenario="chat", engine="fake", out_dir=tmp_path, workers=2))
     res = CliRunner().invoke(cli, ["bench", "--scenario", "chat", "--engine", "fake", "--workers", "0",
                                    "--out", str(tmp_path)])
-    assert res.exit_code == 2 and "--workers must be 'auto' or an integer >= 1, got '0'" in res.output
+    assert res.exit_code == 2 and "--workers must be 'auto', an integer >= 1 or ray:N (N Ray actors), got '0'" in res.output
 
 
 def test_repeats_and_workers_compose_and_a_resumed_sweep_refuses_new_load_settings(tmp_path):

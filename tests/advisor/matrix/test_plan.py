@@ -96,7 +96,7 @@ def test_a_cells_workers_hold_a_core_each_and_only_a_served_engine_gets_several(
                                         {"name": "few", "workers": 4, "resources": {"CPU": 2}, **served},
                                         {"name": "fake2", "workers": 2}]))
     assert e.value.problems == [
-        "cell 'zero': workers must be 'auto' or an integer >= 1, got 0",
+        "cell 'zero': workers must be 'auto', an integer >= 1 or ray:N (N Ray actors), got 0",
         "cell 'few': workers: 4 needs resources.CPU >= 4 (a core per worker), got 2",
         "cell 'fake2': workers: 2, but only a served engine (openai) is driven by several processes; 'fake' runs in "
         "advisor and keeps one driver: drop `workers:`"]
