@@ -82,7 +82,7 @@ def connect(address: str | None) -> ModuleType:
         raise WorkerError(str(e).replace("--ray needs", "--workers ray:N needs")) from None
 
 
-def test_skew(env: dict[str, str] | None = None) -> dict[int, int]:
+def skews_for_tests(env: dict[str, str] | None = None) -> dict[int, int]:
     """Worker -> clock skew (ns) from ADVISOR_TEST_RAY_CLOCK_SKEW ("1:5000000000,2:-3000000"); tests only."""
     text = (env if env is not None else os.environ).get(SKEW_ENV, "").strip()
     out: dict[int, int] = {}
@@ -115,7 +115,7 @@ async def drive_ray_workers(client: WorkerClient, schedule: Schedule, n: int, *,
 
     cls = ray.remote(LoadActor)
     records, pos = blank_records(schedule)
-    skew = test_skew()
+    skew = skews_for_tests()
     actors: list[_Actor] = []
     for w, part in enumerate(shard(schedule, n)):
         sh = Shard(worker=w, client=client, schedule=part, timeout_s=timeout_s, max_run_s=max_run_s)
@@ -217,12 +217,16 @@ def _end(ray: Any, actors: list[_Actor]) -> None:
 def _merge(actors: list[_Actor], records: list[RequestRecord], t0: int, interrupted: str | None) -> LoadResult:
     for a in actors:
         lost = [k for k in a.positions if k not in a.received]
+        host = a.where.get("host", "?")
         if a.report is None:
-            why = f"Ray load-generator worker {a.wid} on {a.where.get('host', '?')} died ({a.why_gone or 'gone'})"
+            why = f"Ray load-generator worker {a.wid} on {host} died ({a.why_gone or 'gone'})"
             mark_lost(records, lost, t0, a.gone_ns, why, stopped=interrupted is not None)
             a.report = {"worker": a.wid, "pid": a.where.get("pid"), "host": a.where.get("host"),
                         "exit": f"died: {a.why_gone or 'no report'}", "cpu_s": None, "n_requests": len(a.positions),
                         "interrupted": None}
+        elif lost and a.report.get("exit") != "done":  # its run failed: what it had not returned is lost
+            mark_lost(records, lost, t0, 0, f"Ray load-generator worker {a.wid} on {host} {a.report['exit']}",
+                      stopped=interrupted is not None)
         elif lost:  # stopped before its run began: nothing was sent
             mark_lost(records, lost, 0, 0, "", stopped=True)
     interrupted = interrupted or next((a.report["interrupted"] for a in actors
