@@ -8,8 +8,8 @@ by `advisor.workers` (`python -m advisor.worker_process FD`) and talks to the dr
     driver -> worker: Shard, then ("go", start_ns) | ("stop",)
     worker -> driver: ("ready",) | ("failed", why) | ("records", [RequestRecord]) | ("done", report)
 
-Another host (a Ray actor) would call `run_shard` the same way, with the
-start time translated into its clock and `emit` pushing to the driver.
+A worker on another host (`advisor.ray_actor`, `--workers ray:N`) calls `run_shard` the same way,
+with the start time translated into its clock (`advisor.clock_sync`) and `emit` buffering for the driver's polls.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ driver merges them into the list one process would have written, each
 stamped with its worker id.
 
 A worker is anything that takes a `Shard`, a start time in its own clock and
-an `emit` callback (`run_shard`); here it is a process (`drive_workers`).
+an `emit` callback (`run_shard`); here it is a process (`drive_workers`), on
+a Ray cluster an actor (`advisor.ray_workers`, `--workers ray:N`).
 What this does not do: move a crashed worker's load to the others (its
 requests become `worker` errors, the others' records are kept), or drive
 in-process engines (they keep one driver: one engine, one client).

@@ -142,3 +142,32 @@ def test_sigterm_stops_every_actor_and_keeps_what_was_measured(cluster, fault_se
         assert ray.available_resources().get("CPU", 0) == 3
     finally:
         ray.shutdown()
+
+
+def test_an_actor_whose_node_dies_loses_only_its_unreturned_requests(healed, fault_server, tmp_path):  # noqa: F811
+    cluster = healed
+    server = fault_server(tpot_ms=2)
+    scenario = write_scenario(tmp_path / "s.yaml", rate_rps=9.0, duration_s=8.0, warmup_s=0.5, n_out=8)
+    proc = subprocess.Popen([*CMD, "--scenario", str(scenario), "--engine", "openai", "--url", server.url,
+                             "--out", str(tmp_path / "runs"), "--json", "--ray", cluster.address, "--workers", "ray:3"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    deadline = time.monotonic() + 120
+    while len(server.requests()) < 15:  # one actor per node (3 CPUs, one each): a1 has one of them
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.2)
+    a1 = cluster.node_id("a1")
+    cluster.kill("a1")
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    run = load_run(json.loads(out)["path"])
+    ws = {w["worker"]: w for w in run.loadgen["workers"]}
+    dead = [w for w in ws.values() if w["node"] == a1]
+    assert len(dead) == 1 and dead[0]["exit"].startswith("died"), ws
+    recs = run.records()
+    mine = [r for r in recs if r.worker == dead[0]["worker"]]
+    others = [r for r in recs if r.worker != dead[0]["worker"]]
+    assert all(r.ok for r in others) and len(others) >= 40
+    assert any(r.ok for r in mine), "what it returned before it died is kept"
+    lost = [r for r in mine if not r.ok]
+    assert lost and all(r.error_kind == "worker" and "died" in (r.error or "") for r in lost)
+    assert run.summary["errors_by_kind"].get("worker", 0) >= 1
