@@ -74,7 +74,7 @@ def test_a_skewed_worker_clock_still_lines_up_with_the_servers_log(cluster, faul
     t0 = run.loadgen["t0_perf_counter_ns"]
     served = server.requests()
     recs = [r for r in run.records() if r.ok]
-    assert len(recs) == len(served) - 1 >= 30  # the server also saw the driver's warm-up request
+    assert len(recs) >= 30 and 0 <= len(served) - len(recs) <= 3  # the server also saw the driver's warm-up
     send_ms, chunk_ms, used = {0: [], 1: []}, {0: [], 1: []}, set()
     for rec in recs:
         sent = t0 + rec.t_send_ns  # the driver's clock
