@@ -70,6 +70,7 @@ def connect(address: str | None) -> ModuleType:
     require_ray()
     import ray
 
+    _ray_messages_to_stderr()
     if ray.is_initialized():
         return ray
     from advisor.matrix.ray_connect import RayConnectError
@@ -80,6 +81,24 @@ def connect(address: str | None) -> ModuleType:
                            purpose="the run")
     except RayConnectError as e:
         raise WorkerError(str(e).replace("--ray needs", "--workers ray:N needs")) from None
+
+
+def _ray_messages_to_stderr() -> None:
+    """Ray prints cluster errors ("Raylet is terminated" when a node dies) on the driver's stdout; stdout is for
+    results (`--json`), so they go to stderr. Ray's printer is private: if it moved, nothing changes."""
+    try:
+        from ray._private import worker as ray_worker
+    except ImportError:
+        return
+    printer = getattr(ray_worker, "print_to_stdstream", None)
+    if printer is None or getattr(printer, "advisor_stderr", False):
+        return
+
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+        printer({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr.advisor_stderr = True  # type: ignore[attr-defined]
+    ray_worker.print_to_stdstream = to_stderr
 
 
 def skews_for_tests(env: dict[str, str] | None = None) -> dict[int, int]:
