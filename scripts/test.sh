@@ -49,7 +49,7 @@ need_nginx() {  # the slow group streams from a real nginx zero-work server (../
 for g in $GROUPS_TO_RUN; do
     case $g in
         fast) pytest_group fast ;;
-        slow) need_nginx; pytest_group slow -m slow ;;
+        slow) need_nginx; pytest_group slow -m slow --durations=15 ;;
         faults) pytest_group faults -m faults tests/faults ;;
         engines) script_group engines scripts/test_engines.sh ;;
         vllm) script_group vllm scripts/test_vllm.sh ;;
