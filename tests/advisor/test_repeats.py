@@ -66,7 +66,7 @@ def test_interval_of_six_repeats_covers_the_true_median_at_its_stated_rate(tmp_p
     base_ms, sigma = 40.0, 0.3
     trials, hits, stated = 200, 0, None
     # 1,215 runs: with automatic GC on, every run starts with a full collection (loadgen's _young_gc_only) that
-    # walks everything this pytest process holds (the whole collected suite, torch): 0.4 s of each run's 0.42 s
+    # walks everything this pytest process holds (the whole collected suite, torch): about half of each run's 0.42 s
     # in the slow group. Here what is alive now is frozen and GC is off (loadgen then leaves GC alone); a full
     # collection after every run walks only what the runs made since. The same for the baseline and the trials.
     gc.collect()
