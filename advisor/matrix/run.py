@@ -12,7 +12,6 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from advisor import interrupts
 from advisor.matrix.local import check_local, run_local
@@ -51,7 +50,7 @@ def _run(matrix: MatrixFile, body: Callable[[], None]) -> None:
     matrix.save()
     interrupted = False
     try:
-        with _sigterm_as_interrupt():
+        with _signals_to_interrupts():
             body()
     except KeyboardInterrupt:
         interrupted = True
@@ -61,21 +60,21 @@ def _run(matrix: MatrixFile, body: Callable[[], None]) -> None:
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt, unless advisor's own handler (`interrupts`, which the CLI installs) is in.
+def _signals_to_interrupts() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP go to advisor's own handler (`interrupts`) while the cells run.
 
-    That handler must stay: while a cell is measuring it cancels the load generator so the partial run is
-    saved; an exception raised from a signal handler at an arbitrary point of the event loop lost it.
+    Set again here because `ray.init` replaces the SIGTERM handler the CLI installed. While a local cell is
+    measuring, the handler cancels the load generator so the partial run is saved (an exception raised
+    from a signal handler at an arbitrary point of the event loop lost it); elsewhere it raises
+    `Interrupted`, a KeyboardInterrupt that exits 128 + the signal.
     """
-    if threading.current_thread() is not threading.main_thread() or interrupts.installed():
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {sig: signal.getsignal(sig) for sig in interrupts.SIGNALS}
+    interrupts.install()
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
