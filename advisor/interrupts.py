@@ -47,9 +47,11 @@ class _Active:
 
 
 _active: list[_Active] = []
+_last: list[int] = []  # the last signal handled, for callers whose KeyboardInterrupt lost it
 
 
 def _handler(signum: int, frame: object) -> None:
+    _last[:] = [signum]
     if _active and _active[-1].signum is None:
         run = _active[-1]
         run.signum = signum
@@ -79,3 +81,11 @@ def cancelling(task: asyncio.Task, loop: asyncio.AbstractEventLoop) -> Iterator[
         yield run
     finally:
         _active.remove(run)
+
+
+def exit_code(e: KeyboardInterrupt) -> int:
+    """128 + the signal that stopped advisor: from `e` itself, or the last one handled when a library
+    re-raised a plain KeyboardInterrupt (Ray turns one raised inside `ray.wait` into a new one); else 130."""
+    if isinstance(e, Interrupted):
+        return e.exit_code
+    return 128 + _last[0] if _last else 130

@@ -85,7 +85,7 @@ def matrix_command(plan_file: Path | None, ray_address: str | None, resume_id: s
             say(f"interrupted: finished cells are kept; resume with `advisor matrix --resume {matrix.matrix_id}`")
         else:
             say("interrupted before any cell started")
-        sys.exit(e.exit_code if isinstance(e, interrupts.Interrupted) else 130)  # 128 + the signal, as bench
+        sys.exit(interrupts.exit_code(e))  # 128 + the signal, as bench
     assert matrix is not None
     if check_only:
         say(f"plan ok: {len(matrix.todo())} cell(s) can run {'here' if ray_address is None else 'on the cluster'}")
