@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from own_engine.sampling_params import SamplingParams
-
-StepOutput = tuple[int, list[int], bool]
+from own_engine.sequence import StepOutput
 
 
 class SyncEngine(Protocol):

@@ -23,12 +23,11 @@ from own_engine.paths import resolve_model
 from own_engine.sampler import Sampler
 from own_engine.sampling_params import SamplingParams
 from own_engine.scheduler import Scheduler
-from own_engine.sequence import Sequence
+from own_engine.sequence import Sequence, StepOutput
 
 if TYPE_CHECKING:
     from own_engine.static_engine import StaticBatchEngine
 
-StepOutput = tuple[int, list[int], bool]  # (seq_id, new token ids, finished)
 # per-step token budget (CPU, CUDA): a CPU prefills ~1k tokens/s on a 100M model, so 512 keeps a step that carries
 # a prompt chunk near half a second; a GPU takes whole prompts in one step
 DEFAULT_MAX_BATCHED_TOKENS = {False: 512, True: 8192}

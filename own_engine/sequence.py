@@ -7,6 +7,8 @@ from enum import Enum, auto
 
 from own_engine.sampling_params import SamplingParams
 
+StepOutput = tuple[int, list[int], bool]  # what an engine step gives per sequence: (seq_id, new token ids, finished)
+
 
 class SequenceStatus(Enum):
     WAITING = auto()

@@ -22,9 +22,7 @@ from own_engine.paths import resolve_model
 from own_engine.sampler import Sampler
 from own_engine.sampling_params import SamplingParams
 from own_engine.scheduler import stop_reached
-from own_engine.sequence import Sequence, SequenceStatus
-
-StepOutput = tuple[int, list[int], bool]
+from own_engine.sequence import Sequence, SequenceStatus, StepOutput
 
 
 class ContiguousAttention:
