@@ -13,34 +13,31 @@ three share (HF folder -> cached engine format, tokenizer for chunk text).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import queue
 import threading
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from adapters.base import AdapterError, Chunk, RequestSpec
 from own_engine import tokenizer
+from own_engine.loop_queue import LoopQueue
 
 DONE = object()  # the engine thread's last item for a request that produced all its tokens
 
 
 @dataclass
-class Pending:
-    """One request in flight: made inside the requesting coroutine, so `loop` and `out` default to its own."""
+class Pending(LoopQueue):
+    """One request in flight: made inside the requesting coroutine (its loop and queue are that coroutine's).
+
+    The engine thread `put`s `(t_ns, ids)`, `DONE` or an AdapterError (own_engine.loop_queue).
+    """
 
     req: RequestSpec
-    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
-    out: asyncio.Queue = field(default_factory=asyncio.Queue)
     produced: int = 0
     cancelled: bool = False  # set when the consumer stops reading; the engine thread then drops the request
-
-    def put(self, item: object) -> None:
-        """Hand `(t_ns, ids)`, `DONE` or an AdapterError to the requesting coroutine, from the engine thread."""
-        self.loop.call_soon_threadsafe(self.out.put_nowait, item)
 
 
 def convert_on_first_use(model: str | None, fmt: str, precision: str) -> tuple[Path, str, Path, dict[str, Any]]:
@@ -116,7 +113,7 @@ class EngineThreadMixin:
         first = True
         try:
             while True:
-                item = await p.out.get()
+                item = await p.queue.get()
                 if item is DONE:
                     return
                 if isinstance(item, AdapterError):

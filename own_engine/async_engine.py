@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from own_engine.loop_queue import LoopQueue, deliver_all
 from own_engine.sampling_params import SamplingParams
 from own_engine.sequence import StepOutput
 
@@ -36,29 +37,9 @@ class EngineDead(RuntimeError):
 
 
 @dataclass
-class _Stream:
-    loop: asyncio.AbstractEventLoop
-    queue: asyncio.Queue
+class _Stream(LoopQueue):
     seq_id: int | None = None
     done: bool = False
-
-    def put(self, item: Any) -> bool:
-        """Deliver to the coroutine's loop; False when that loop is gone."""
-        return _deliver_all(self.loop, [(self, item)])
-
-
-def _put_items(items: list[tuple[_Stream, Any]]) -> None:
-    for stream, item in items:
-        stream.queue.put_nowait(item)
-
-
-def _deliver_all(loop: asyncio.AbstractEventLoop, items: list[tuple[_Stream, Any]]) -> bool:
-    """Hand `items` to their queues on `loop` with one wake-up; False when that loop is gone."""
-    try:
-        loop.call_soon_threadsafe(_put_items, items)
-        return True
-    except RuntimeError:  # the event loop was closed: nobody is listening any more
-        return False
 
 
 @dataclass
@@ -82,7 +63,7 @@ class AsyncLLMEngine:
     async def generate(self, prompt_ids: list[int], params: SamplingParams,
                        request_id: str | None = None) -> AsyncIterator[tuple[int, list[int]]]:
         """Stream `(t_ns, new_token_ids)` until the request finishes; raises what the engine raised."""
-        stream = _Stream(asyncio.get_running_loop(), asyncio.Queue())
+        stream = _Stream()
         with self._cv:
             if self._stopping or self._error is not None:
                 raise EngineDead(f"own_engine is not running ({self._error or 'closed'})")
@@ -156,7 +137,7 @@ class AsyncLLMEngine:
                 del self._streams[seq_id]
             by_loop.setdefault(stream.loop, []).append((stream, (t_ns, ids, finished)))
         for loop, items in by_loop.items():
-            if not _deliver_all(loop, items):
+            if not deliver_all(loop, items):
                 for stream, (_, _, finished) in items:
                     if not finished and stream.seq_id is not None:
                         del self._streams[stream.seq_id]
