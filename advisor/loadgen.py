@@ -135,10 +135,7 @@ async def _drive(adapter: Adapter, schedule: Schedule, specs: SpecSource | Sessi
     except TimeoutError:
         interrupted = f"stopped after the run limit of {max_run_s:g} s"
     except asyncio.CancelledError:
-        interrupted = "interrupted"
-        task = asyncio.current_task()
-        if task is not None:
-            task.uncancel()  # handled: what was measured is returned
+        interrupted = cancel_handled()
     finally:
         for t in tasks:
             t.cancel()
@@ -148,6 +145,15 @@ async def _drive(adapter: Adapter, schedule: Schedule, specs: SpecSource | Sessi
         if rec.t_send_ns is None and rec.error_kind is None:
             rec.error_kind, rec.error = "cancelled", "never sent: the run stopped first"
     return LoadResult(records, t0, (time.perf_counter_ns() - t0) / 1e9, interrupted, done)
+
+
+def cancel_handled() -> str:
+    """Called in a run's `except CancelledError`: the run returns what it measured, so the cancellation is
+    taken back (later awaits in its cleanup run normally). Returns the run's `interrupted` reason."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+    return "interrupted"
 
 
 @contextlib.asynccontextmanager

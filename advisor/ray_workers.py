@@ -30,7 +30,7 @@ from typing import Any
 from adapters.base import WorkerClient
 from advisor import clock_sync
 from advisor.clock_sync import ClockOffset
-from advisor.loadgen import LoadResult, Progress
+from advisor.loadgen import LoadResult, Progress, cancel_handled
 from advisor.records import RequestRecord
 from advisor.worker_process import Shard
 from advisor.workers import WorkerError, blank_records, lag_and_cpu, mark_lost, shard
@@ -159,10 +159,7 @@ async def drive_ray_workers(client: WorkerClient, schedule: Schedule, n: int, *,
             if progress is not None:
                 progress(done, len(records))
     except asyncio.CancelledError:
-        interrupted = "interrupted"
-        task = asyncio.current_task()
-        if task is not None:
-            task.uncancel()  # handled: what was measured is returned
+        interrupted = cancel_handled()
         await asyncio.to_thread(_stop, ray, actors, records, pos)
     finally:
         await asyncio.to_thread(_end, ray, actors)

@@ -36,7 +36,7 @@ import numpy as np
 
 from adapters.base import WorkerClient
 from adapters.placement import available_cpus
-from advisor.loadgen import LoadResult, Progress
+from advisor.loadgen import LoadResult, Progress, cancel_handled
 from advisor.records import RequestRecord
 from advisor.worker_process import Shard
 from scenarios.types import Schedule, ScheduledRequest
@@ -170,10 +170,7 @@ async def drive_workers(client: WorkerClient, schedule: Schedule, n: int, *, tim
             if progress is not None:
                 progress(done, len(records))
     except asyncio.CancelledError:
-        interrupted = "interrupted"
-        task = asyncio.current_task()
-        if task is not None:
-            task.uncancel()  # handled: what was measured is returned
+        interrupted = cancel_handled()
         for wk in workers:
             _send(wk, ("stop",))
         deadline = loop.time() + STOP_GRACE_S
