@@ -8,7 +8,7 @@ import pytest
 
 from advisor.metrics import RunSummary, summarize
 from scenarios.types import SLOs
-from tests.metrics.make import MS, rec
+from tests.advisor.metrics.make import MS, rec
 
 approx = pytest.approx
 WINDOW = (1000 * MS, 3000 * MS)  # open loop: a 2 s window from 1 s to 3 s

@@ -17,7 +17,7 @@ from advisor.metrics import (
     ttft_sched_ms,
 )
 from scenarios.types import SLOs
-from tests.metrics.make import rec
+from tests.advisor.metrics.make import rec
 
 approx = pytest.approx
 

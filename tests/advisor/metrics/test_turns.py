@@ -8,7 +8,7 @@ import json
 from advisor.metrics import summarize
 from advisor.metrics.turns import SessionStats, session_stats, turn_label
 from scenarios.types import SLOs
-from tests.metrics.make import rec
+from tests.advisor.metrics.make import rec
 
 
 def _turn(session: int, turn: int, ttft_ms: float, n_in: int, shared: int, *, dropped: int = 0, warmup: bool = False,

@@ -8,7 +8,7 @@ import pytest
 
 from advisor.metrics import Verdict, summarize, verdict
 from scenarios.types import SLOs
-from tests.metrics.make import open_run
+from tests.advisor.metrics.make import open_run
 
 
 def judge(records, window, *, offered_rps=2.0, mode="open", **kw) -> Verdict:
