@@ -66,9 +66,17 @@ def test_itl_matches_the_servers_own_per_token_gaps(fault_server, model_dir, tmp
         t_client = np.diff(rec.chunk_t_ns) / 1e6
         t_server = np.diff([t for t, _ in srv["chunks"]]) / 1e6
         gap_diff_ms += list(t_client - t_server)
-    for q in (50, 99):
+    # p50 within 0.5 ms (or 3%). The p99 rests on the ~5 largest of ~500 gaps, where a single late wake-up of the
+    # client moves it: CI's 2-core machine saw 0.65 ms at k=1 (13.62 against 12.97 ms), a loaded one 2.3 ms. So
+    # the client's tail may be off by 5%, or by 1 ms plus the machine's own scheduling tail, measured
+    # independently by the server: how late its 8 ms sleeps woke (p99; ~1 ms on a quiet machine, 5 ms in CI).
+    # A wrong split of a chunk's tokens puts whole gaps in the tail (0 and 2x8 ms at k=2) and is caught by the median and bias checks below as well.
+    server_late_ms = float(np.percentile(np.array(server_itl) - TPOT_MS, 99))
+    for q, tol_ms in ((50, max(0.03 * np.median(server_itl), 0.5)),
+                      (99, max(0.05 * np.percentile(server_itl, 99), 1.0 + server_late_ms))):
         c, s = np.percentile(client_itl, q), np.percentile(server_itl, q)
-        assert abs(c - s) <= max(0.03 * s, 0.5), f"ITL p{q}: client {c:.3f} ms, server {s:.3f} ms (k={k})"
+        assert abs(c - s) <= tol_ms, (f"ITL p{q}: client {c:.3f} ms, server {s:.3f} ms (k={k}, tolerance "
+                                      f"{tol_ms:.2f} ms; server wake-ups late by {server_late_ms:.2f} ms at p99)")
     # chunk by chunk: the gap between two chunks as the client saw it is the gap the server wrote them with:
     # the typical difference is small and there is no bias either way (scheduling noise is in the tails).
     # The bias bound is 0.2 ms or 1% of a chunk gap: on a loaded 2-core machine a wake-up after the
