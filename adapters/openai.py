@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from adapters import json_codec
 from adapters.base import (
     Adapter,
     AdapterError,
@@ -237,7 +238,7 @@ class OpenAIAdapter(Adapter):
         """One HTTP attempt, fed into `counter`; False when the server rejected an optional field (retry)."""
         path = "/v1/chat/completions" if self.endpoint == "chat" else "/v1/completions"
         pool = self._pool()
-        data = json.dumps(body, separators=(",", ":")).encode()
+        data = json_codec.dumps(body)
         request = pool.head("POST", path, self._request_headers(), len(data)) + data
         resp: Response | None = None
         conn = None

@@ -28,6 +28,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from adapters import json_codec
 from adapters.base import AdapterError, Chunk, TokenSource
 
 UsageMode = Literal["per_chunk", "final", "none"]
@@ -122,8 +123,8 @@ class StreamCounter:
         if b"\n" in inner:
             return False
         try:
-            objs = json.loads(b"[" + inner + b"]")
-        except ValueError:
+            objs = json_codec.loads(b"[" + inner + b"]")
+        except ValueError:  # malformed, or only refused by orjson (NaN, huge ints): the careful path decides
             return False
         if len(objs) != body.count(b"\n\ndata: ") + 1 or not all(type(o) is dict for o in objs):
             return False  # an event that held a comma-joined pair, or no object: the careful path says which

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import adapters
+from adapters import json_codec
 from adapters.base import Adapter, EngineInfo, EngineOptions, RequestSpec
 from adapters.placement import client_pinned
 from advisor import eventloop, interrupts, manifest, worker_spec, workers
@@ -331,6 +332,7 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
                  "wall_s": load.wall_s, "interrupted": interrupted,
                  "signal": signal.Signals(signum).name if signum is not None else None,
                  "n_finished": load.n_finished, "timeout_s": cfg.timeout_s, "event_loop": eventloop.name(),
+                 "json_codec": json_codec.name(),
                  "n_workers": len(load.workers), "workers": load.workers,
                  "t0_perf_counter_ns": load.t0_ns,  # record times are relative to this (the system's monotonic clock)
                  "prepare_s": round((load.t0_ns - t_start_ns) / 1e9 + (first_send or 0) / 1e9, 4)},
