@@ -1,6 +1,7 @@
 """`--workers` (bench, sweep) and a matrix cell's `workers:`: how many load generators, and where.
 
-    auto     one process per CPU the client may use (served engines; one driver otherwise)
+    auto     one process per CPU the client may use (served engines; one driver otherwise, and one while an open
+             loop's peak rate is well within one process's measured capacity: advisor.workers.count)
     N        N processes on this machine
     ray:N    N Ray actors spread over a Ray cluster's nodes (`advisor.ray_workers`)
 

@@ -103,9 +103,32 @@ def client_cpus(placement: dict[str, Any] | None) -> list[int]:
     return [c for c in available_cpus() if c not in engine] or list(available_cpus())
 
 
+# The open-loop rate one worker process held against the zero-work server (benchmarks/RESULTS.md, "load
+# generator"; 16 one-token chunks per request, client on one core). `auto` gives a schedule whose peak stays
+# under a quarter of it one worker: a margin for servers that stream each token in a read of its own (every
+# read is work for the client) and for a slower client CPU. Above it, and for closed loops (their rate is
+# whatever the server allows), `auto` is one worker per client CPU.
+ONE_WORKER_HELD_RPS = 1000.0
+AUTO_ONE_WORKER_PEAK_RPS = ONE_WORKER_HELD_RPS / 4
+
+
+def peak_rps(schedule: Schedule, window_s: float = 1.0) -> float:
+    """The most requests the schedule sends in any window of `window_s` (warm-up included), per second."""
+    times = sorted(r.t_sched_s for r in schedule.requests)
+    most, lo = 0, 0
+    for hi, t in enumerate(times):
+        while t - times[lo] >= window_s - 1e-9:  # (1e-9: times computed as i / rate round either way)
+            lo += 1
+        most = max(most, hi - lo + 1)
+    return most / window_s
+
+
 def count(requested: int | str, *, served: bool, placement: dict[str, Any] | None, schedule: Schedule) -> int:
-    """How many workers a run gets: `auto` is one per client CPU for served engines, one driver otherwise."""
+    """How many workers a run gets: `auto` is one per client CPU for served engines (one where a single process
+    has room to spare: an open loop whose peak rate is under AUTO_ONE_WORKER_PEAK_RPS), one driver otherwise."""
     if not served:
+        return 1
+    if requested == "auto" and _closed_users(schedule) is None and peak_rps(schedule) <= AUTO_ONE_WORKER_PEAK_RPS:
         return 1
     n = len(client_cpus(placement)) if requested == "auto" else int(requested)
     keys = len({shard_key(r) for r in schedule.requests})

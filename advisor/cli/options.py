@@ -84,6 +84,7 @@ run_flags = _stack([
                  help="Per-request timeout (s)."),
     click.option("--workers", "workers", default="auto", show_default=True, metavar="N|auto|ray:N",
                  help="Load generators for a served engine (one schedule, sharded): N processes here (auto: one "
+                      "while an open loop's peak rate is well within one process's measured capacity, else one "
                       "per CPU the client may use), or ray:N, N Ray actors spread over a cluster's nodes. "
                       "In-process engines keep one driver."),
     click.option("--ray", "ray", default=None, metavar="ADDRESS|auto",

@@ -47,6 +47,31 @@ def test_closed_loop_users_are_dealt_out_and_never_more_workers_than_work():
     assert workers.count("auto", served=False, placement={}, schedule=_schedule(10)) == 1
 
 
+def _constant(rate_rps: float, duration_s: float) -> Schedule:
+    n = int(rate_rps * duration_s)
+    reqs = tuple(ScheduledRequest(idx=i, t_sched_s=i / rate_rps, n_in=4, n_out=4) for i in range(n))
+    return Schedule(scenario="s", mode="open", requests=reqs, seed=0, slos=SLOs())
+
+
+def test_peak_rate_is_the_busiest_second():
+    assert workers.peak_rps(_constant(4, 10)) == 4
+    burst = replace(_constant(4, 10), requests=_constant(4, 10).requests + tuple(
+        ScheduledRequest(idx=40 + i, t_sched_s=5 + i / 1000, n_in=4, n_out=4) for i in range(100)))
+    assert workers.peak_rps(burst) == 104  # 100 in a tenth of a second, on top of the steady 4
+
+
+def test_auto_is_one_worker_while_one_process_has_room_and_one_per_cpu_beyond(monkeypatch):
+    monkeypatch.setattr(workers, "available_cpus", lambda: [0, 1, 2, 3])
+    limit = workers.AUTO_ONE_WORKER_PEAK_RPS
+    assert workers.count("auto", served=True, placement={}, schedule=_constant(4, 10)) == 1
+    assert workers.count("auto", served=True, placement={}, schedule=_constant(limit, 3)) == 1
+    assert workers.count("auto", served=True, placement={}, schedule=_constant(limit * 1.5, 3)) == 4
+    assert workers.count("auto", served=True, placement={"engine_cpus": [3]}, schedule=_constant(limit * 2, 3)) == 3
+    assert workers.count(2, served=True, placement={}, schedule=_constant(4, 10)) == 2  # asked for: given
+    # a closed loop's rate is whatever the server allows: one per CPU, as many as its users
+    assert workers.count("auto", served=True, placement={}, schedule=_schedule(10, "closed", concurrency=8)) == 4
+
+
 def test_held_needs_the_rate_no_errors_and_the_lag_rule():
     ok = LagCheck(limit_ms=5.0, n=1000, n_late=3, critical=16, ok=True)
     late = replace(ok, n_late=40, ok=False)
