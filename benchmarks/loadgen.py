@@ -68,6 +68,7 @@ class TreeCPU:
         self.root = psutil.Process(pid)
         self.samples: list[tuple[float, float, float]] = []  # (perf_counter, time.time, cpu_s)
         self._seen: dict[int, float] = {}  # pid -> last CPU seen (children that exited keep theirs)
+        self._preempted: dict[int, int] = {}  # pid -> involuntary context switches (another process took its CPU)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, args=(interval_s,), daemon=True)
         self._thread.start()
@@ -82,6 +83,7 @@ class TreeCPU:
                 try:
                     t = p.cpu_times()
                     self._seen[p.pid] = t.user + t.system
+                    self._preempted[p.pid] = p.num_ctx_switches().involuntary
                 except psutil.NoSuchProcess:
                     pass
             self.samples.append((time.perf_counter(), time.time(), sum(self._seen.values())))
@@ -89,6 +91,12 @@ class TreeCPU:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+    @property
+    def preempted(self) -> int:
+        """Involuntary context switches of the whole tree over its life: a client pinned to a core it shares with other work
+        shows it here (each can cost milliseconds of send lag that the client did not cause)."""
+        return sum(self._preempted.values())
 
     def between(self, t0: float, t1: float, clock: int = 0) -> float | None:
         """CPU seconds used between t0 and t1 (clock 0: perf_counter, 1: time.time), interpolated."""
@@ -177,6 +185,7 @@ slos: {{}}
     summary = doc["summary"]
     row = _row(f"advisor-{workers}", rate, True, summary["requests_per_s"], summary["n_errors"], lags,
                tree.between(first, last), len(sent), cmd, event_loop=doc["loadgen"].get("event_loop"),
+               json_codec=doc["loadgen"].get("json_codec"), preempted=tree.preempted,
                workers=[{k: w.get(k) for k in ("worker", "cpus", "cpu_ms_per_request", "lag_p50_ms", "lag_p99_ms")}
                         for w in doc["loadgen"].get("workers", [])])
     # the run's own verdict on the same rule (its lags: the measured window only) is the one that counts
