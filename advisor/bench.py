@@ -20,7 +20,7 @@ import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from advisor import eventloop, interrupts, manifest, worker_spec, workers
 from advisor.loadgen import LoadResult, drive
 from advisor.metrics import lag as lag_mod
 from advisor.metrics import summarize, verdict
+from advisor.metrics.verdict import Verdict
 from advisor.sessions import SessionPrompts
 from advisor.store import RunResult, new_run_id
 from advisor.telemetry import Telemetry
@@ -301,7 +302,6 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     # open-loop sessions: later turns fall due at run time, so the offered rate is the planned one
     offered = schedule.settings.get("offered_rps") if schedule.sessions is not None else _offered_rps(schedule)
     summary = summarize(load.records, mode=schedule.mode, slos=schedule.slos, window_ns=window_ns, offered_rps=offered)
-    summary_d = summary.to_dict()
     v = verdict(summary, mode=schedule.mode)
     reasons = list(v.reasons)
     status = v.status
@@ -312,11 +312,11 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
         status, reasons = "INVALID", [f"interrupted ({interrupted}); the results are partial", *reasons]
     window_s = (window_ns[0] / 1e9 + shift_s, window_ns[1] / 1e9 + shift_s) if window_ns else None
     # GPU energy is read over the window, so it is divided by the tokens that arrived inside it.
-    tokens_in_window = (summary_d.get("output_tokens_per_s") or 0.0) * (summary_d.get("window_s") or 0.0)
+    tokens_in_window = (summary.output_tokens_per_s or 0.0) * (summary.window_s or 0.0)
     tele = telemetry.summary(window_s, round(tokens_in_window) or None)
-    lag_check = summary_d.get("lag_check")
-    held = (lag_mod.held(offered, summary_d.get("requests_per_s"), summary_d.get("n_errors") or 0,
-                         lag_mod.LagCheck.from_dict(lag_check)) if offered and lag_check else None)
+    lag_check = summary.lag_check
+    held = (lag_mod.held(offered, summary.requests_per_s, summary.n_errors, lag_check)
+            if offered and lag_check else None)
     first_send = min((r.t_send_ns for r in load.records if r.t_send_ns is not None), default=None)
     result = RunResult(
         run_id=run_id, created_utc=created,
@@ -326,9 +326,10 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
                   "duration_s": schedule.duration_s, "concurrency": schedule.concurrency, "effective": schedule.settings},
         slos={"ttft_ms": schedule.slos.ttft_ms, "tpot_ms": schedule.slos.tpot_ms, "e2e_ms": schedule.slos.e2e_ms,
               "percentile": schedule.slos.percentile},
-        engine=_engine_dict(info), manifest=manifest.collect(), summary=summary_d, telemetry=tele,
-        verdict={"status": status, "reasons": reasons},
-        loadgen={"lag_ms": summary_d.get("client_queue_ms"), "lag_check": lag_check, "held": held,
+        engine=info, manifest=manifest.collect(), summary=summary, telemetry=tele,
+        verdict=Verdict(status, tuple(reasons)),
+        loadgen={"lag_ms": summary.client_queue_ms.to_dict(), "lag_check": lag_check and lag_check.to_dict(),
+                 "held": held,
                  "wall_s": load.wall_s, "interrupted": interrupted,
                  "signal": signal.Signals(signum).name if signum is not None else None,
                  "n_finished": load.n_finished, "timeout_s": cfg.timeout_s, "event_loop": eventloop.name(),
@@ -351,8 +352,3 @@ def _offered_rps(schedule: Schedule) -> float | None:
     n = sum(1 for r in schedule.requests if w0 <= r.t_sched_s < w1)
     return n / (w1 - w0)
 
-
-def _engine_dict(info: EngineInfo) -> dict[str, Any]:
-    d = asdict(info)
-    d["notes"] = list(info.notes)
-    return d

@@ -11,6 +11,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from advisor.metrics.distribution import Distribution
+from advisor.metrics.turns import SessionStats
+
 out = Console()
 err = Console(stderr=True)
 
@@ -40,29 +43,29 @@ def _fmt(v: Any, digits: int = 1) -> str:
     return str(v)
 
 
-def _dist_row(table: Table, label: str, d: dict[str, Any] | None) -> None:
-    if not d or not d.get("n"):
+def _dist_row(table: Table, label: str, d: Distribution) -> None:
+    if not d.n:
         table.add_row(label, "0", "n/a", "n/a", "n/a", "n/a", "n/a")
         return
-    table.add_row(label, str(d["n"]), _fmt(d.get("mean")), _fmt(d.get("p50")), _fmt(d.get("p90")),
-                  _fmt(d.get("p95")), _fmt(d.get("p99")) if d.get("p99") is not None else "n too small")
+    table.add_row(label, str(d.n), _fmt(d.mean), _fmt(d.at(50)), _fmt(d.at(90)),
+                  _fmt(d.at(95)), _fmt(d.at(99)) if d.at(99) is not None else "n too small")
 
 
 def print_run(result: Any) -> None:
     s, e, v, sched = result.summary, result.engine, result.verdict, result.schedule
-    status = v.get("status", "?")
-    out.print(f"[bold]{escape(result.scenario.get('name', '?'))}[/] on [bold]{escape(e.get('adapter', '?'))}[/] "
-              f"({escape(str(e.get('engine')))} {escape(str(e.get('version')))}, {escape(str(e.get('device')))}, "
-              f"{escape(str(e.get('precision')))}, batching: {escape(str(e.get('batching')))})")
-    out.print(f"model: {escape(str(e.get('model')))}")
-    placement = e.get("placement") or {}
-    ready = e.get("ready_s")
+    status = v.status
+    out.print(f"[bold]{escape(result.scenario.get('name', '?'))}[/] on [bold]{escape(e.adapter)}[/] "
+              f"({escape(str(e.engine))} {escape(str(e.version))}, {escape(str(e.device))}, "
+              f"{escape(str(e.precision))}, batching: {escape(str(e.batching))})")
+    out.print(f"model: {escape(str(e.model))}")
+    placement = e.placement
+    ready = e.ready_s
     engine_line = [f"ready in {ready:.1f} s (load + warm-up)" if ready is not None else None,
                    escape(str(placement["note"])) if placement.get("note") else None]
     if any(engine_line):
         out.print("engine: " + "; ".join(x for x in engine_line if x))
     out.print(f"verdict: [{_STATUS_STYLE.get(status, 'bold')}]{status}[/]")
-    for r in v.get("reasons", []):
+    for r in v.reasons:
         out.print(f"  - {escape(r)}")
     t = Table(title="latency (ms; interactivity in tokens/s per user)", title_justify="left")
     for col in ("metric", "n", "mean", "p50", "p90", "p95", "p99"):
@@ -70,23 +73,23 @@ def print_run(result: Any) -> None:
     for key, label in (("ttft_ms", "TTFT"), ("ttft_sched_ms", "TTFT from schedule"), ("tpot_ms", "TPOT"),
                        ("itl_ms", "ITL"), ("e2e_ms", "E2E"), ("interactivity_tps", "interactivity"),
                        ("client_queue_ms", "client lag")):
-        _dist_row(t, label, s.get(key))
+        _dist_row(t, label, getattr(s, key))
     out.print(t)
-    if s.get("sessions"):
-        print_turns(s["sessions"])
+    if s.sessions:
+        print_turns(s.sessions)
     t2 = Table(show_header=False, title="throughput and SLOs", title_justify="left")
     t2.add_column("k")
     t2.add_column("v", justify="right")
     offered = sched.get("offered_rps")
-    t2.add_row("requests (measured / ok / errors)", f"{s.get('n_requests')} / {s.get('n_ok')} / {s.get('n_errors')}")
+    t2.add_row("requests (measured / ok / errors)", f"{s.n_requests} / {s.n_ok} / {s.n_errors}")
     t2.add_row("offered load", f"{_fmt(offered, 2)} req/s" if offered else sched.get("mode", ""))
-    t2.add_row("throughput", f"{_fmt(s.get('requests_per_s'), 2)} req/s, {_fmt(s.get('output_tokens_per_s'))} output tok/s, "
-                             f"{_fmt(s.get('total_tokens_per_s'))} total tok/s")
-    t2.add_row("goodput", f"{_fmt(s.get('goodput_rps'), 2)} req/s (SLO attainment {_fmt(100 * (s.get('slo_attainment') or 0))}%)")
+    t2.add_row("throughput", f"{_fmt(s.requests_per_s, 2)} req/s, {_fmt(s.output_tokens_per_s)} output tok/s, "
+                             f"{_fmt(s.total_tokens_per_s)} total tok/s")
+    t2.add_row("goodput", f"{_fmt(s.goodput_rps, 2)} req/s (SLO attainment {_fmt(100 * (s.slo_attainment or 0))}%)")
     slos = result.slos
     limits = ", ".join(f"p{slos.get('percentile', 95):g} {k[:-3].upper()} <= {slos[k]:g} ms"
                        for k in ("ttft_ms", "tpot_ms", "e2e_ms") if slos.get(k))
-    met = s.get("slo_met") or {}
+    met = s.slo_met
     verdicts = ", ".join(f"{k}: {'met' if ok else 'MISSED'}" for k, ok in met.items() if ok is not None)
     t2.add_row("SLOs", escape(limits or "none") + (f" ({verdicts})" if verdicts else ""))
     lg = result.loadgen or {}
@@ -99,7 +102,7 @@ def print_run(result: Any) -> None:
                         f"{_fmt(c, 3)} ms CPU/request" + ("" if w.get("exit") == "done" else f" ({w.get('exit')})")
                         for w, c in zip(per_worker, cpu))
             + ("" if lg.get("held") is None else f"; rate {'held' if lg['held'] else 'NOT held'}")))
-    sources = s.get("token_sources") or {}
+    sources = s.token_sources or {}
     if sources:
         t2.add_row("token counts from", escape(", ".join(f"{k} ({v})" for k, v in sources.items())))
     tele = result.telemetry
@@ -122,23 +125,23 @@ def print_run(result: Any) -> None:
         out.print(f"saved: {escape(str(result.path))}")
 
 
-def print_turns(sess: dict[str, Any]) -> None:
+def print_turns(sess: SessionStats) -> None:
     """Multi-turn runs: TTFT and prompt length by turn, prefix reuse and context drops."""
     t = Table(title="by turn (ms; prompt tokens = the conversation sent, shared = repeated from the last turn)",
               title_justify="left")
     for col in ("turn", "n", "TTFT p50", "TTFT p95", "E2E p50", "prompt p50", "prompt max", "shared mean"):
         t.add_column(col, justify="right")
-    for row in sess.get("by_turn") or []:
-        ttft, e2e, prompt = row.get("ttft_ms") or {}, row.get("e2e_ms") or {}, row.get("prompt_tokens") or {}
-        t.add_row(row["turn"], str(row["n"]), _fmt(ttft.get("p50")),
-                  _fmt(ttft.get("p95")) if ttft.get("p95") is not None else "n<20", _fmt(e2e.get("p50")),
-                  _fmt(prompt.get("p50"), 0), _fmt(prompt.get("max"), 0), _fmt(row.get("shared_tokens_mean"), 0))
+    for row in sess.by_turn:
+        ttft, e2e, prompt = row.ttft_ms, row.e2e_ms, row.prompt_tokens
+        t.add_row(row.turn, str(row.n), _fmt(ttft.at(50)),
+                  _fmt(ttft.at(95)) if ttft.at(95) is not None else "n<20", _fmt(e2e.at(50)),
+                  _fmt(prompt.at(50), 0), _fmt(prompt.max, 0), _fmt(row.shared_tokens_mean, 0))
     out.print(t)
-    reuse = sess.get("prefix_reuse")
-    out.print(f"sessions: {sess.get('n_sessions')} conversations, {_fmt(sess.get('turns_per_session_mean'), 2)} turns "
+    reuse = sess.prefix_reuse
+    out.print(f"sessions: {sess.n_sessions} conversations, {_fmt(sess.turns_per_session_mean, 2)} turns "
               f"each on average; {_fmt(100 * reuse) + '%' if reuse is not None else 'n/a'} of later turns' prompt "
-              f"tokens repeat the previous turn; context full: {sess.get('n_truncated')} requests dropped "
-              f"{sess.get('turns_dropped')} oldest turns")
+              f"tokens repeat the previous turn; context full: {sess.n_truncated} requests dropped "
+              f"{sess.turns_dropped} oldest turns")
 
 
 def _scale_hint(result: Any) -> str | None:

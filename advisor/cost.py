@@ -16,6 +16,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from advisor.metrics.summary import RunSummary
+
 HOURS_PER_MONTH = 730.0
 BLEND_INPUT_PER_OUTPUT = 3.0  # the 3:1 input:output convention for blended prices
 OUTPUT_TOKEN_WEIGHT = 4.0  # an output token costs this many input tokens when splitting the hourly cost
@@ -82,17 +84,17 @@ class RunCost:
         return d
 
 
-def run_cost(summary: dict[str, Any], usd_per_hour: float, instances: float = 1.0,
+def run_cost(summary: RunSummary, usd_per_hour: float, instances: float = 1.0,
              capacity_rps: float | None = None) -> RunCost:
-    """Cost of one run from its RunSummary dict; the SLO point is the sweep capacity if given, else goodput."""
-    in_tps = float(summary.get("input_tokens_per_s") or 0.0)
-    out_tps = float(summary.get("output_tokens_per_s") or 0.0)
+    """Cost of one run from its summary; the SLO point is the sweep capacity if given, else goodput."""
+    in_tps = float(summary.input_tokens_per_s or 0.0)
+    out_tps = float(summary.output_tokens_per_s or 0.0)
     measured = cost_per_million(usd_per_hour, instances, in_tps, out_tps)
-    rps = float(summary.get("requests_per_s") or 0.0)
+    rps = float(summary.requests_per_s or 0.0)
     if capacity_rps is not None:
         slo_rps, basis = capacity_rps, "capacity"
-    elif summary.get("goodput_rps"):
-        slo_rps, basis = float(summary["goodput_rps"]), "goodput"
+    elif summary.goodput_rps:
+        slo_rps, basis = float(summary.goodput_rps), "goodput"
     else:
         return RunCost(usd_per_hour, instances, measured, None, None, "no request met every SLO")
     if rps <= 0:

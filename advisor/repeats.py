@@ -33,22 +33,23 @@ class Figure:
     label: str
     unit: str
     better: Better
-    path: tuple[str, ...]  # where the value sits in a run's summary
+    metric: str  # the RunSummary field
+    percentile: float | None = None  # of a distribution; None: the field is the figure
 
 
 FIGURES: tuple[Figure, ...] = (
-    Figure("ttft_p50_ms", "TTFT p50", "ms", "lower", ("ttft_ms", "p50")),
-    Figure("ttft_p95_ms", "TTFT p95", "ms", "lower", ("ttft_ms", "p95")),
-    Figure("ttft_p99_ms", "TTFT p99", "ms", "lower", ("ttft_ms", "p99")),
-    Figure("tpot_p50_ms", "TPOT p50", "ms", "lower", ("tpot_ms", "p50")),
-    Figure("tpot_p95_ms", "TPOT p95", "ms", "lower", ("tpot_ms", "p95")),
-    Figure("itl_p50_ms", "ITL p50", "ms", "lower", ("itl_ms", "p50")),
-    Figure("itl_p95_ms", "ITL p95", "ms", "lower", ("itl_ms", "p95")),
-    Figure("itl_p99_ms", "ITL p99", "ms", "lower", ("itl_ms", "p99")),
-    Figure("e2e_p95_ms", "E2E p95", "ms", "lower", ("e2e_ms", "p95")),
-    Figure("output_tokens_per_s", "output tokens/s", "tok/s", "higher", ("output_tokens_per_s",)),
-    Figure("requests_per_s", "requests/s", "req/s", "higher", ("requests_per_s",)),
-    Figure("goodput_rps", "goodput", "req/s", "higher", ("goodput_rps",)),
+    Figure("ttft_p50_ms", "TTFT p50", "ms", "lower", "ttft_ms", 50.0),
+    Figure("ttft_p95_ms", "TTFT p95", "ms", "lower", "ttft_ms", 95.0),
+    Figure("ttft_p99_ms", "TTFT p99", "ms", "lower", "ttft_ms", 99.0),
+    Figure("tpot_p50_ms", "TPOT p50", "ms", "lower", "tpot_ms", 50.0),
+    Figure("tpot_p95_ms", "TPOT p95", "ms", "lower", "tpot_ms", 95.0),
+    Figure("itl_p50_ms", "ITL p50", "ms", "lower", "itl_ms", 50.0),
+    Figure("itl_p95_ms", "ITL p95", "ms", "lower", "itl_ms", 95.0),
+    Figure("itl_p99_ms", "ITL p99", "ms", "lower", "itl_ms", 99.0),
+    Figure("e2e_p95_ms", "E2E p95", "ms", "lower", "e2e_ms", 95.0),
+    Figure("output_tokens_per_s", "output tokens/s", "tok/s", "higher", "output_tokens_per_s"),
+    Figure("requests_per_s", "requests/s", "req/s", "higher", "requests_per_s"),
+    Figure("goodput_rps", "goodput", "req/s", "higher", "goodput_rps"),
 )
 FIGURE_BY_KEY = {f.key: f for f in FIGURES}
 
@@ -73,11 +74,12 @@ def repeat_tag(run: RunResult | Mapping[str, Any]) -> RepeatTag | None:
     return RepeatTag(str(d["group_id"]), int(d.get("index", 0)), int(d.get("count", 1)), bool(d.get("restart_engine")))
 
 
-def figure_value(run: RunResult | Mapping[str, Any], key: str) -> float | None:
+def figure_value(run: RunResult, key: str) -> float | None:
     """One headline figure of one saved run (None when the run has none, e.g. too few requests)."""
-    v: Any = run.summary if isinstance(run, RunResult) else run.get("summary") or {}
-    for part in FIGURE_BY_KEY[key].path:
-        v = v.get(part) if isinstance(v, dict) else None
+    fig = FIGURE_BY_KEY[key]
+    v = getattr(run.summary, fig.metric)
+    if fig.percentile is not None:
+        v = v.at(fig.percentile)
     return None if v is None else float(v)
 
 
@@ -115,7 +117,7 @@ class RepeatGroup:
     @property
     def status(self) -> str:
         """VALID only when every repeat is; otherwise the worst status (FAILED, SATURATED, then INVALID)."""
-        statuses = [str((r.verdict or {}).get("status") or "INVALID") for r in self.runs]
+        statuses = [r.verdict.status for r in self.runs]
         for s in ("FAILED", "SATURATED", "INVALID"):
             if s in statuses:
                 return s

@@ -24,7 +24,7 @@ _PER_REQUEST = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "e2e_ms": e2e_ms}
 
 
 def _summary(run: Mapping[str, Any] | RunResult) -> dict[str, Any]:
-    return dict(run.summary if isinstance(run, RunResult) else run.get("summary") or {})
+    return run.summary.to_dict() if isinstance(run, RunResult) else dict(run.get("summary") or {})
 
 
 def _run_id(run: Mapping[str, Any] | RunResult) -> str:
@@ -56,7 +56,7 @@ def load_sample(run: RunResult) -> RunSample | None:
     except (StoreError, OSError):
         return None
     measured = sum(1 for r in records if not r.warmup)
-    if measured != int((run.summary or {}).get("n_requests") or 0):
+    if measured != run.summary.n_requests:
         return None  # records that are not this summary's (a hand-made or damaged folder): use the bounds
     return RunSample.from_records(records)
 

@@ -19,6 +19,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from adapters.base import EngineInfo
+from advisor.metrics.summary import RunSummary
+from advisor.metrics.verdict import Verdict
 from advisor.records import RequestRecord
 
 SCHEMA = "advisor.run/1"
@@ -54,20 +57,20 @@ class RunResult:
     scenario: dict[str, Any]
     schedule: dict[str, Any]
     slos: dict[str, Any]
-    engine: dict[str, Any]
+    engine: EngineInfo
     manifest: dict[str, Any]
-    summary: dict[str, Any]
+    summary: RunSummary
     telemetry: dict[str, Any]
-    verdict: dict[str, Any]
+    verdict: Verdict
     loadgen: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
     _records: list[RequestRecord] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "run_id": self.run_id, "created_utc": self.created_utc,
-                "scenario": self.scenario, "schedule": self.schedule, "slos": self.slos, "engine": self.engine,
-                "manifest": self.manifest, "summary": self.summary, "telemetry": self.telemetry,
-                "verdict": self.verdict, "loadgen": self.loadgen}
+                "scenario": self.scenario, "schedule": self.schedule, "slos": self.slos, "engine": self.engine.to_dict(),
+                "manifest": self.manifest, "summary": self.summary.to_dict(), "telemetry": self.telemetry,
+                "verdict": self.verdict.to_dict(), "loadgen": self.loadgen}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], path: Path | None = None) -> RunResult:
@@ -85,7 +88,11 @@ class RunResult:
         loadgen = d.get("loadgen", {})
         if not isinstance(loadgen, dict):
             raise StoreError(f"{where}: loadgen is {type(loadgen).__name__}, not an object; the file is damaged")
-        return cls(**{k: d[k] for k in _RESULT_TYPES}, loadgen=loadgen, path=path)
+        typed = {"verdict": _section(where, "verdict", Verdict.from_dict, d["verdict"]),
+                 "engine": _section(where, "engine", EngineInfo.from_dict, d["engine"]),
+                 "summary": _section(where, "summary", lambda x: RunSummary.from_saved(x, d["schedule"].get("mode")),
+                                     d["summary"])}
+        return cls(**{k: d[k] for k in _RESULT_TYPES if k not in typed}, **typed, loadgen=loadgen, path=path)
 
     def records(self) -> list[RequestRecord]:
         """The per-request records, read from the run folder on first use."""
@@ -113,6 +120,15 @@ def _check_types(d: dict[str, Any], types: dict[str, type | tuple[type, ...]], w
         if key in d and (not isinstance(d[key], typ) or isinstance(d[key], bool) and typ is int):
             raise StoreError(f"{where}: {prefix}{key} is {type(d[key]).__name__}, expected "
                              f"{getattr(typ, '__name__', typ)}; the file is damaged, re-run the benchmark")
+
+
+def _section(where: Any, name: str, parse: Callable[[dict[str, Any]], Any], d: dict[str, Any]) -> Any:
+    """One typed section of a result.json; what it cannot read becomes a StoreError naming the section."""
+    try:
+        return parse(d)
+    except (KeyError, TypeError, ValueError) as e:
+        why = f"missing {e}" if isinstance(e, KeyError) else str(e)
+        raise StoreError(f"{where}: {name} cannot be read ({why}); the file is damaged, re-run the benchmark") from None
 
 
 def new_run_id(scenario: str, engine: str) -> str:

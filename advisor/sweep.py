@@ -238,7 +238,7 @@ def _step(cfg: SweepConfig, load: float, measure: Callable[[BenchConfig], RunRes
     users = int(load) if cfg.unit == "users" else None
     if cfg.repeats == 1 and not cfg.restart_engine:
         run = measure(step)
-        rate = load if users is None else float(run.summary["requests_per_s"] or 0)
+        rate = load if users is None else float(run.summary.requests_per_s or 0)
         return SweepPoint.from_run(rate, run.to_dict(), concurrency=users)
     from advisor.repeats import run_repeats
 

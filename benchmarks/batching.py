@@ -67,10 +67,10 @@ def main() -> None:
                               overrides=Overrides(rate_rps=rate, duration_s=args.duration, warmup_s=args.warmup))
             r = run_bench(cfg, adapter=adapter)
             s = r.summary
-            row = {"engine": name, "rate_rps": rate, "output_tokens_per_s": s["output_tokens_per_s"],
-                   "requests_per_s": s["requests_per_s"], "p95_e2e_ms": (s["e2e_ms"] or {}).get("p95"),
-                   "p95_ttft_ms": (s["ttft_ms"] or {}).get("p95"), "p95_tpot_ms": (s["tpot_ms"] or {}).get("p95"),
-                   "n": s["n_requests"], "verdict": r.verdict["status"], "run": str(r.path)}
+            row = {"engine": name, "rate_rps": rate, "output_tokens_per_s": s.output_tokens_per_s,
+                   "requests_per_s": s.requests_per_s, "p95_e2e_ms": s.e2e_ms.at(95),
+                   "p95_ttft_ms": s.ttft_ms.at(95), "p95_tpot_ms": s.tpot_ms.at(95),
+                   "n": s.n_requests, "verdict": r.verdict.status, "run": str(r.path)}
             rows.append(row)
             print(json.dumps(row), flush=True)
     for a in engines.values():

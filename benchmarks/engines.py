@@ -116,14 +116,14 @@ def run_cell(args: argparse.Namespace) -> dict:
     finally:
         adapter.close()
     s, tel = res.summary, res.telemetry
-    tpot = (s.get("tpot_ms") or {}).get("p50")
-    ttft = s.get("ttft_ms") or {}
-    return {"engine": args.one, "users": args.users, "run_id": res.run_id, "version": res.engine.get("version"),
-            "batching": res.engine.get("batching"), "kv_cache_dtype": res.engine.get("kv_cache_dtype"),
-            "threads": res.engine.get("threads"), "cold_start_s": cold_start_s, "ready_s": info.ready_s,
-            "decode_tok_s": 1000.0 / tpot if tpot else None, "output_tok_s": s.get("output_tokens_per_s"),
-            "ttft_p50_ms": ttft.get("p50"), "ttft_p95_ms": ttft.get("p95"), "rss_peak_mb": tel.get("rss_peak_mb"),
-            "n_ok": s.get("n_ok"), "verdict": res.verdict.get("status"), "reasons": res.verdict.get("reasons")}
+    tpot = s.tpot_ms.at(50)
+    ttft = s.ttft_ms
+    return {"engine": args.one, "users": args.users, "run_id": res.run_id, "version": res.engine.version,
+            "batching": res.engine.batching, "kv_cache_dtype": res.engine.kv_cache_dtype,
+            "threads": res.engine.threads, "cold_start_s": cold_start_s, "ready_s": info.ready_s,
+            "decode_tok_s": 1000.0 / tpot if tpot else None, "output_tok_s": s.output_tokens_per_s,
+            "ttft_p50_ms": ttft.at(50), "ttft_p95_ms": ttft.at(95), "rss_peak_mb": tel.get("rss_peak_mb"),
+            "n_ok": s.n_ok, "verdict": res.verdict.status, "reasons": list(res.verdict.reasons)}
 
 
 def _busy_cpu_s() -> float:

@@ -83,14 +83,14 @@ def run_one(args: argparse.Namespace, model: Path, cache: bool, scenario: Path, 
                                       "log_dir": str(out / f"server-{'on' if cache else 'off'}-{port}")})
     run = bench_once(cfg)
     s = run.summary
-    sess = s.get("sessions") or {}
-    return {"cache": "on" if cache else "off", "run_id": run.run_id, "verdict": run.verdict["status"],
-            "n_ok": s["n_ok"], "ttft_p50_ms": s["ttft_ms"]["p50"], "ttft_p95_ms": s["ttft_ms"]["p95"],
-            "e2e_p50_ms": s["e2e_ms"]["p50"], "output_tok_s": s.get("output_tokens_per_s"),
-            "prefix_reuse": sess.get("prefix_reuse"), "turns_dropped": sess.get("turns_dropped"),
-            "by_turn": {t["turn"]: {"n": t["n"], "ttft_p50_ms": t["ttft_ms"]["p50"], "ttft_p95_ms": t["ttft_ms"]["p95"],
-                                    "prompt_p50": t["prompt_tokens"]["p50"]} for t in sess.get("by_turn") or []},
-            "engine": run.engine.get("engine"), "version": run.engine.get("version"),
+    sess = s.sessions
+    return {"cache": "on" if cache else "off", "run_id": run.run_id, "verdict": run.verdict.status,
+            "n_ok": s.n_ok, "ttft_p50_ms": s.ttft_ms.at(50), "ttft_p95_ms": s.ttft_ms.at(95),
+            "e2e_p50_ms": s.e2e_ms.at(50), "output_tok_s": s.output_tokens_per_s,
+            "prefix_reuse": sess.prefix_reuse if sess else None, "turns_dropped": sess.turns_dropped if sess else None,
+            "by_turn": {t.turn: {"n": t.n, "ttft_p50_ms": t.ttft_ms.at(50), "ttft_p95_ms": t.ttft_ms.at(95),
+                                 "prompt_p50": t.prompt_tokens.at(50)} for t in (sess.by_turn if sess else ())},
+            "engine": run.engine.engine, "version": run.engine.version,
             "server_hit_rate": _server_hit_rate(run.telemetry.get("server_metrics") or {})}
 
 

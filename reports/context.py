@@ -15,7 +15,7 @@ from advisor.store import RunResult
 from reports.costs import RunPrice
 from reports.executive import executive
 from reports.groups import option_rows
-from reports.labels import engine_name, is_valid, load_text, model_name, run_labels, scenario_name, status
+from reports.labels import engine_name, is_valid, lag_ms, load_text, model_name, run_labels, scenario_name, status
 from reports.selection import RecommendationResult
 
 METRIC_DEFINITIONS = (
@@ -33,10 +33,6 @@ METRIC_DEFINITIONS = (
 )
 
 
-def _pct(d: dict[str, Any] | None, key: str) -> float | None:
-    return None if not d else d.get(key)
-
-
 def run_row(run: RunResult, label: str, price: RunPrice | None) -> dict[str, Any]:
     """One row of the comparison table."""
     s = run.summary
@@ -44,16 +40,16 @@ def run_row(run: RunResult, label: str, price: RunPrice | None) -> dict[str, Any
     return {
         "run_id": run.run_id, "label": label, "status": status(run), "valid": is_valid(run),
         "scenario": scenario_name(run), "engine": engine_name(run), "model": model_name(run),
-        "version": run.engine.get("version"), "device": run.engine.get("device"), "load": load_text(run),
-        "n_requests": s.get("n_requests"), "n_ok": s.get("n_ok"), "error_rate": s.get("error_rate"),
-        "ttft_p50": _pct(s.get("ttft_ms"), "p50"), "ttft_p95": _pct(s.get("ttft_ms"), "p95"),
-        "ttft_p99": _pct(s.get("ttft_ms"), "p99"), "tpot_p50": _pct(s.get("tpot_ms"), "p50"),
-        "tpot_p95": _pct(s.get("tpot_ms"), "p95"), "e2e_p95": _pct(s.get("e2e_ms"), "p95"),
-        "rps": s.get("requests_per_s"), "out_tps": s.get("output_tokens_per_s"),
-        "goodput": s.get("goodput_rps"), "attainment": s.get("slo_attainment"),
-        "slo_met": s.get("slo_met") or {}, "slo_margin": s.get("slo_margin") or {},
-        "interactivity_p50": _pct(s.get("interactivity_tps"), "p50"),
-        "rss_peak_mb": (run.telemetry or {}).get("rss_peak_mb"), "ready_s": (run.engine or {}).get("ready_s"),
+        "version": run.engine.version, "device": run.engine.device, "load": load_text(run),
+        "n_requests": s.n_requests, "n_ok": s.n_ok, "error_rate": s.error_rate,
+        "ttft_p50": s.ttft_ms.at(50), "ttft_p95": s.ttft_ms.at(95),
+        "ttft_p99": s.ttft_ms.at(99), "tpot_p50": s.tpot_ms.at(50),
+        "tpot_p95": s.tpot_ms.at(95), "e2e_p95": s.e2e_ms.at(95),
+        "rps": s.requests_per_s, "out_tps": s.output_tokens_per_s,
+        "goodput": s.goodput_rps, "attainment": s.slo_attainment,
+        "slo_met": s.slo_met, "slo_margin": s.slo_margin,
+        "interactivity_p50": s.interactivity_tps.at(50),
+        "rss_peak_mb": (run.telemetry or {}).get("rss_peak_mb"), "ready_s": run.engine.ready_s,
         "usd_1m_out": cost.measured.output_usd if cost else None,
         "usd_1m_out_slo": cost.at_slo.output_usd if cost and cost.at_slo else None,
         "monthly_usd": price.monthly_usd if price else None, "price_source": price.source if price else "",
@@ -67,19 +63,19 @@ def risks(runs: Sequence[RunResult], labels: dict[str, str], prices: dict[str, R
     for run in runs:
         label, s = labels[run.run_id], run.summary
         if not is_valid(run):
-            reasons = " ".join(str(x) for x in (run.verdict or {}).get("reasons") or []) or "no reason recorded"
+            reasons = " ".join(str(x) for x in run.verdict.reasons) or "no reason recorded"
             out.append(f"{label}: verdict {status(run)}: {reasons}")
-        if s.get("n_errors"):
-            kinds = ", ".join(f"{k}: {v}" for k, v in (s.get("errors_by_kind") or {}).items())
-            out.append(f"{label}: {s['n_errors']} failed requests ({kinds})")
+        if s.n_errors:
+            kinds = ", ".join(f"{k}: {v}" for k, v in s.errors_by_kind.items())
+            out.append(f"{label}: {s.n_errors} failed requests ({kinds})")
         late = _late_sends(run)
         if is_valid(run) and late:  # an invalid run's reasons already say so
             out.append(f"{label}: {late}; latencies from t_send may understate what users see")
-        if s.get("token_count_mismatch"):
-            out.append(f"{label}: engine and client token counts differ by {s['token_count_mismatch']}")
-        if s.get("n_out_short"):
-            out.append(f"{label}: {s['n_out_short']} requests got fewer output tokens than asked")
-        dropped = (s.get("sessions") or {}).get("n_truncated")
+        if s.token_count_mismatch:
+            out.append(f"{label}: engine and client token counts differ by {s.token_count_mismatch}")
+        if s.n_out_short:
+            out.append(f"{label}: {s.n_out_short} requests got fewer output tokens than asked")
+        dropped = s.sessions.n_truncated if s.sessions else None
         if dropped:
             out.append(f"{label}: {dropped} conversations outgrew the context and dropped their oldest turns "
                        "(a chat app's sliding window): those prompts are shorter than the full history")
@@ -98,14 +94,14 @@ def risks(runs: Sequence[RunResult], labels: dict[str, str], prices: dict[str, R
 
 def _late_sends(run: RunResult) -> str | None:
     """Late sends a VALID run still had (within what the send-lag rule allows), in words; None if none."""
-    check = run.summary.get("lag_check")
+    check = run.summary.lag_check
     if check:
-        if not check.get("n_late"):
+        if not check.n_late:
             return None
-        return (f"{check['n_late']} of {check['n']} requests were sent more than {check['limit_ms']:.3g} ms late "
+        return (f"{check.n_late} of {check.n} requests were sent more than {check.limit_ms:.3g} ms late "
                 "(within what the send-lag rule allows)")
-    lag = (run.loadgen or {}).get("lag_ms") or run.summary.get("client_queue_ms") or {}  # runs before the rule
-    value = lag.get("p99") if lag.get("p99") is not None else lag.get("max")
+    lag = lag_ms(run)  # runs before the rule
+    value = lag.at(99) if lag.at(99) is not None else lag.max
     if value is None or float(value) <= LAG_FLOOR_MS:
         return None
     return f"the load generator sent requests up to {float(value):.1f} ms late (p99 or max)"
@@ -130,14 +126,14 @@ def methodology(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str, 
                                                   "schedules": []})["schedules"].append(
             {"label": labels[run.run_id], **(run.schedule or {})})
     verdicts = [{"label": labels[r.run_id], "status": status(r), "valid": is_valid(r),
-                 "reasons": [str(x) for x in (r.verdict or {}).get("reasons") or []]} for r in runs]
+                 "reasons": [str(x) for x in r.verdict.reasons]} for r in runs]
     lag = []
     for r in runs:
-        d = (r.loadgen or {}).get("lag_ms") or r.summary.get("client_queue_ms") or {}
-        check = r.summary.get("lag_check") or {}
-        lag.append({"label": labels[r.run_id], "p50": d.get("p50"), "p99": d.get("p99"), "max": d.get("max"),
-                    "n": d.get("n"), "wall_s": (r.loadgen or {}).get("wall_s"), "limit_ms": check.get("limit_ms"),
-                    "n_late": check.get("n_late"),
+        d = lag_ms(r)
+        check = r.summary.lag_check
+        lag.append({"label": labels[r.run_id], "p50": d.at(50), "p99": d.at(99), "max": d.max,
+                    "n": d.n, "wall_s": (r.loadgen or {}).get("wall_s"), "limit_ms": check.limit_ms if check else None,
+                    "n_late": check.n_late if check else None,
                     "interrupted": (r.loadgen or {}).get("interrupted")})
     return {"definitions": METRIC_DEFINITIONS, "scenarios": scenarios, "verdicts": verdicts, "lag": lag,
             "lag_floor_ms": LAG_FLOOR_MS}
@@ -152,15 +148,15 @@ def environments(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str,
         entry = machines.setdefault(key, {"manifest": m, "runs": []})
         entry["runs"].append(labels[run.run_id])
     engines = [{"label": labels[r.run_id], "run_id": r.run_id, "created_utc": r.created_utc,
-                **{k: v for k, v in (r.engine or {}).items() if k not in ("extra", "notes")},
-                "notes": list((r.engine or {}).get("notes") or []),
+                **{k: v for k, v in r.engine.to_dict().items() if k not in ("extra", "notes")},
+                "notes": list(r.engine.notes),
                 "engine_stats": (r.telemetry or {}).get("engine_stats") or {}} for r in runs]
     return {"machines": list(machines.values()), "engines": engines}
 
 
 def turn_tables(runs: Sequence[RunResult], labels: dict[str, str]) -> list[dict[str, Any]]:
     """Multi-turn runs: the per-turn rows (TTFT, prompt length) and session facts, as saved."""
-    return [{"label": labels[r.run_id], **r.summary["sessions"]} for r in runs if r.summary.get("sessions")]
+    return [{"label": labels[r.run_id], **r.summary.sessions.to_dict()} for r in runs if r.summary.sessions]
 
 
 def build_context(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: RecommendationResult,

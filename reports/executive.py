@@ -15,7 +15,7 @@ from typing import Any
 
 from advisor.store import RunResult
 from reports.costs import RunPrice
-from reports.labels import is_valid, status
+from reports.labels import is_valid, lag_ms, status
 from reports.selection import RecommendationResult
 
 MAX_RISKS = 6  # on the first screen; the rest behind "all risks"
@@ -48,7 +48,7 @@ def risk_lines(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: Reco
     out: list[str] = []
     bad = [r for r in runs if not is_valid(r)]
     if bad:
-        why = Counter(_first_sentence(str(((r.verdict or {}).get("reasons") or ["no reason recorded"])[0]))
+        why = Counter(_first_sentence(str((r.verdict.reasons or ("no reason recorded",))[0]))
                       for r in bad)
         top = "; ".join(f"{k}{f' (x{n})' if n > 1 else ''}" for k, n in why.most_common(2))
         out.append(f"{len(bad)} of {len(runs)} runs are not VALID: {top}")
@@ -68,14 +68,14 @@ def risk_lines(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: Reco
     if single:
         out.append(f"{single} measured option{'s rest' if single > 1 else ' rests'} on a single run: "
                    "run-to-run noise unknown; repeat to get an interval")
-    errs = [r for r in runs if r.summary.get("n_errors")]
+    errs = [r for r in runs if r.summary.n_errors]
     if errs:
-        out.append(f"{len(errs)} run(s) had failed requests ({sum(int(r.summary['n_errors']) for r in errs)} in all)")
+        out.append(f"{len(errs)} run(s) had failed requests ({sum(r.summary.n_errors for r in errs)} in all)")
     lagging = [r for r in runs if is_valid(r) and _lag(r) is not None and _lag(r) > LAG_WARN_MS]  # type: ignore[operator]
     if lagging:
         out.append(f"{len(lagging)} VALID run(s) sent requests late (p99 lag over {LAG_WARN_MS:g} ms): "
                    "latencies from t_send may understate what users see")
-    if any(r.summary.get("token_count_mismatch") or r.summary.get("n_out_short") for r in runs):
+    if any(r.summary.token_count_mismatch or r.summary.n_out_short for r in runs):
         out.append("token counts: some requests got fewer tokens than asked, or engine and client counts differ")
     unpriced = sum(1 for p in prices.values() if p.usd_per_hour is None)
     if unpriced:
@@ -86,8 +86,8 @@ def risk_lines(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: Reco
 
 
 def _lag(run: RunResult) -> float | None:
-    lag = (run.loadgen or {}).get("lag_ms") or run.summary.get("client_queue_ms") or {}
-    value = lag.get("p99") if lag.get("p99") is not None else lag.get("max")
+    lag = lag_ms(run)
+    value = lag.at(99) if lag.at(99) is not None else lag.max
     return None if value is None else float(value)
 
 

@@ -18,14 +18,14 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from advisor.metrics import per_request
-from advisor.metrics.distribution import percentile_key
+from advisor.metrics.distribution import Distribution, percentile_key
 from advisor.recommend.pareto import non_dominated
 from advisor.records import RequestRecord
 from advisor.store import RunResult, StoreError
 from reports.costs import RunPrice
 from reports.labels import chart_text, group_key, is_valid, load_rps, run_labels
 
-PERCENTILES = ("p50", "p90", "p95", "p99")
+PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 LATENCY_METRICS = (("ttft_ms", "TTFT (ms)"), ("tpot_ms", "TPOT (ms)"), ("e2e_ms", "E2E latency (ms)"))
 _CDF_FUNCS: dict[str, Callable[[RequestRecord], float | None]] = {
     "ttft_ms": per_request.ttft_ms, "tpot_ms": per_request.tpot_ms, "e2e_ms": per_request.e2e_ms}
@@ -63,8 +63,10 @@ def _slo(run: RunResult, key: str) -> float | None:
     return None if value is None else float(value)
 
 
-def _pctl_key(run: RunResult) -> str:
-    return percentile_key(float((run.slos or {}).get("percentile") or 95.0))
+def _at_slo_percentile(run: RunResult, key: str) -> float | None:
+    """The run's `key` distribution at its own SLO percentile."""
+    dist: Distribution = getattr(run.summary, key)
+    return dist.at(float((run.slos or {}).get("percentile") or 95.0))
 
 
 def percentiles_figure(runs: Sequence[RunResult]) -> go.Figure:
@@ -74,11 +76,12 @@ def percentiles_figure(runs: Sequence[RunResult]) -> go.Figure:
     fig = make_subplots(rows=1, cols=3, subplot_titles=[t for _, t in LATENCY_METRICS])
     for col, (key, _) in enumerate(LATENCY_METRICS, start=1):
         for run in runs:
-            d = run.summary.get(key) or {}
-            xs = [p for p in PERCENTILES if d.get(p) is not None]
-            fig.add_bar(x=xs, y=[d[p] for p in xs], name=chart_text(labels[run.run_id]), legendgroup=chart_text(run.run_id),
+            d: Distribution = getattr(run.summary, key)
+            qs = [q for q in PERCENTILES if d.at(q) is not None]
+            fig.add_bar(x=[percentile_key(q) for q in qs], y=[d.at(q) for q in qs], name=chart_text(labels[run.run_id]),
+                        legendgroup=chart_text(run.run_id),
                         showlegend=col == 1, marker=_marker(run, color[run.run_id]), row=1, col=col,
-                        hovertemplate=f"%{{x}}: %{{y:.4g}} ms (n={d.get('n', 0)})<extra>%{{fullData.name}}</extra>")
+                        hovertemplate=f"%{{x}}: %{{y:.4g}} ms (n={d.n})<extra>%{{fullData.name}}</extra>")
         for limit in sorted({lim for run in runs if (lim := _slo(run, key)) is not None}):
             fig.add_hline(y=limit, line_dash="dash", line_color="red", row=1, col=col,
                           annotation_text=f"SLO {limit:g} ms", annotation_position="top left")
@@ -133,12 +136,12 @@ def load_figure(runs: Sequence[RunResult]) -> go.Figure:
         limits: set[float] = set()
         for gkey, members in groups.items():
             members = sorted(members, key=lambda r: load_rps(r) or 0.0)
-            ys = [(run.summary.get(key) or {}).get(_pctl_key(run)) for run in members]
+            ys = [_at_slo_percentile(run, key) for run in members]
             fig.add_scatter(x=[load_rps(r) for r in members], y=ys, mode="lines+markers", row=1, col=col,
                             name=chart_text(" · ".join(gkey)), legendgroup=chart_text(" · ".join(gkey)), showlegend=col == 1,
                             marker={"symbol": ["circle" if is_valid(r) else "x-open" for r in members], "size": 10},
                             line={"color": color[" · ".join(gkey)]},
-                            text=[chart_text(f"{r.run_id} [{(r.verdict or {}).get('status')}]") for r in members],
+                            text=[chart_text(f"{r.run_id} [{r.verdict.status}]") for r in members],
                             hovertemplate="%{x:.3g} req/s: %{y:.4g} ms<br>%{text}<extra>%{fullData.name}</extra>")
             limits.update(lim for r in members if (lim := _slo(r, key)) is not None)
         for limit in sorted(limits):
@@ -164,8 +167,8 @@ def pareto_figure(runs: Sequence[RunResult], prices: dict[str, RunPrice] | None 
     prices = prices or {}
     pts, kept = [], []
     for run in runs:
-        x = (run.summary.get("interactivity_tps") or {}).get("p50")
-        y = run.summary.get("output_tokens_per_s")
+        x = run.summary.interactivity_tps.at(50)
+        y = run.summary.output_tokens_per_s
         if x is not None and y is not None:
             pts.append((float(x), float(y)))
             kept.append(run)

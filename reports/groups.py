@@ -47,18 +47,17 @@ def option_row(group: RepeatGroup, label: str, prices: dict[str, RunPrice],
     first = group.runs[0]
     slos, pct = run_slos(first)
     opt = judge([r.to_dict() for r in group.runs], slos, pct, samples)
-    n_ok = sum(int(r.summary.get("n_ok") or 0) for r in group.runs)
+    n_ok = sum(r.summary.n_ok for r in group.runs)
     costs = [c.measured.output_usd for r in group.runs if (p := prices.get(r.run_id)) and (c := p.cost)
              and c.measured.output_usd is not None]
     cost = median_interval(costs) if costs else None
     # cold start (EngineInfo.ready_s); repeats on one engine all carry that engine's start
-    ready = [v for r in group.runs if (v := (r.engine or {}).get("ready_s")) is not None]
+    ready = [v for r in group.runs if (v := r.engine.ready_s) is not None]
     status = group.status
     return {
         "label": label + (f" ×{group.n} repeats" if group.is_repeated else ""), "group_id": group.group_id,
         "run_ids": [r.run_id for r in group.runs], "n": group.n, "status": status, "valid": status == "VALID",
-        "load": load_text(first), "n_ok": n_ok, "n_requests": sum(int(r.summary.get("n_requests") or 0)
-                                                                    for r in group.runs),
+        "load": load_text(first), "n_ok": n_ok, "n_requests": sum(r.summary.n_requests for r in group.runs),
         "figures": {k: _text(group.interval(k)) for k in FIGURE_COLUMNS},
         "slos": [{"name": f"p{c.percentile:g} {c.metric.removesuffix('_ms').upper()}", "status": c.status,
                   "text": c.text()} for c in opt.checks.values()],

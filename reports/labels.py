@@ -13,6 +13,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from advisor.metrics.distribution import Distribution
 from advisor.store import RunResult
 
 VALID = "VALID"
@@ -28,25 +29,31 @@ def scenario_name(run: RunResult) -> str:
 
 
 def engine_name(run: RunResult) -> str:
-    return str(run.engine.get("engine") or run.engine.get("adapter") or "?")
+    return str(run.engine.engine or run.engine.adapter or "?")
 
 
 def model_name(run: RunResult) -> str:
-    return str(run.engine.get("model") or "?")
+    return str(run.engine.model or "?")
 
 
 def status(run: RunResult) -> str:
-    return str((run.verdict or {}).get("status") or "INVALID")
+    return run.verdict.status
 
 
 def is_valid(run: RunResult) -> bool:
     return status(run) == VALID
 
 
+def lag_ms(run: RunResult) -> Distribution:
+    """Send lag: the load generator's own copy, else the summary's client queue (the same distribution)."""
+    saved = (run.loadgen or {}).get("lag_ms")
+    return Distribution.from_dict(saved) if saved else run.summary.client_queue_ms
+
+
 def load_rps(run: RunResult) -> float | None:
     """The load a run was driven at: offered rate for open loop, else the achieved request rate."""
     s = run.summary
-    value = s.get("offered_rps") or run.schedule.get("offered_rps") or s.get("requests_per_s")
+    value = s.offered_rps or run.schedule.get("offered_rps") or s.requests_per_s
     return None if value is None else float(value)
 
 

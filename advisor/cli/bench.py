@@ -53,7 +53,7 @@ def _bench_repeats(cfg: Any, n: int, restart: bool, as_json: bool) -> None:
 
     def said(i: int, run: Any) -> None:
         if not as_json:
-            click.echo(f"repeat {i + 1}/{n}: {run.verdict.get('status')} (run {run.run_id})", err=True)
+            click.echo(f"repeat {i + 1}/{n}: {run.verdict.status} (run {run.run_id})", err=True)
 
     if restart:
         group = run_repeats(lambda i: bench_once(cfg), n, label=label, restart_engine=True, on_repeat=said)

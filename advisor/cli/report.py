@@ -56,7 +56,7 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
     prices = price_runs(selection.runs, usd_per_hour=price_usd_hour)
     path = write_report(output, selection.runs, prices=prices, recommendation=rec, sweeps=selection.sweeps,
                         title=title)
-    flagged = sum(1 for r in selection.runs if (r.verdict or {}).get("status") != "VALID")
+    flagged = sum(1 for r in selection.runs if r.verdict.status != "VALID")
     note = f"; {flagged} not VALID, flagged in the report" if flagged else ""
     click.echo(f"wrote {path} ({len(selection.runs)} runs{note})")
 

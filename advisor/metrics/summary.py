@@ -125,6 +125,27 @@ class RunSummary:
         kw["sessions"] = None if sess is None else SessionStats.from_dict(sess)
         return cls(**kw)
 
+    @classmethod
+    def from_saved(cls, d: dict[str, Any], mode: Mode | None = None) -> RunSummary:
+        """`from_dict` of a summary its writer left keys out of (hand-made runs, other tools' exports): a missing
+        distribution is empty (every percentile "n too small"), a missing rate or figure None, a missing count 0
+        and a missing map empty, as every reader assumed of a missing key before summaries were typed; a missing
+        mode is `mode` (the schedule's)."""
+        mode = d.get("mode", mode)
+        if mode is None:
+            raise ValueError("neither the summary nor the schedule says the run's mode")
+        return cls.from_dict({**_ABSENT, "mode": mode, **d})
+
+
+_ABSENT: dict[str, Any] = {
+    **{k: Distribution(n=0).to_dict() for k in DISTRIBUTION_KEYS},
+    "n_requests": 0, "n_ok": 0, "n_errors": 0, "errors_by_kind": {}, "slo_met": {}, "slo_margin": {},
+    "n_in_total": 0, "n_out_total": 0, "n_out_short": 0,
+    **dict.fromkeys(("error_rate", "window_s", "offered_rps", "requests_per_s", "input_tokens_per_s",
+                     "output_tokens_per_s", "total_tokens_per_s", "peak_output_tokens_per_s", "goodput_rps",
+                     "slo_attainment", "n_out_client_total", "token_count_mismatch")),
+}
+
 
 def _rate(count: float, window_s: float | None) -> float | None:
     return None if not window_s else count / window_s

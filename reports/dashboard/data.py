@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.metrics.distribution import Distribution
 from advisor.store import RunResult, readable_runs
 from reports.costs import price_runs
 from reports.html import render_report
@@ -52,8 +53,9 @@ def filter_runs(runs: Sequence[RunResult], scenarios: Sequence[str] = (), engine
             and (not engines or engine_name(r) in engines) and (not verdicts or status(r) in verdicts)]
 
 
-def _p(run: RunResult, key: str, pct: str = "p95") -> float | None:
-    return (run.summary.get(key) or {}).get(pct)
+def _p(run: RunResult, key: str, percentile: float = 95.0) -> float | None:
+    dist: Distribution = getattr(run.summary, key)
+    return dist.at(percentile)
 
 
 def _r(value: Any, digits: int = 3) -> str:
@@ -69,14 +71,14 @@ def runs_table(runs: Sequence[RunResult]) -> list[dict[str, Any]]:
     labels = run_labels(runs)
     return [{"run": labels[r.run_id], "verdict": status(r), "scenario": scenario_name(r), "engine": engine_name(r),
              "model": model_name(r), "load": load_text(r), "TTFT p95 ms": _r(_p(r, "ttft_ms")),
-             "TPOT p95 ms": _r(_p(r, "tpot_ms")), "output tok/s": _r(r.summary.get("output_tokens_per_s")),
-             "errors": str(r.summary.get("n_errors") or 0), "created (UTC)": r.created_utc, "id": r.run_id} for r in runs]
+             "TPOT p95 ms": _r(_p(r, "tpot_ms")), "output tok/s": _r(r.summary.output_tokens_per_s),
+             "errors": str(r.summary.n_errors), "created (UTC)": r.created_utc, "id": r.run_id} for r in runs]
 
 
 def verdict_notes(runs: Sequence[RunResult]) -> list[str]:
     """One line per run that is not VALID, with its reasons (shown beside every view of it)."""
     labels = run_labels(runs)
-    return [f"{labels[r.run_id]}: {status(r)}: " + " ".join(str(x) for x in (r.verdict or {}).get("reasons") or [])
+    return [f"{labels[r.run_id]}: {status(r)}: " + " ".join(str(x) for x in r.verdict.reasons)
             for r in runs if not is_valid(r)]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.cost import cost_per_million, monthly_cost_usd, replicas_needed, run_cost, usd_per_million_tokens
+from advisor.metrics.summary import RunSummary
 
 
 def test_formula_matches_metrics_md():
@@ -26,13 +27,14 @@ def test_output_input_total_and_blended():
 
 
 def test_run_cost_at_slo_point_scales_with_goodput():
-    s = {"input_tokens_per_s": 3000.0, "output_tokens_per_s": 1000.0, "requests_per_s": 10.0, "goodput_rps": 5.0}
+    d = {"input_tokens_per_s": 3000.0, "output_tokens_per_s": 1000.0, "requests_per_s": 10.0, "goodput_rps": 5.0}
+    s = RunSummary.from_saved(d, mode="open")
     rc = run_cost(s, usd_per_hour=3.6)
     assert rc.slo_basis == "goodput"
     assert rc.at_slo is not None and rc.at_slo.output_usd == pytest.approx(2.0)  # half the good throughput, twice the cost
     rc2 = run_cost(s, usd_per_hour=3.6, capacity_rps=20.0)
     assert rc2.slo_basis == "capacity" and rc2.at_slo.output_usd == pytest.approx(0.5)
-    none = run_cost({**s, "goodput_rps": 0.0}, usd_per_hour=3.6)
+    none = run_cost(RunSummary.from_saved({**d, "goodput_rps": 0.0}, mode="open"), usd_per_hour=3.6)
     assert none.at_slo is None and "SLO" in none.slo_basis
 
 

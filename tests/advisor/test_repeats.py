@@ -79,7 +79,7 @@ def test_interval_of_six_repeats_covers_the_true_median_at_its_stated_rate(tmp_p
             finally:
                 gc.collect()
 
-        overhead = np.median([bench(tmp_path / "base", base_ms).summary["ttft_ms"]["p50"] - base_ms
+        overhead = np.median([bench(tmp_path / "base", base_ms).summary.ttft_ms.at(50) - base_ms
                               for _ in range(15)])
         true_median = base_ms + float(overhead)
         rng = np.random.default_rng(2026)

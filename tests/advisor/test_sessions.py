@@ -155,10 +155,10 @@ def test_bench_runs_a_session_scenario_and_saves_turns_with_their_session(tmp_pa
         "duration_s: 5\nwarmup_s: 1\n")
     run = bench_once(BenchConfig(str(sc_file), engine="fake", engine_options={"echo_ids": True, "ttft_ms": 1},
                                  out_dir=tmp_path / "runs"))
-    s = run.summary["sessions"]
-    assert s["n_sessions"] == 16  # 4 users x 5 sessions, the first round (1 s of 6) is warm-up
-    assert [t["turn"] for t in s["by_turn"]] == ["1", "2", "3", "4"][: len(s["by_turn"])]
-    assert 0 < s["prefix_reuse"] < 1
+    s = run.summary.sessions
+    assert s is not None and s.n_sessions == 16  # 4 users x 5 sessions, the first round (1 s of 6) is warm-up
+    assert [t.turn for t in s.by_turn] == ["1", "2", "3", "4"][: len(s.by_turn)]
+    assert s.prefix_reuse is not None and 0 < s.prefix_reuse < 1
     recs = run.records()  # read back from parquet: session fields survive the round trip
     assert {r.session_id for r in recs} == set(range(20)) and all(r.turn is not None for r in recs)
     assert plan(BenchConfig(str(sc_file), engine="fake")).schedule.sessions.users == 4

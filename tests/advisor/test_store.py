@@ -6,14 +6,17 @@ import json
 
 import pytest
 
+from adapters.base import EngineInfo
+from advisor.metrics.summary import RunSummary
+from advisor.metrics.verdict import Verdict
 from advisor.records import RequestRecord
 from advisor.store import RunResult, StoreError, list_runs, load_run
 
 
 def _result(run_id: str = "r1") -> RunResult:
     return RunResult(run_id=run_id, created_utc="2026-11-21T00:00:00Z", scenario={"name": "copilot"},
-                     schedule={"mode": "open"}, slos={"ttft_ms": 500.0}, engine={"adapter": "fake"},
-                     manifest={}, summary={"n_requests": 2}, telemetry={}, verdict={"status": "VALID", "reasons": []})
+                     schedule={"mode": "open"}, slos={"ttft_ms": 500.0}, engine=EngineInfo("fake", "fake", "0", "cpu", "m", "server", "fp32"),
+                     manifest={}, summary=RunSummary.from_saved({"n_requests": 2}, mode="open"), telemetry={}, verdict=Verdict("VALID"))
 
 
 def test_round_trip_result_and_records(tmp_path):
@@ -39,3 +42,46 @@ def test_missing_and_damaged_runs_say_what_to_do(tmp_path):
     (folder / "result.json").write_text(json.dumps({"schema": "other"}))
     with pytest.raises(StoreError, match="not an advisor run"):
         load_run(folder)
+
+
+def test_a_saved_run_reads_back_and_writes_the_same_file(tmp_path):
+    """The typed record is a lossless view of result.json: load and save give back the same bytes."""
+    from advisor.bench import BenchConfig, bench_once
+    from scenarios.overrides import Overrides
+
+    ov = Overrides(rate_rps=20, duration_s=0.6, warmup_s=0.2, max_input_tokens=16, max_output_tokens=4)
+    run = bench_once(BenchConfig("copilot", engine="fake", overrides=ov, out_dir=tmp_path / "a"))
+    before = (run.path / "result.json").read_text()
+    back = load_run(run.path)
+    back.save(tmp_path / "b")
+    assert (tmp_path / "b" / run.run_id / "result.json").read_text() == before
+
+
+def test_a_run_written_before_the_later_fields_still_loads(tmp_path):
+    """advisor.run/1 as first written: no cold start or placement, no lag check, token sources, sessions or loadgen."""
+    old = _result().to_dict()
+    for k in ("ready_s", "placement"):
+        del old["engine"][k]
+    for k in ("saturation_signals", "lag_check", "token_sources", "sessions"):
+        del old["summary"][k]
+    del old["loadgen"]
+    folder = tmp_path / "old"
+    folder.mkdir()
+    (folder / "result.json").write_text(json.dumps(old))
+    run = load_run(folder)
+    assert run.engine.ready_s is None and run.engine.placement == {}
+    assert run.summary.lag_check is None and run.summary.sessions is None and run.loadgen == {}
+    assert run.summary.ttft_ms.n == 0 and run.summary.ttft_ms.at(50) is None  # a hand-made summary left it out
+
+
+def test_a_damaged_section_names_itself(tmp_path):
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    bad_verdict = _result().to_dict()
+    bad_verdict["verdict"]["status"] = "GREAT"
+    bad_engine = _result().to_dict()
+    del bad_engine["engine"]["model"]
+    for d, text in ((bad_verdict, "verdict cannot be read"), (bad_engine, "engine cannot be read .*model")):
+        (folder / "result.json").write_text(json.dumps(d))
+        with pytest.raises(StoreError, match=text):
+            load_run(folder)

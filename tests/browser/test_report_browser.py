@@ -53,7 +53,7 @@ def _above_the_fold(page, selector: str) -> bool:
 @pytest.mark.parametrize("which", ["recommended", "no_trust"])
 def test_first_screen_at_1280x800_shows_the_decision_and_its_cost(page, browser_runs, artifacts, which):
     _, runs = browser_runs
-    chosen = runs if which == "recommended" else [r for r in runs if r.verdict["status"] != "VALID"]
+    chosen = runs if which == "recommended" else [r for r in runs if r.verdict.status != "VALID"]
     path = write_report(artifacts / f"report-{which}.html", chosen, prices=price_runs(chosen, usd_per_hour=2.0),
                         recommendation=make_recommendation(chosen))
     page.set_viewport_size({"width": 1280, "height": 800})

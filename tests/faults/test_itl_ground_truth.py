@@ -84,8 +84,8 @@ def test_itl_matches_the_servers_own_per_token_gaps(fault_server, model_dir, tmp
     assert np.median(np.abs(gap_diff_ms)) <= max(0.03 * k * TPOT_MS, 0.5)
     bias = np.mean(gap_diff_ms)
     assert abs(bias) <= max(0.2, 0.01 * k * TPOT_MS), f"client gaps biased by {bias:.3f} ms (k={k})"
-    assert run.summary["token_sources"] == {("server_per_chunk" if usage == "per_chunk" else "tokenizer_aligned"):
-                                            run.summary["n_ok"]}
+    assert run.summary.token_sources == {("server_per_chunk" if usage == "per_chunk" else "tokenizer_aligned"):
+                                            run.summary.n_ok}
 
 
 def test_without_a_tokenizer_the_final_total_is_spread_by_text_length(fault_server, tmp_path):

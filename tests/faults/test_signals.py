@@ -34,10 +34,10 @@ def test_a_signal_saves_the_partial_run_and_exits_with_its_code(fault_server, tm
     assert f"interrupted by {sig.name}; partial run saved:" in err
     [folder] = run_dirs(tmp_path / "runs")
     run = load_run(folder)
-    assert run.verdict["status"] == "INVALID"
-    reason = run.verdict["reasons"][0]
+    assert run.verdict.status == "INVALID"
+    reason = run.verdict.reasons[0]
     assert reason.startswith(f"interrupted ({sig.name} after ") and "requests); the results are partial" in reason
-    assert run.loadgen["signal"] == sig.name and run.summary["n_ok"] >= 3
+    assert run.loadgen["signal"] == sig.name and run.summary.n_ok >= 3
     assert sum(r.ok for r in run.records()) >= 3
 
 
@@ -75,7 +75,7 @@ def test_a_launched_server_never_outlives_advisor(tmp_path, sig):
     assert rc == (-9 if sig == signal.SIGKILL else 128 + sig), err
     wait_for(lambda: _gone(servers), timeout_s=30, what="the launched server to stop")
     if sig != signal.SIGKILL:
-        assert load_run(run_dirs(tmp_path / "runs")[0]).verdict["status"] == "INVALID"
+        assert load_run(run_dirs(tmp_path / "runs")[0]).verdict.status == "INVALID"
 
 
 def test_an_interrupted_sweep_keeps_its_steps_and_resumes_without_redoing_them(fault_server, tmp_path):

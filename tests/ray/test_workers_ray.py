@@ -59,8 +59,8 @@ def test_ray_workers_send_what_one_process_sends_from_several_nodes(cluster, fau
     for w in ws:  # one machine: the real offset is 0, and it is known to within half a round trip
         assert abs(w["clock_offset_ns"]) / 1e6 <= w["clock_uncertainty_ms"] + 0.5, w
         assert w["clock_uncertainty_ms"] < 50 and w["exit"] == "done" and w["n_sent"] == w["n_requests"]
-    lag = two.summary["lag_check"]
-    assert lag["ok"], f"send lag over the verdict's bound: {lag}"
+    lag = two.summary.lag_check
+    assert lag is not None and lag.ok, f"send lag over the verdict's bound: {lag}"
 
 
 def test_a_skewed_worker_clock_still_lines_up_with_the_servers_log(cluster, fault_server, tmp_path):  # noqa: F811
@@ -128,7 +128,7 @@ def test_sigterm_stops_every_actor_and_keeps_what_was_measured(cluster, fault_se
     assert len(saved) == 1, err
     run = load_run(saved[0].parent)
     recs = run.records()
-    assert run.verdict["status"] == "INVALID" and "interrupted" in run.verdict["reasons"][0]
+    assert run.verdict.status == "INVALID" and "interrupted" in run.verdict.reasons[0]
     assert {r.worker for r in recs if r.ok} == {0, 1} and sum(r.ok for r in recs) >= 10
     assert all(r.ok or r.error_kind == "cancelled" for r in recs), {r.error_kind for r in recs}
     assert sum(r.error_kind == "cancelled" for r in recs) > 100  # 30 s planned: most were never sent
@@ -171,4 +171,4 @@ def test_an_actor_whose_node_dies_loses_only_its_unreturned_requests(healed, fau
     assert any(r.ok for r in mine), "what it returned before it died is kept"
     lost = [r for r in mine if not r.ok]
     assert lost and all(r.error_kind == "worker" and "died" in (r.error or "") for r in lost)
-    assert run.summary["errors_by_kind"].get("worker", 0) >= 1
+    assert run.summary.errors_by_kind.get("worker", 0) >= 1

@@ -41,7 +41,7 @@ def make_runs(root: Path) -> list[RunResult]:
     runs = [_bench(root, rate, "tiny-a", ttft_ms=20, tpot_ms=4) for rate in (25.0, 100.0)]
     # The 100 req/s run has the requests for a VALID verdict, but on a busy machine the load generator may lag
     # and make it INVALID; these tests are about rendering verdicts, not reaching one, so it is recorded VALID.
-    if runs[1].verdict["status"] != "VALID":
+    if runs[1].verdict.status != "VALID":
         runs[1] = _edit(runs[1].path, lambda d: d.update(verdict={"status": "VALID", "reasons": []}))
     runs.append(_bench(root, 30.0, "tiny-b", ttft_ms=60, tpot_ms=9, fail_every=9))
     shutil.copytree(runs[0].path, root / EVIL_RUN_ID)

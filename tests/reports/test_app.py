@@ -39,7 +39,7 @@ def test_runs_page_lists_runs_and_filters_them(app: AppTest, saved_runs):
     assert len(app.table[0].value) == len(saved_runs)
     app.multiselect(key="f_verdict").set_value(["VALID"]).run()
     shown = app.table[0].value
-    assert len(shown) == sum(1 for r in saved_runs if r.verdict["status"] == "VALID")
+    assert len(shown) == sum(1 for r in saved_runs if r.verdict.status == "VALID")
     assert set(shown["verdict"]) == {"VALID"}
 
 

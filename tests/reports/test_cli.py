@@ -38,8 +38,8 @@ def test_no_arguments_reports_every_run_in_the_folder(runs_root: Path, saved_run
 
 
 def test_a_sweep_brings_its_runs(runs_root: Path, saved_runs, tmp_path: Path):
-    members = [r for r in saved_runs if r.engine["model"] == "tiny-a"]
-    points = tuple(SweepPoint.from_run(r.summary["offered_rps"], r.to_dict()) for r in members)
+    members = [r for r in saved_runs if r.engine.model == "tiny-a"]
+    points = tuple(SweepPoint.from_run(r.summary.offered_rps, r.to_dict()) for r in members)
     sweep = SweepResult("sweep-test", "copilot", "fake", None, time.strftime("%Y-%m-%dT%H:%M:%SZ"), points,
                         capacity_from_sweep(points), "max steps")
     sweep.save(runs_root)
@@ -55,13 +55,13 @@ def test_constraints_file_drives_the_recommendation(runs_root: Path, saved_runs,
     cons = tmp_path / "c.yaml"
     cons.write_text("ttft_ms: 0.001\n")  # nothing meets this
     out = tmp_path / "c.html"
-    valid = next(r for r in saved_runs if r.verdict["status"] == "VALID")
+    valid = next(r for r in saved_runs if r.verdict.status == "VALID")
     res = _invoke(valid.run_id, "--runs", str(runs_root), "-o", str(out), "--constraints", str(cons))
     assert res.exit_code == 0, res.output
     summary = out.read_text().split('<section id="summary">')[1].split("</section>")[0]
     assert "No recommendation" in summary and "Recommended:" not in summary
     assert "relax p95 TTFT" in summary  # what would have to give
-    invalid = next(r for r in saved_runs if r.verdict["status"] != "VALID")
+    invalid = next(r for r in saved_runs if r.verdict.status != "VALID")
     res = _invoke(invalid.run_id, "--runs", str(runs_root), "-o", str(out))
     summary = out.read_text().split('<section id="summary">')[1].split("</section>")[0]
     assert "No trustworthy recommendation yet" in summary and "Recommended:" not in summary

@@ -14,9 +14,9 @@ from reports.labels import chart_text
 def test_cdf_uses_the_same_requests_as_the_summary(saved_runs):
     for run in saved_runs:
         values = figures.measured_values(run, "ttft_ms")
-        d = run.summary["ttft_ms"]
-        assert len(values) == d["n"]
-        assert np.percentile(values, 50) == d["p50"]
+        d = run.summary.ttft_ms
+        assert len(values) == d.n
+        assert np.percentile(values, 50) == d.at(50)
 
 
 def test_load_curve_joins_runs_of_one_engine_and_model_by_rising_load(saved_runs):
@@ -49,7 +49,7 @@ def test_cost_chart_says_when_no_price_is_known(saved_runs):
 def test_invalid_runs_are_marked_in_charts(saved_runs):
     fig = figures.percentiles_figure(saved_runs)
     names = [t.name for t in fig.data if t.showlegend]
-    n_flagged = sum(1 for r in saved_runs if r.verdict["status"] != "VALID")
+    n_flagged = sum(1 for r in saved_runs if r.verdict.status != "VALID")
     assert sum("[INVALID]" in n or "[SATURATED]" in n for n in names) == n_flagged
 
 

@@ -45,8 +45,8 @@ def test_the_report_compares_options_and_states_the_interval(grouped):
     assert re.search(r"p95 TTFT: (met|failed|not established)", table)
     # cold start: each run's engine start, shown per option (the group's median) and per run
     assert "<th>cold start s</th>" in table
-    ready = sorted(r.engine["ready_s"] for r in grouped)
+    ready = sorted(r.engine.ready_s for r in grouped)
     assert all(v is not None and v > 0 for v in ready)
     runs_table = html.split("Every run on its own")[1].split("</table>")[0]
     row = runs_table.split(grouped[0].run_id)[1].split("</tr>")[0]
-    assert f"<td>{_num(grouped[0].engine['ready_s'])}</td>" in row
+    assert f"<td>{_num(grouped[0].engine.ready_s)}</td>" in row

@@ -51,12 +51,12 @@ def test_hostile_names_are_text_never_markup(html):
 
 
 def test_runs_that_are_not_valid_are_flagged(saved_runs, html):
-    flagged = [r for r in saved_runs if r.verdict["status"] != "VALID"]
+    flagged = [r for r in saved_runs if r.verdict.status != "VALID"]
     assert flagged and len(flagged) < len(saved_runs)
     assert f"{len(flagged)} of {len(saved_runs)} runs are not VALID" in html
     assert html.count('<tr class="notvalid">') >= 2 * len(flagged)  # comparison table and verdicts table
     for run in flagged:
-        for reason in run.verdict["reasons"]:
+        for reason in run.verdict.reasons:
             assert reason.replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#39;") in html
 
 

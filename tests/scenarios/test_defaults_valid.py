@@ -37,5 +37,5 @@ def test_the_default_run_of_every_shipped_scenario_is_valid(name, tmp_path, azur
     p = plan(cfg)
     assert p.options == options, "this scenario's default engine options differ: it needs its own engine"
     run = run_bench(cfg, adapter, planned=p)
-    assert run.verdict["status"] == "VALID", (name, run.verdict["reasons"])
-    assert run.summary["n_ok"] >= 100
+    assert run.verdict.status == "VALID", (name, run.verdict.reasons)
+    assert run.summary.n_ok >= 100

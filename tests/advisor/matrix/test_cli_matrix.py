@@ -45,7 +45,7 @@ def test_a_local_matrix_saves_runs_sweeps_and_its_file(tmp_path):
     assert [a["outcome"] for a in cells["one"]["attempts"]] == ["done"]
     # the store holds ordinary runs and sweeps: what report, recommend and the dashboard read
     run = load_run(cells["one"]["run_ids"][0], runs)
-    assert run.engine["adapter"] == "fake" and run.schedule["overrides"]["rate_rps"] == 10 and run.records()
+    assert run.engine.adapter == "fake" and run.schedule["overrides"]["rate_rps"] == 10 and run.records()
     sweep = load_sweep(cells["sweep"]["sweep_id"], runs)
     assert [p.run_id for p in sweep.points] == cells["sweep"]["run_ids"]
     assert {r.run_id for r in list_runs(runs)} == {*cells["one"]["run_ids"], *cells["sweep"]["run_ids"]}
@@ -116,7 +116,7 @@ def test_sigterm_keeps_finished_cells_and_resume_runs_the_rest(tmp_path):
     states = [c["state"] for c in doc["cells"]]
     assert doc["state"] == "interrupted" and doc["interrupted"] == ["long"] and states == ["done", "interrupted", "pending"]
     partial = doc["cells"][1]["run_ids"]
-    assert len(partial) == 1 and load_run(partial[0], runs).verdict["status"] == "INVALID"  # saved, marked partial
+    assert len(partial) == 1 and load_run(partial[0], runs).verdict.status == "INVALID"  # saved, marked partial
     first_run = doc["cells"][0]["run_ids"]
 
     res = CliRunner().invoke(cli, ["matrix", "--resume", doc["matrix_id"], "--out", str(runs)])
