@@ -87,8 +87,8 @@ def print_run(result: Any) -> None:
                              f"{_fmt(s.total_tokens_per_s)} total tok/s")
     t2.add_row("goodput", f"{_fmt(s.goodput_rps, 2)} req/s (SLO attainment {_fmt(100 * (s.slo_attainment or 0))}%)")
     slos = result.slos
-    limits = ", ".join(f"p{slos.get('percentile', 95):g} {k[:-3].upper()} <= {slos[k]:g} ms"
-                       for k in ("ttft_ms", "tpot_ms", "e2e_ms") if slos.get(k))
+    limits = ", ".join(f"p{slos.percentile:g} {k[:-3].upper()} <= {limit:g} ms"
+                       for k in ("ttft_ms", "tpot_ms", "e2e_ms") if (limit := getattr(slos, k)))
     met = s.slo_met
     verdicts = ", ".join(f"{k}: {'met' if ok else 'MISSED'}" for k, ok in met.items() if ok is not None)
     t2.add_row("SLOs", escape(limits or "none") + (f" ({verdicts})" if verdicts else ""))

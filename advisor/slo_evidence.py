@@ -95,7 +95,9 @@ def slo_checks(run: Mapping[str, Any] | RunResult, slos: Mapping[str, float | No
 
 def run_slos(run: Mapping[str, Any] | RunResult) -> tuple[dict[str, float | None], float]:
     """The run's own scenario SLOs and their percentile."""
-    d = dict(run.slos if isinstance(run, RunResult) else run.get("slos") or {})
+    if isinstance(run, RunResult):
+        return {k: getattr(run.slos, k) for k in SLO_KEYS}, run.slos.percentile
+    d = dict(run.get("slos") or {})
     return {k: d.get(k) for k in SLO_KEYS}, float(d.get("percentile") or 95.0)
 
 

@@ -23,6 +23,7 @@ from adapters.base import EngineInfo
 from advisor.metrics.summary import RunSummary
 from advisor.metrics.verdict import Verdict
 from advisor.records import RequestRecord
+from scenarios.types import SLOs
 
 SCHEMA = "advisor.run/1"
 RESULT_FILE = "result.json"
@@ -56,7 +57,7 @@ class RunResult:
     created_utc: str
     scenario: dict[str, Any]
     schedule: dict[str, Any]
-    slos: dict[str, Any]
+    slos: SLOs
     engine: EngineInfo
     manifest: dict[str, Any]
     summary: RunSummary
@@ -68,7 +69,7 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "run_id": self.run_id, "created_utc": self.created_utc,
-                "scenario": self.scenario, "schedule": self.schedule, "slos": self.slos, "engine": self.engine.to_dict(),
+                "scenario": self.scenario, "schedule": self.schedule, "slos": self.slos.to_dict(), "engine": self.engine.to_dict(),
                 "manifest": self.manifest, "summary": self.summary.to_dict(), "telemetry": self.telemetry,
                 "verdict": self.verdict.to_dict(), "loadgen": self.loadgen}
 
@@ -90,6 +91,7 @@ class RunResult:
             raise StoreError(f"{where}: loadgen is {type(loadgen).__name__}, not an object; the file is damaged")
         typed = {"verdict": _section(where, "verdict", Verdict.from_dict, d["verdict"]),
                  "engine": _section(where, "engine", EngineInfo.from_dict, d["engine"]),
+                 "slos": _section(where, "slos", SLOs.from_dict, d["slos"]),
                  "summary": _section(where, "summary", lambda x: RunSummary.from_saved(x, d["schedule"].get("mode")),
                                      d["summary"])}
         return cls(**{k: d[k] for k in _RESULT_TYPES if k not in typed}, **typed, loadgen=loadgen, path=path)

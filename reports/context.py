@@ -122,7 +122,7 @@ def methodology(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str, 
     """Scenarios as run, verdicts with reasons, and load generator lag per run."""
     scenarios: dict[str, dict[str, Any]] = {}
     for run in runs:
-        scenarios.setdefault(scenario_name(run), {"scenario": run.scenario, "slos": run.slos,
+        scenarios.setdefault(scenario_name(run), {"scenario": run.scenario, "slos": run.slos.to_dict(),
                                                   "schedules": []})["schedules"].append(
             {"label": labels[run.run_id], **(run.schedule or {})})
     verdicts = [{"label": labels[r.run_id], "status": status(r), "valid": is_valid(r),

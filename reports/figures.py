@@ -59,14 +59,14 @@ def _marker(run: RunResult, color: str) -> dict:
 
 
 def _slo(run: RunResult, key: str) -> float | None:
-    value = (run.slos or {}).get(key)
+    value = getattr(run.slos, key)
     return None if value is None else float(value)
 
 
 def _at_slo_percentile(run: RunResult, key: str) -> float | None:
     """The run's `key` distribution at its own SLO percentile."""
     dist: Distribution = getattr(run.summary, key)
-    return dist.at(float((run.slos or {}).get("percentile") or 95.0))
+    return dist.at(run.slos.percentile)
 
 
 def percentiles_figure(runs: Sequence[RunResult]) -> go.Figure:

@@ -53,6 +53,15 @@ class SLOs:
                 raise ValueError(f"SLO {name} must be a finite number > 0, got {v!r}")
         check_percentile(self.percentile)
 
+    def to_dict(self) -> dict[str, Any]:
+        """result.json's `slos` object."""
+        return {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "e2e_ms": self.e2e_ms, "percentile": self.percentile}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SLOs:
+        """Inverse of `to_dict`; a missing limit is unset, a missing percentile 95."""
+        return cls(**{k: d[k] for k in ("ttft_ms", "tpot_ms", "e2e_ms", "percentile") if d.get(k) is not None})
+
 
 @dataclass(frozen=True, slots=True)
 class ScheduledRequest:
