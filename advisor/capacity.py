@@ -12,10 +12,12 @@ failure are treated as noise and reported, not trusted). Pure functions: no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from advisor.metrics.verdict import MAX_ERROR_RATE
+from advisor.store import RunResult
 
 CLEARLY_PAST_FRACTION = 0.5  # achieved < 50% of offered: stop the sweep now
 MIN_REQUESTS_TO_JUDGE_RATE = 20  # below this, achieved vs offered is Poisson noise, not saturation
@@ -43,17 +45,17 @@ class SweepPoint:
         return float(self.concurrency) if self.concurrency is not None else self.rate_rps
 
     @classmethod
-    def from_run(cls, rate_rps: float, run: dict[str, Any], concurrency: int | None = None) -> SweepPoint:
-        """From a saved run's dict (result.json schema)."""
-        s, v = run["summary"], run.get("verdict") or {}
-        return cls(rate_rps=float(rate_rps), run_id=str(run.get("run_id", "")), status=str(v.get("status", "INVALID")),
-                   slo_met=dict(s.get("slo_met") or {}), error_rate=float(s.get("error_rate") or 0.0),
-                   achieved_rps=float(s.get("requests_per_s") or 0.0), goodput_rps=float(s.get("goodput_rps") or 0.0),
-                   slo_attainment=s.get("slo_attainment"), reasons=tuple(v.get("reasons") or ()),
-                   n_requests=s.get("n_requests"), concurrency=concurrency)
+    def from_run(cls, rate_rps: float, run: RunResult, concurrency: int | None = None) -> SweepPoint:
+        """From a saved run."""
+        s, v = run.summary, run.verdict
+        return cls(rate_rps=float(rate_rps), run_id=run.run_id, status=v.status,
+                   slo_met=dict(s.slo_met), error_rate=float(s.error_rate or 0.0),
+                   achieved_rps=float(s.requests_per_s or 0.0), goodput_rps=float(s.goodput_rps or 0.0),
+                   slo_attainment=s.slo_attainment, reasons=v.reasons,
+                   n_requests=s.n_requests, concurrency=concurrency)
 
     @classmethod
-    def from_group(cls, rate_rps: float | None, runs: list[dict[str, Any]], group_id: str,
+    def from_group(cls, rate_rps: float | None, runs: Sequence[RunResult], group_id: str,
                    concurrency: int | None = None) -> SweepPoint:
         """A step measured several times: it passes only if every repeat would (worst status, every SLO met)."""
         pts = [cls.from_run(rate_rps or 0.0, r, concurrency) for r in runs]

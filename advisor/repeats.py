@@ -6,9 +6,6 @@ restarts between repeats) and tags every saved run's result.json with
 into groups (a run without a tag is a group of one), and `RepeatGroup.figures()` gives every headline
 figure as the median of its repeats with an order-statistic interval (`advisor.metrics.intervals`).
 For a sweep the repeats are per step: one group per rate.
-
-Reads of a saved run go through `repeat_tag` and `figure_value` only, so typed results (issue 14)
-change those two functions.
 """
 
 from __future__ import annotations
@@ -16,7 +13,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -65,10 +62,9 @@ class RepeatTag:
         return asdict(self)
 
 
-def repeat_tag(run: RunResult | Mapping[str, Any]) -> RepeatTag | None:
+def repeat_tag(run: RunResult) -> RepeatTag | None:
     """The run's repeat tag, or None for a run made on its own."""
-    schedule = run.schedule if isinstance(run, RunResult) else run.get("schedule") or {}
-    d = (schedule or {}).get(REPEAT_KEY)
+    d = (run.schedule or {}).get(REPEAT_KEY)
     if not isinstance(d, dict) or not d.get("group_id"):
         return None
     return RepeatTag(str(d["group_id"]), int(d.get("index", 0)), int(d.get("count", 1)), bool(d.get("restart_engine")))

@@ -17,7 +17,10 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from adapters.base import EngineInfo
 from advisor.catalog.models import Hardware
+from advisor.metrics.summary import RunSummary
+from advisor.store import RunResult
 
 DEFAULT_EFFICIENCY = 0.5  # when no run can calibrate; stated in every estimate's assumptions
 DEFAULT_TAIL = 1.5  # p95 / p50 when no run says otherwise
@@ -43,15 +46,15 @@ class ModelShape:
         return 2.0 * self.n_layers * self.n_kv_heads * self.head_dim * self.kv_dtype_bytes  # K and V
 
     @classmethod
-    def from_engine(cls, engine: dict[str, Any]) -> ModelShape | None:
-        """From a run's `engine` dict (extra.n_params, extra.model_config, extra.dtype_bytes); None if absent."""
-        extra = engine.get("extra") or {}
+    def from_engine(cls, engine: EngineInfo) -> ModelShape | None:
+        """From a run's engine (extra.n_params, extra.model_config, extra.dtype_bytes); None if absent."""
+        extra = engine.extra
         cfg = extra.get("model_config") or {}
         try:
             n_heads = int(cfg["num_attention_heads"])
             head_dim = int(cfg.get("head_dim") or int(cfg["hidden_size"]) // n_heads)
             dtype_bytes = float(extra["dtype_bytes"])
-            kv = _KV_BYTES.get(str(engine.get("kv_cache_dtype") or "").lower(), dtype_bytes)
+            kv = _KV_BYTES.get(str(engine.kv_cache_dtype or "").lower(), dtype_bytes)
             return cls(n_params=float(extra["n_params"]), n_layers=int(cfg["num_hidden_layers"]),
                        n_kv_heads=int(cfg.get("num_key_value_heads") or n_heads), head_dim=head_dim,
                        dtype_bytes=dtype_bytes, kv_dtype_bytes=float(kv))
@@ -68,13 +71,13 @@ class Workload:
     concurrency: float
 
     @classmethod
-    def from_summary(cls, s: dict[str, Any]) -> Workload | None:
-        n_ok = s.get("n_ok") or 0
-        if n_ok <= 0 or not s.get("n_out_total"):
+    def from_summary(cls, s: RunSummary) -> Workload | None:
+        n_ok = s.n_ok
+        if n_ok <= 0 or not s.n_out_total:
             return None
-        e2e = ((s.get("e2e_ms") or {}).get("mean") or 0.0) / 1000.0
-        conc = max(1.0, float(s.get("requests_per_s") or 0.0) * e2e)
-        return cls(n_in=float(s.get("n_in_total") or 0) / n_ok, n_out=float(s["n_out_total"]) / n_ok, concurrency=conc)
+        e2e = (s.e2e_ms.mean or 0.0) / 1000.0
+        conc = max(1.0, float(s.requests_per_s or 0.0) * e2e)
+        return cls(n_in=float(s.n_in_total) / n_ok, n_out=float(s.n_out_total) / n_ok, concurrency=conc)
 
 
 @dataclass(frozen=True)
@@ -131,21 +134,21 @@ def predict(shape: ModelShape, hw: Hardware, wl: Workload, eff: Efficiency, batc
     return Timing(ttft_s=prefill, tpot_s=tpot, rps=b / (max(wl.n_out - 1.0, 0.0) * tpot + prefill))
 
 
-def _measured(summary: dict[str, Any], key: str, stat: str) -> float | None:
-    v = (summary.get(key) or {}).get(stat)
-    return float(v) / 1000.0 if v else None
+def measured_s(value_ms: float | None) -> float | None:
+    """A measured latency in seconds; None where it is missing or zero (nothing to calibrate on)."""
+    return float(value_ms) / 1000.0 if value_ms else None
 
 
-def calibrate(runs: list[tuple[dict[str, Any], Hardware]]) -> Efficiency:
-    """Median efficiency and tail ratios over (run dict, hardware it ran on) pairs that have a model shape."""
+def calibrate(runs: list[tuple[RunResult, Hardware]]) -> Efficiency:
+    """Median efficiency and tail ratios over (run, hardware it ran on) pairs that have a model shape."""
     dec: list[float] = []
     pre: list[float] = []
     ttail: list[float] = []
     ptail: list[float] = []
     hws: set[str] = set()
     for run, hw in runs:
-        shape, wl, s = ModelShape.from_engine(run["engine"]), Workload.from_summary(run["summary"]), run["summary"]
-        ttft, tpot = _measured(s, "ttft_ms", "p50"), _measured(s, "tpot_ms", "mean")
+        shape, wl, s = ModelShape.from_engine(run.engine), Workload.from_summary(run.summary), run.summary
+        ttft, tpot = measured_s(s.ttft_ms.at(50)), measured_s(s.tpot_ms.mean)
         if shape is None or wl is None or not ttft or not tpot or hw.peak_tflops(shape.dtype_bytes) is None:
             continue
         prefill_ideal = prefill_ideal_s(shape, hw, max(wl.n_in, 1.0))
@@ -155,8 +158,8 @@ def calibrate(runs: list[tuple[dict[str, Any], Hardware]]) -> Efficiency:
         dec.append(decode_step_ideal_s(shape, hw, wl.concurrency, wl.n_in + wl.n_out / 2.0) / decode_time)
         pre.append(e_pre)
         hws.add(hw.id)
-        for key, out in (("ttft_ms", ttail), ("tpot_ms", ptail)):
-            p50, p95 = _measured(s, key, "p50"), _measured(s, key, "p95")
+        for dist, out in ((s.ttft_ms, ttail), (s.tpot_ms, ptail)):
+            p50, p95 = measured_s(dist.at(50)), measured_s(dist.at(95))
             if p50 and p95:
                 out.append(max(1.0, p95 / p50))
     if not dec:
@@ -205,12 +208,12 @@ class Backtest:
         return {"rows": [r.to_dict() for r in self.rows], "ttft_mape": self.ttft_mape, "tpot_mape": self.tpot_mape}
 
 
-def backtest(runs: list[tuple[dict[str, Any], Hardware]]) -> Backtest:
+def backtest(runs: list[tuple[RunResult, Hardware]]) -> Backtest:
     """Estimator error (p50 TTFT, mean TPOT) against every measured run; leave-one-out when possible."""
     rows = []
     for i, (run, hw) in enumerate(runs):
-        shape, wl, s = ModelShape.from_engine(run["engine"]), Workload.from_summary(run["summary"]), run["summary"]
-        ttft, tpot = _measured(s, "ttft_ms", "p50"), _measured(s, "tpot_ms", "mean")
+        shape, wl, s = ModelShape.from_engine(run.engine), Workload.from_summary(run.summary), run.summary
+        ttft, tpot = measured_s(s.ttft_ms.at(50)), measured_s(s.tpot_ms.mean)
         if shape is None or wl is None or not ttft or not tpot or hw.peak_tflops(shape.dtype_bytes) is None:
             continue
         others = runs[:i] + runs[i + 1:]
@@ -219,7 +222,7 @@ def backtest(runs: list[tuple[dict[str, Any], Hardware]]) -> Backtest:
         if eff is DEFAULT:
             eff, how = calibrate([(run, hw)]), "in-sample"
         t = predict(shape, hw, wl, eff)
-        rows.append(BacktestRow(str(run.get("run_id", "")), hw.id, ttft * 1e3, t.ttft_s * 1e3, tpot * 1e3,
+        rows.append(BacktestRow(run.run_id, hw.id, ttft * 1e3, t.ttft_s * 1e3, tpot * 1e3,
                                 t.tpot_s * 1e3, how))
     return Backtest(tuple(rows))
 

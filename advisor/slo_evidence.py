@@ -3,36 +3,23 @@
 A check needs the number of requests over each limit. Where the run folder still has its
 per-request records (`requests.parquet`) the count is exact; otherwise it is an upper bound
 read off the summary's percentiles (`n_over_bound`), which can only make a claim harder to
-establish, never easier. Every read of a saved run goes through the small helpers at the
-top (`_summary`, `_n_errors`), so typed results (issue 14) change only them.
+establish, never easier.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from advisor.metrics.distribution import value_at
+from advisor.metrics.distribution import Distribution
 from advisor.metrics.per_request import e2e_ms, tpot_ms, ttft_ms
+from advisor.metrics.summary import RunSummary
 from advisor.metrics.support import SloCheck, check_slo, count_over, n_over_bound
 from advisor.records import RequestRecord
 from advisor.store import RunResult, StoreError
 
 SLO_KEYS = ("ttft_ms", "tpot_ms", "e2e_ms")
 _PER_REQUEST = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "e2e_ms": e2e_ms}
-
-
-def _summary(run: Mapping[str, Any] | RunResult) -> dict[str, Any]:
-    return run.summary.to_dict() if isinstance(run, RunResult) else dict(run.get("summary") or {})
-
-
-def _run_id(run: Mapping[str, Any] | RunResult) -> str:
-    return str(run.run_id if isinstance(run, RunResult) else run.get("run_id", ""))
-
-
-def _n_errors(summary: Mapping[str, Any]) -> int:
-    return int(summary.get("n_errors") or 0)
 
 
 @dataclass(frozen=True)
@@ -66,39 +53,37 @@ def load_samples(runs: Iterable[RunResult]) -> dict[str, RunSample]:
     return {r.run_id: s for r in runs if (s := load_sample(r)) is not None}
 
 
-def observed(summary: Mapping[str, Any], metric: str, percentile: float) -> float | None:
+def observed(summary: RunSummary, metric: str, percentile: float) -> float | None:
     """The run's reported percentile of `metric` (None: not reported, too few requests)."""
-    return value_at(summary.get(metric), percentile)
+    dist: Distribution = getattr(summary, metric)
+    return dist.at(percentile)
 
 
-def slo_check(run: Mapping[str, Any] | RunResult, metric: str, limit_ms: float, percentile: float,
+def slo_check(run: RunResult, metric: str, limit_ms: float, percentile: float,
               sample: RunSample | None = None) -> SloCheck:
     """One SLO of one run: failed requests count as over the limit."""
-    s = _summary(run)
-    errors = _n_errors(s)
-    dist = s.get(metric) or {}
+    s = run.summary
+    errors = s.n_errors
+    dist: Distribution = getattr(s, metric)
     if sample is not None:
         values = sample.values.get(metric, ())
         n, over, exact = len(values) + errors, count_over(values, limit_ms) + errors, True
     else:
-        n = int(dist.get("n") or 0) + errors
+        n = dist.n + errors
         over, exact = n_over_bound(dist, limit_ms) + errors, False
     return check_slo(metric, percentile, limit_ms, n, over, observed(s, metric, percentile), n_over_exact=exact)
 
 
-def slo_checks(run: Mapping[str, Any] | RunResult, slos: Mapping[str, float | None], percentile: float,
+def slo_checks(run: RunResult, slos: Mapping[str, float | None], percentile: float,
                sample: RunSample | None = None) -> dict[str, SloCheck]:
     """Every set limit of `slos` ({"ttft_ms": 800, ...}) checked against the run."""
     return {k: slo_check(run, k, float(lim), percentile, sample) for k in SLO_KEYS
             if (lim := slos.get(k)) is not None}
 
 
-def run_slos(run: Mapping[str, Any] | RunResult) -> tuple[dict[str, float | None], float]:
+def run_slos(run: RunResult) -> tuple[dict[str, float | None], float]:
     """The run's own scenario SLOs and their percentile."""
-    if isinstance(run, RunResult):
-        return {k: getattr(run.slos, k) for k in SLO_KEYS}, run.slos.percentile
-    d = dict(run.get("slos") or {})
-    return {k: d.get(k) for k in SLO_KEYS}, float(d.get("percentile") or 95.0)
+    return {k: getattr(run.slos, k) for k in SLO_KEYS}, run.slos.percentile
 
 
 def all_met(checks: Mapping[str, SloCheck]) -> bool:
@@ -106,5 +91,5 @@ def all_met(checks: Mapping[str, SloCheck]) -> bool:
     return all(c.met for c in checks.values())
 
 
-def sample_for(run: Mapping[str, Any] | RunResult, samples: Mapping[str, RunSample] | None) -> RunSample | None:
-    return (samples or {}).get(_run_id(run))
+def sample_for(run: RunResult, samples: Mapping[str, RunSample] | None) -> RunSample | None:
+    return (samples or {}).get(run.run_id)

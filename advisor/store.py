@@ -64,6 +64,7 @@ class RunResult:
     telemetry: dict[str, Any]
     verdict: Verdict
     loadgen: dict[str, Any] = field(default_factory=dict)
+    quality: dict[str, Any] | None = None  # a verify result the run carries ({"token_agreement": x}); rarely set
     path: Path | None = None
     _records: list[RequestRecord] | None = field(default=None, repr=False)
 
@@ -71,7 +72,8 @@ class RunResult:
         return {"schema": SCHEMA, "run_id": self.run_id, "created_utc": self.created_utc,
                 "scenario": self.scenario, "schedule": self.schedule, "slos": self.slos.to_dict(), "engine": self.engine.to_dict(),
                 "manifest": self.manifest, "summary": self.summary.to_dict(), "telemetry": self.telemetry,
-                "verdict": self.verdict.to_dict(), "loadgen": self.loadgen}
+                "verdict": self.verdict.to_dict(), "loadgen": self.loadgen,
+                **({"quality": self.quality} if self.quality is not None else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], path: Path | None = None) -> RunResult:
@@ -94,7 +96,11 @@ class RunResult:
                  "slos": _section(where, "slos", SLOs.from_dict, d["slos"]),
                  "summary": _section(where, "summary", lambda x: RunSummary.from_saved(x, d["schedule"].get("mode")),
                                      d["summary"])}
-        return cls(**{k: d[k] for k in _RESULT_TYPES if k not in typed}, **typed, loadgen=loadgen, path=path)
+        quality = d.get("quality")
+        if quality is not None and not isinstance(quality, dict):
+            raise StoreError(f"{where}: quality is {type(quality).__name__}, not an object; the file is damaged")
+        return cls(**{k: d[k] for k in _RESULT_TYPES if k not in typed}, **typed, loadgen=loadgen, quality=quality,
+                   path=path)
 
     def records(self) -> list[RequestRecord]:
         """The per-request records, read from the run folder on first use."""

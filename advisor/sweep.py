@@ -239,7 +239,7 @@ def _step(cfg: SweepConfig, load: float, measure: Callable[[BenchConfig], RunRes
     if cfg.repeats == 1 and not cfg.restart_engine:
         run = measure(step)
         rate = load if users is None else float(run.summary.requests_per_s or 0)
-        return SweepPoint.from_run(rate, run.to_dict(), concurrency=users)
+        return SweepPoint.from_run(rate, run, concurrency=users)
     from advisor.repeats import run_repeats
 
     def one(i: int) -> RunResult:
@@ -249,8 +249,7 @@ def _step(cfg: SweepConfig, load: float, measure: Callable[[BenchConfig], RunRes
         return measure(step)
 
     group = run_repeats(one, cfg.repeats, label=f"{sweep_id}-{load:g}", restart_engine=cfg.restart_engine)
-    return SweepPoint.from_group(load if users is None else None, [r.to_dict() for r in group.runs],
-                                 group.group_id, concurrency=users)
+    return SweepPoint.from_group(load if users is None else None, list(group.runs), group.group_id, concurrency=users)
 
 
 def resume_config(sweep: SweepResult, out_dir: Path) -> SweepConfig:

@@ -46,7 +46,7 @@ def option_row(group: RepeatGroup, label: str, prices: dict[str, RunPrice],
     """One comparison row for a repeat group (or a single run)."""
     first = group.runs[0]
     slos, pct = run_slos(first)
-    opt = judge([r.to_dict() for r in group.runs], slos, pct, samples)
+    opt = judge(group.runs, slos, pct, samples)
     n_ok = sum(r.summary.n_ok for r in group.runs)
     costs = [c.measured.output_usd for r in group.runs if (p := prices.get(r.run_id)) and (c := p.cost)
              and c.measured.output_usd is not None]

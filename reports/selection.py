@@ -101,7 +101,7 @@ def make_recommendation(runs: Sequence[RunResult], constraints: Any | None = Non
         catalog = catalog if catalog is not None else load_catalog()
         from advisor.slo_evidence import load_samples
 
-        rec = recommend([r.to_dict() for r in runs], constraints, catalog, detected=detect(catalog, measure=False),
+        rec = recommend(list(runs), constraints, catalog, detected=detect(catalog, measure=False),
                         samples=load_samples(runs))
     except (ConstraintsError, StoreError, ValueError) as e:
         return RecommendationResult(None, str(e), _dump(constraints))

@@ -83,9 +83,8 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
     if not root.is_dir():
         raise click.UsageError(f"no runs folder {root}; run `advisor bench` first or pass --runs DIR")
     saved = readable_runs(root, lambda line: click.echo(line, err=True))
-    runs = [r.to_dict() for r in saved]
     try:
-        rec = recommend(runs, cons, catalog, detected=detect(catalog, measure=measure), quality=_quality(quality_file),
+        rec = recommend(saved, cons, catalog, detected=detect(catalog, measure=measure), quality=_quality(quality_file),
                         samples=load_samples(saved))
     except NoRunsError as e:
         raise click.ClickException(f"{e} (looked in {root})") from None

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from typing import Any, Literal
 
-from advisor.metrics.distribution import PERCENTILES
+from advisor.metrics.distribution import PERCENTILES, Distribution
 
 CONFIDENCE = 0.99  # LoadGen's early-stopping confidence
 RULE = ("MLPerf LoadGen early stopping (99% confidence, tolerance 0): met only with at least h requests under "
@@ -158,23 +158,23 @@ def count_over(values: Iterable[float], limit_ms: float) -> int:
     return sum(1 for v in values if v > limit_ms)
 
 
-_PCT_KEYS = tuple((key, q) for key, q, _ in reversed(PERCENTILES))  # highest first
+_PCT_HIGHEST_FIRST = tuple(q for _, q, _ in reversed(PERCENTILES))
 
 
-def n_over_bound(dist: dict[str, Any], limit_ms: float) -> int:
+def n_over_bound(dist: Distribution, limit_ms: float) -> int:
     """An upper bound on the values over `limit_ms` from a saved distribution (n, min, max, percentiles).
 
     numpy's percentile q sits at or above the value at sorted index floor(q (n - 1)), so when the limit is
     at or above it, at most n - 1 - floor(q (n - 1)) values can be over it.
     """
-    n = int(dist.get("n") or 0)
+    n = dist.n
     if n == 0:
         return 0
-    if dist.get("max") is not None and limit_ms >= float(dist["max"]):
+    if dist.max is not None and limit_ms >= dist.max:
         return 0
     bound = n
-    for key, q in _PCT_KEYS:
-        v = dist.get(key)
+    for q in _PCT_HIGHEST_FIRST:
+        v = dist.at(q)
         if v is not None and limit_ms >= float(v):
             bound = min(bound, n - 1 - math.floor(q / 100.0 * (n - 1)))
     return bound

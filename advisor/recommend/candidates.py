@@ -17,13 +17,16 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from adapters.base import EngineInfo
 from advisor.catalog import Catalog, Hardware
 from advisor.metrics.intervals import Interval
+from advisor.metrics.summary import RunSummary
 from advisor.recommend.constraints import Constraints
 from advisor.recommend.error_bars import ErrorBar, default_bar, error_bars
 from advisor.recommend.options import best_and_closest, options
 from advisor.roofline import ModelShape, Workload, calibrate, estimate
 from advisor.slo_evidence import RunSample
+from advisor.store import RunResult
 
 Evidence = Literal["measured", "calibrated", "uncalibrated", "invalid"]
 HEADLINE_EVIDENCE: tuple[Evidence, ...] = ("measured", "calibrated")
@@ -81,32 +84,35 @@ class Candidate:
 
 @dataclass(frozen=True)
 class MeasuredRun:
-    run: dict[str, Any]
+    run: RunResult
     hardware: Hardware | None  # None: could not map the machine to the catalog
     notes: tuple[str, ...] = field(default=())
 
 
-def engine_of(run: Mapping[str, Any]) -> str:
-    e = run.get("engine") or {}
-    return str(e.get("adapter") or e.get("engine"))
+def engine_of(run: RunResult) -> str:
+    return str(run.engine.adapter or run.engine.engine)
 
 
-def config_of(engine: dict[str, Any]) -> str:
-    parts = [engine.get("precision"), engine.get("format"), engine.get("batching")]
-    if engine.get("threads"):
-        parts.append(f"{engine['threads']} threads")
+def config_of(engine: EngineInfo) -> str:
+    parts = [engine.precision, engine.format, engine.batching]
+    if engine.threads:
+        parts.append(f"{engine.threads} threads")
     return " / ".join(str(p) for p in parts if p) or "default"
 
 
-def _valid(run: Mapping[str, Any]) -> bool:
-    return (run.get("verdict") or {}).get("status") == "VALID"
+def _valid(run: RunResult) -> bool:
+    return run.verdict.status == "VALID"
 
 
-def _tokens(summary: dict[str, Any]) -> tuple[float, float]:
-    n = summary.get("n_ok") or 0
+def _scenario(run: RunResult) -> str:
+    return str(run.scenario.get("name") or "")
+
+
+def _tokens(summary: RunSummary) -> tuple[float, float]:
+    n = summary.n_ok
     if n <= 0:
         return 0.0, 0.0
-    return float(summary.get("n_in_total") or 0) / n, float(summary.get("n_out_total") or 0) / n
+    return float(summary.n_in_total) / n, float(summary.n_out_total) / n
 
 
 def measured_candidates(runs: list[MeasuredRun], c: Constraints,
@@ -114,18 +120,18 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
     """One candidate per (engine, model, config, hardware), from its best SLO-meeting VALID option."""
     groups: dict[tuple[str, str, str, str], list[MeasuredRun]] = defaultdict(list)
     for mr in runs:
-        e = mr.run["engine"]
+        e = mr.run.engine
         hw_id = mr.hardware.id if mr.hardware else "custom"
-        groups[(engine_of(mr.run), str(e.get("model")), config_of(e), hw_id)].append(mr)
+        groups[(engine_of(mr.run), str(e.model), config_of(e), hw_id)].append(mr)
     out = []
     for (engine, model, config, hw_id), members in groups.items():
-        slos = c.slos_for(members[0].run.get("slos") or {})
-        scen = str((members[0].run.get("scenario") or {}).get("name") or "")
+        slos = c.slos_for(members[0].run.slos)
+        scen = _scenario(members[0].run)
         best, closest = best_and_closest(options([mr.run for mr in members], slos, c.percentile, samples))
         opt = best or closest
         run = opt.runs[0]
-        n_in, n_out = _tokens(run["summary"])
-        shape = ModelShape.from_engine(run["engine"])
+        n_in, n_out = _tokens(run.summary)
+        shape = ModelShape.from_engine(run.engine)
         runs_txt = f"{opt.n} repeats" if opt.n > 1 else f"run {opt.run_id}"
         notes = [f"measured: {runs_txt} ({opt.status})"]
         if best is None:
@@ -144,7 +150,7 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
             devices=1, capacity_rps=opt.rate.value if best else None,
             latency_ms={k: (iv.value if iv else None) for k, iv in opt.latency.items()}, slos=slos,
             input_tokens_per_request=n_in, output_tokens_per_request=n_out,
-            precision=str(run["engine"].get("precision") or ""), assumptions=tuple(notes),
+            precision=str(run.engine.precision or ""), assumptions=tuple(notes),
             n_params=shape.n_params if shape else None, evidence=evidence, evidence_note=note,
             capacity_range=opt.rate if best else None,
             latency_range_ms={k: iv for k, iv in opt.latency.items() if iv is not None},
@@ -153,7 +159,7 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
     return out
 
 
-def _calibration(members: list[MeasuredRun], kind: str) -> tuple[list[tuple[dict[str, Any], Hardware]], Evidence, str]:
+def _calibration(members: list[MeasuredRun], kind: str) -> tuple[list[tuple[RunResult, Hardware]], Evidence, str]:
     """The runs an estimate for `kind` hardware calibrates on, and what that makes the estimate."""
     mapped = [(mr.run, mr.hardware) for mr in members if mr.hardware is not None]
     same = [(r, h) for r, h in mapped if h.kind == kind]
@@ -173,21 +179,21 @@ def estimated_candidates(runs: list[MeasuredRun], c: Constraints, catalog: Catal
     """Roofline extrapolation of each measured (engine, model, config) to the catalog hardware it was not run on."""
     by_key: dict[tuple[str, str, str], list[MeasuredRun]] = defaultdict(list)
     for mr in runs:
-        e = mr.run["engine"]
-        by_key[(engine_of(mr.run), str(e.get("model")), config_of(e))].append(mr)
+        e = mr.run.engine
+        by_key[(engine_of(mr.run), str(e.model), config_of(e))].append(mr)
     bars = error_bars([(mr.run, mr.hardware) for mr in runs if mr.hardware is not None and _valid(mr.run)],
                       engine_of)
     out = []
     for (engine, model, config), members in by_key.items():
         ops = catalog.engine_ops(engine)
         # prefer a VALID run, then the one with the most requests
-        base = max(members, key=lambda mr: (_valid(mr.run), mr.run["summary"].get("n_ok") or 0)).run
-        shape, wl = ModelShape.from_engine(base["engine"]), Workload.from_summary(base["summary"])
+        base = max(members, key=lambda mr: (_valid(mr.run), mr.run.summary.n_ok)).run
+        shape, wl = ModelShape.from_engine(base.engine), Workload.from_summary(base.summary)
         if shape is None or wl is None:
             continue
         measured_on = {mr.hardware.id for mr in members if mr.hardware is not None}
-        slos = c.slos_for(base.get("slos") or {})
-        scen = str((base.get("scenario") or {}).get("name") or "")
+        slos = c.slos_for(base.slos)
+        scen = _scenario(base)
         for hw in catalog.hardware.values():
             if hw.id in measured_on or hw.measured or hw.peak_tflops(shape.dtype_bytes) is None:
                 continue
@@ -206,7 +212,7 @@ def _limit(slo: float | None, factor: float) -> float | None:
     return None if slo is None else slo / factor
 
 
-def _estimated(engine: str, model: str, config: str, base: dict[str, Any], shape: ModelShape, wl: Workload,
+def _estimated(engine: str, model: str, config: str, base: RunResult, shape: ModelShape, wl: Workload,
                hw: Hardware, eff: Any, bar: ErrorBar, slos: dict[str, float | None], evidence: Evidence,
                note: str, scen: str) -> Candidate:
     # the operating point is chosen so that the pessimistic end of each range meets its SLO
@@ -220,12 +226,12 @@ def _estimated(engine: str, model: str, config: str, base: dict[str, Any], shape
         f = bar.rate_factor
         cap_range = Interval.from_range(est.capacity_rps, est.capacity_rps / f, est.capacity_rps * f,
                                         f"x/÷{f:.2f}: {bar.basis}")
-    notes = (f"estimated from run {base['run_id']}", note, f"error bars: {bar.basis}", *est.assumptions,
-             f"served at the measured precision ({base['engine'].get('precision')})")
+    notes = (f"estimated from run {base.run_id}", note, f"error bars: {bar.basis}", *est.assumptions,
+             f"served at the measured precision ({base.engine.precision})")
     return Candidate(engine=engine, hardware_id=hw.id, config=config, model=model, source="estimated",
-                     run_id=base["run_id"], devices=est.devices, capacity_rps=est.capacity_rps,
+                     run_id=base.run_id, devices=est.devices, capacity_rps=est.capacity_rps,
                      latency_ms=lat, slos=slos, input_tokens_per_request=wl.n_in,
-                     output_tokens_per_request=wl.n_out, precision=str(base["engine"].get("precision") or ""),
+                     output_tokens_per_request=wl.n_out, precision=str(base.engine.precision or ""),
                      assumptions=notes, n_params=shape.n_params, evidence=evidence, evidence_note=note,
                      capacity_range=cap_range, latency_range_ms=ranges, repeats=0, scenario=scen,
                      device_class=hw.kind)

@@ -13,7 +13,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from advisor.cost import DEFAULT_HEADROOM, HOURS_PER_MONTH
-from scenarios.types import check_percentile
+from scenarios.types import SLOs, check_percentile
 
 
 class ConstraintsError(ValueError):
@@ -67,9 +67,9 @@ class Constraints(BaseModel):
             return rps, f"{self.monthly_tokens_m:g}M tokens/month spread evenly ({rps:.3g} req/s, no peak given)"
         return None, "no load given: one replica"
 
-    def slos_for(self, run_slos: dict[str, Any]) -> dict[str, float | None]:
+    def slos_for(self, run_slos: SLOs) -> dict[str, float | None]:
         """Effective limits: these constraints' where set, else the run's scenario SLOs."""
-        return {k: getattr(self, k) if getattr(self, k) is not None else run_slos.get(k)
+        return {k: getattr(self, k) if getattr(self, k) is not None else getattr(run_slos, k)
                 for k in ("ttft_ms", "tpot_ms", "e2e_ms")}
 
     def merged(self, **flags: Any) -> Constraints:

@@ -20,7 +20,8 @@ from typing import Any
 
 from advisor.catalog.models import Hardware
 from advisor.metrics.intervals import Interval
-from advisor.roofline import ModelShape, Workload, calibrate, predict
+from advisor.roofline import ModelShape, Workload, calibrate, measured_s, predict
+from advisor.store import RunResult
 
 DEFAULT_ERROR_FACTOR = 2.0  # used where no backtest exists for the engine and device class: stated in every row
 MIN_FACTOR = 1.05  # a perfect backtest on two runs says little: never narrower than +-5%
@@ -53,19 +54,14 @@ def default_bar(why: str) -> ErrorBar:
                     f"stated default x/÷{DEFAULT_ERROR_FACTOR:g} ({why})")
 
 
-def _measured_s(summary: dict[str, Any], key: str, stat: str) -> float | None:
-    v = (summary.get(key) or {}).get(stat)
-    return float(v) / 1000.0 if v else None
-
-
-def _loo_errors(group: list[tuple[dict[str, Any], Hardware]]) -> tuple[list[float], list[float]]:
+def _loo_errors(group: list[tuple[RunResult, Hardware]]) -> tuple[list[float], list[float]]:
     """|ln(estimate / measured)| of p50 TTFT and mean TPOT, each run predicted from the others."""
     ttft_err, tpot_err = [], []
     for i, (run, hw) in enumerate(group):
         others = group[:i] + group[i + 1:]
         eff = calibrate(others)
-        shape, wl, s = ModelShape.from_engine(run["engine"]), Workload.from_summary(run["summary"]), run["summary"]
-        ttft, tpot = _measured_s(s, "ttft_ms", "p50"), _measured_s(s, "tpot_ms", "mean")
+        shape, wl, s = ModelShape.from_engine(run.engine), Workload.from_summary(run.summary), run.summary
+        ttft, tpot = measured_s(s.ttft_ms.at(50)), measured_s(s.tpot_ms.mean)
         if eff.basis.startswith("default") or shape is None or wl is None or not ttft or not tpot:
             continue
         if hw.peak_tflops(shape.dtype_bytes) is None:
@@ -76,10 +72,10 @@ def _loo_errors(group: list[tuple[dict[str, Any], Hardware]]) -> tuple[list[floa
     return ttft_err, tpot_err
 
 
-def error_bars(runs: list[tuple[dict[str, Any], Hardware]],
-               engine_of: Callable[[dict[str, Any]], str]) -> dict[tuple[str, str], ErrorBar]:
+def error_bars(runs: list[tuple[RunResult, Hardware]],
+               engine_of: Callable[[RunResult], str]) -> dict[tuple[str, str], ErrorBar]:
     """An ErrorBar per (engine, device class) that has a leave-one-out backtest; others are absent."""
-    groups: dict[tuple[str, str], list[tuple[dict[str, Any], Hardware]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[tuple[RunResult, Hardware]]] = defaultdict(list)
     for run, hw in runs:
         groups[(engine_of(run), hw.kind)].append((run, hw))
     out = {}

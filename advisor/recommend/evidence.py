@@ -11,12 +11,13 @@ which sweep (or closed-loop bench), how long, and how many requests the SLO perc
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from advisor.metrics.support import requests_needed
 from advisor.recommend.ranking import Row
+from advisor.store import RunResult
 
 MIN_VALID_REQUESTS = 100  # the verdict's min_n_p95 (advisor.metrics.verdict)
 SAFETY = 1.2  # room for a few requests over the limit, which raise the early-stopping bar
@@ -49,10 +50,10 @@ def _evidence_problem(r: Row) -> bool:
     return all(_is_evidence(f) for f in r.failures)
 
 
-def _rate(run: Mapping[str, Any]) -> float | None:
-    sched, s = run.get("schedule") or {}, run.get("summary") or {}
-    v = ((sched.get("overrides") or {}).get("rate_rps") or sched.get("offered_rps") or s.get("offered_rps")
-         or s.get("requests_per_s"))
+def _rate(run: RunResult) -> float | None:
+    sched, s = run.schedule or {}, run.summary
+    v = ((sched.get("overrides") or {}).get("rate_rps") or sched.get("offered_rps") or s.offered_rps
+         or s.requests_per_s)
     return float(v) if v else None
 
 
@@ -60,62 +61,61 @@ def _nice(x: float) -> str:
     return f"{float(f'{x:.2g}'):g}"
 
 
-def _common_flags(run: Mapping[str, Any], sweep: bool) -> list[str]:
-    e, ov = run.get("engine") or {}, (run.get("schedule") or {}).get("overrides") or {}
-    flags = [f"--scenario {(run.get('scenario') or {}).get('name')}", f"--engine {e.get('adapter') or e.get('engine')}"]
-    if e.get("model") and e.get("model") != "none":
-        flags.append(f"--model {e['model']}")
+def _common_flags(run: RunResult, sweep: bool) -> list[str]:
+    e, ov = run.engine, (run.schedule or {}).get("overrides") or {}
+    flags = [f"--scenario {run.scenario.get('name')}", f"--engine {e.adapter or e.engine}"]
+    if e.model and e.model != "none":
+        flags.append(f"--model {e.model}")
     for key, flag in (("seed", "--seed"), ("length_scale", "--length-scale"),
                       ("max_input_tokens", "--max-input-tokens"), ("max_output_tokens", "--max-output-tokens")):
         if ov.get(key) is not None:
             flags.append(f"{flag} {ov[key]:g}" if isinstance(ov[key], float) else f"{flag} {ov[key]}")
-    if e.get("threads"):
-        flags.append(f"--opt threads={e['threads']}" if sweep else f"--threads {e['threads']}")
-    if e.get("adapter") == "openai" and e.get("device"):  # the server's URL (credentials already stripped)
-        flags.append(f"--opt url={e['device']}" if sweep else f"--url {e['device']}")
+    if e.threads:
+        flags.append(f"--opt threads={e.threads}" if sweep else f"--threads {e.threads}")
+    if e.adapter == "openai" and e.device:  # the server's URL (credentials already stripped)
+        flags.append(f"--opt url={e.device}" if sweep else f"--url {e.device}")
     if ov.get("full_scale") and not sweep:
         flags.append("--full-scale")
     return flags
 
 
-def cell_command(run: Mapping[str, Any], percentile: float, slo_failed: bool) -> str:
+def cell_command(run: RunResult, percentile: float, slo_failed: bool) -> str:
     """The command that measures this run's cell with enough requests, and what it buys."""
     n = requests_for(percentile)
     why = (f"  # >= {n} requests per run: VALID needs {MIN_VALID_REQUESTS}, a p{percentile:g} limit needs "
            f"{requests_needed(0, percentile)} with none over it (MLPerf early stopping, 99%)")
-    status = (run.get("verdict") or {}).get("status")
-    warmup = (run.get("schedule") or {}).get("warmup_s")
+    status = run.verdict.status
+    warmup = (run.schedule or {}).get("warmup_s")
     warm = f" --warmup {warmup:g}" if warmup else ""
     rate = _rate(run)
-    if (run.get("schedule") or {}).get("mode") == "open" and rate:
+    if (run.schedule or {}).get("mode") == "open" and rate:
         lower = status == "SATURATED" or slo_failed
         rates = [rate / 4, rate / 2, rate] if lower else [rate / 2, rate, rate * 2, rate * 4]
         duration = math.ceil(n / min(rates))
         return (f"advisor sweep {' '.join(_common_flags(run, True))} --rates {','.join(_nice(r) for r in rates)} "
                 f"--duration {duration}{warm}" + why)
-    achieved = float((run.get("summary") or {}).get("requests_per_s") or 0.0)
-    conc = (run.get("schedule") or {}).get("concurrency")
-    duration = math.ceil(n / achieved) if achieved > 0 else 10 * math.ceil(float((run.get("schedule") or {})
+    achieved = float(run.summary.requests_per_s or 0.0)
+    conc = (run.schedule or {}).get("concurrency")
+    duration = math.ceil(n / achieved) if achieved > 0 else 10 * math.ceil(float((run.schedule or {})
                                                                                  .get("duration_s") or 60))
     c = f" --concurrency {conc}" if conc else ""
     return f"advisor bench {' '.join(_common_flags(run, False))}{c} --duration {duration}{warm}" + why
 
 
-def _cell(run: Mapping[str, Any]) -> tuple[str, ...]:
-    e, ov = run.get("engine") or {}, (run.get("schedule") or {}).get("overrides") or {}
+def _cell(run: RunResult) -> tuple[str, ...]:
+    e, ov = run.engine, (run.schedule or {}).get("overrides") or {}
     keep = {k: v for k, v in ov.items() if k not in ("rate_rps", "duration_s", "warmup_s")}
-    return (str((run.get("scenario") or {}).get("name")), str(e.get("adapter")), str(e.get("model")),
-            str(e.get("threads")), repr(sorted(keep.items())))
+    return (str(run.scenario.get("name")), str(e.adapter), str(e.model), str(e.threads), repr(sorted(keep.items())))
 
 
-def evidence_gap(runs: Sequence[dict[str, Any]], rows: Sequence[Row], percentile: float) -> EvidenceGap | None:
+def evidence_gap(runs: Sequence[RunResult], rows: Sequence[Row], percentile: float) -> EvidenceGap | None:
     """None when some row can carry the headline, or when nothing passes for reasons other than evidence."""
     if any(r.passes and r.headline_ok for r in rows) or not any(_evidence_problem(r) for r in rows):
         return None
-    valid = [r for r in runs if (r.get("verdict") or {}).get("status") == "VALID"]
+    valid = [r for r in runs if r.verdict.status == "VALID"]
     untrusted = [r for r in rows if r.passes and not r.headline_ok]
     if not valid:
-        first = next((str(x) for r in runs for x in (r.get("verdict") or {}).get("reasons") or []), "")
+        first = next((str(x) for r in runs for x in r.verdict.reasons), "")
         reason = (f"{HEADLINE}: none of the {len(runs)} runs is VALID"
                   + (f" (e.g. {first.rstrip('.')})" if first else "") + "; every option would rest on them")
     elif untrusted:
@@ -127,15 +127,15 @@ def evidence_gap(runs: Sequence[dict[str, Any]], rows: Sequence[Row], percentile
     failed_slo = {row.candidate.run_id for row in rows if row.candidate.source == "measured"
                   and any(f.constraint == "slo" and "not established" not in f.detail for f in row.failures)}
     lacking = {row.candidate.run_id for row in rows if row.candidate.source == "measured" and _evidence_problem(row)}
-    cells: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    cells: dict[tuple[str, ...], list[RunResult]] = {}
     for run in runs:
         cells.setdefault(_cell(run), []).append(run)
     commands: list[str] = []
     for cell, members in cells.items():
-        if cell in established and not any(r.get("run_id") in lacking for r in members):
+        if cell in established and not any(r.run_id in lacking for r in members):
             continue
-        rep = max(members, key=lambda r: int((r.get("summary") or {}).get("n_ok") or 0))  # the most informative
-        commands.append(cell_command(rep, percentile, any(r.get("run_id") in failed_slo for r in members)))
+        rep = max(members, key=lambda r: r.summary.n_ok)  # the most informative
+        commands.append(cell_command(rep, percentile, any(r.run_id in failed_slo for r in members)))
     notes = []
     if any(r.candidate.evidence == "uncalibrated" for r in untrusted):
         notes.append("estimates for another device class (e.g. GPUs from CPU runs) stay out of the headline: run "

@@ -1,4 +1,4 @@
-"""Measured options: saved runs (dicts) as repeat groups, each judged against the effective SLOs.
+"""Measured options: saved runs as repeat groups, each judged against the effective SLOs.
 
 A repeat group (runs tagged by `advisor.repeats`; an untagged run is a group of one) is one option:
 VALID only when every repeat is, its latencies and rate are medians over the repeats with their
@@ -12,29 +12,21 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from advisor.metrics.intervals import Interval, median_interval
 from advisor.metrics.support import SloCheck, check_slo
 from advisor.repeats import repeat_tag
 from advisor.slo_evidence import RunSample, observed, sample_for, slo_checks
+from advisor.store import RunResult
 
 
-def _status(run: Mapping[str, Any]) -> str:
-    return str((run.get("verdict") or {}).get("status") or "INVALID")
-
-
-def _reasons(run: Mapping[str, Any]) -> list[str]:
-    return [str(x) for x in (run.get("verdict") or {}).get("reasons") or []]
-
-
-def _rate(run: Mapping[str, Any]) -> float:
-    return float((run.get("summary") or {}).get("requests_per_s") or 0.0)
+def _rate(run: RunResult) -> float:
+    return float(run.summary.requests_per_s or 0.0)
 
 
 @dataclass(frozen=True)
 class MeasuredOption:
-    runs: tuple[dict[str, Any], ...]
+    runs: tuple[RunResult, ...]
     group_id: str
     status: str  # VALID when every repeat is
     reasons: tuple[str, ...]  # the verdict reasons of the repeats that are not VALID
@@ -53,7 +45,7 @@ class MeasuredOption:
 
     @property
     def run_id(self) -> str:
-        return str(self.runs[0].get("run_id", ""))
+        return self.runs[0].run_id
 
     @property
     def n(self) -> int:
@@ -68,30 +60,30 @@ def _pool(checks: Sequence[SloCheck]) -> SloCheck:
                      n_over_exact=all(c.n_over_exact for c in checks))
 
 
-def judge(runs: Sequence[dict[str, Any]], slos: Mapping[str, float | None], percentile: float,
+def judge(runs: Sequence[RunResult], slos: Mapping[str, float | None], percentile: float,
           samples: Mapping[str, RunSample] | None) -> MeasuredOption:
     """One option from the runs of one repeat group."""
     per_run = [slo_checks(r, slos, percentile, sample_for(r, samples)) for r in runs]
     checks = {k: _pool([c[k] for c in per_run]) for k in per_run[0]}
-    statuses = [_status(r) for r in runs]
+    statuses = [r.verdict.status for r in runs]
     status = next((s for s in ("FAILED", "SATURATED", "INVALID") if s in statuses), "VALID")
-    reasons = tuple(x for r in runs if _status(r) != "VALID" for x in _reasons(r)[:1])
+    reasons = tuple(x for r in runs if r.verdict.status != "VALID" for x in r.verdict.reasons[:1])
     latency = {}
     for k in ("ttft_ms", "tpot_ms", "e2e_ms"):
-        vals = [v for r in runs if (v := observed(r.get("summary") or {}, k, percentile)) is not None]
+        vals = [v for r in runs if (v := observed(r.summary, k, percentile)) is not None]
         latency[k] = median_interval(vals) if vals else None
     tag = repeat_tag(runs[0])
-    return MeasuredOption(tuple(runs), tag.group_id if tag else str(runs[0].get("run_id", "")), status, reasons,
+    return MeasuredOption(tuple(runs), tag.group_id if tag else runs[0].run_id, status, reasons,
                           checks, median_interval([_rate(r) for r in runs]), latency)
 
 
-def options(runs: Sequence[dict[str, Any]], slos: Mapping[str, float | None], percentile: float,
+def options(runs: Sequence[RunResult], slos: Mapping[str, float | None], percentile: float,
             samples: Mapping[str, RunSample] | None = None) -> list[MeasuredOption]:
     """The runs of one (engine, model, config, hardware) as options, one per repeat group."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[RunResult]] = {}
     for r in runs:
         tag = repeat_tag(r)
-        groups.setdefault(tag.group_id if tag else f"run:{r.get('run_id')}", []).append(r)
+        groups.setdefault(tag.group_id if tag else f"run:{r.run_id}", []).append(r)
     return [judge(g, slos, percentile, samples) for g in groups.values()]
 
 

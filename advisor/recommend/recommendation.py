@@ -25,6 +25,7 @@ from advisor.recommend.pareto import Frontier, pareto
 from advisor.recommend.ranking import Row, evaluate
 from advisor.roofline import Backtest, backtest
 from advisor.slo_evidence import RunSample
+from advisor.store import RunResult
 
 
 class NoRunsError(ValueError):
@@ -65,12 +66,12 @@ class Recommendation:
                 "evidence": self.evidence.to_dict() if self.evidence else None, "notes": list(self.notes)}
 
 
-def resolve_runs(runs: list[dict[str, Any]], catalog: Catalog, detected: Detected | None) -> list[MeasuredRun]:
+def resolve_runs(runs: list[RunResult], catalog: Catalog, detected: Detected | None) -> list[MeasuredRun]:
     """Map each run's manifest to catalog hardware; runs made on this host use the detected entry."""
     here = socket.gethostname()
     out = []
     for run in runs:
-        man = run.get("manifest") or {}
+        man = run.manifest or {}
         hw = match_hardware(man.get("hardware") or {}, catalog)
         if detected is not None and man.get("hostname") == here:
             hw = detected.calibration_hardware
@@ -78,23 +79,22 @@ def resolve_runs(runs: list[dict[str, Any]], catalog: Catalog, detected: Detecte
     return out
 
 
-def quality_from_runs(runs: list[dict[str, Any]]) -> dict[str, float]:
+def quality_from_runs(runs: list[RunResult]) -> dict[str, float]:
     """Drift per "engine/precision" from runs that carry a verify result: `quality: {token_agreement: x}`."""
     out: dict[str, float] = {}
     for r in runs:
-        q, e = r.get("quality") or {}, r.get("engine") or {}
+        q, e = r.quality or {}, r.engine
         if isinstance(q, dict) and q.get("token_agreement") is not None:
-            out.setdefault(f"{e.get('adapter') or e.get('engine')}/{e.get('precision') or ''}",
-                           1.0 - float(q["token_agreement"]))
+            out.setdefault(f"{e.adapter or e.engine}/{e.precision or ''}", 1.0 - float(q["token_agreement"]))
     return out
 
 
 TEST_ENGINES = ("fake",)  # no model behind it: never a deployment to buy
 
 
-def _drop_test_engine(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+def _drop_test_engine(runs: list[RunResult]) -> tuple[list[RunResult], str | None]:
     """Leave the test engine out when real engines were measured; say so either way."""
-    real = [r for r in runs if (r.get("engine") or {}).get("adapter") not in TEST_ENGINES]
+    real = [r for r in runs if r.engine.adapter not in TEST_ENGINES]
     if len(real) == len(runs):
         return runs, None
     if real:
@@ -102,7 +102,7 @@ def _drop_test_engine(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     return runs, "only runs of the test engine 'fake': this ranking shows how the tool works, not what to buy"
 
 
-def recommend(runs: list[dict[str, Any]], constraints: Constraints, catalog: Catalog,
+def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
               detected: Detected | None = None, quality: dict[str, float] | None = None,
               samples: dict[str, RunSample] | None = None) -> Recommendation:
     """Rank every measured and estimated deployment of `runs` against `constraints`.
@@ -111,7 +111,7 @@ def recommend(runs: list[dict[str, Any]], constraints: Constraints, catalog: Cat
     the count of requests over a limit is bounded from the summary's percentiles.
     """
     if constraints.scenario:
-        runs = [r for r in runs if (r.get("scenario") or {}).get("name") == constraints.scenario]
+        runs = [r for r in runs if r.scenario.get("name") == constraints.scenario]
     if not runs:
         raise NoRunsError(f"no saved runs{' for scenario ' + repr(constraints.scenario) if constraints.scenario else ''}; "
                           "run `advisor bench` (or `advisor sweep`) first, or point --runs at the folder that holds them")
@@ -146,7 +146,7 @@ def recommend(runs: list[dict[str, Any]], constraints: Constraints, catalog: Cat
         notes.append(test_note)
     if constraints.max_quality_drift is not None and not quality:
         notes.append("quality drift unknown for every engine (no verify results given): not checked")
-    unmapped = sorted({str((mr.run.get('manifest') or {}).get('hardware', {}).get('cpu_model')) for mr in resolved
+    unmapped = sorted({str((mr.run.manifest or {}).get('hardware', {}).get('cpu_model')) for mr in resolved
                        if mr.hardware is None})
     if unmapped:
         notes.append(f"machines not in the catalog ({', '.join(unmapped)}): priced only with --price custom=USD")

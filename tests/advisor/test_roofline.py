@@ -6,7 +6,11 @@ from typing import Any
 
 import pytest
 
+from adapters.base import EngineInfo
 from advisor.catalog import load_catalog
+from advisor.metrics.distribution import Distribution
+from advisor.metrics.summary import RunSummary
+from advisor.metrics.verdict import Verdict
 from advisor.roofline import (
     Efficiency,
     ModelShape,
@@ -18,14 +22,17 @@ from advisor.roofline import (
     predict,
     prefill_ideal_s,
 )
+from advisor.store import RunResult
+from scenarios.types import SLOs
 
 LLAMA3_8B = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
              "head_dim": 128, "intermediate_size": 14336, "vocab_size": 128256}
 
 
-def engine(dtype_bytes: int = 2, kv: str | None = None) -> dict[str, Any]:
-    return {"adapter": "vllm", "precision": "bf16", "kv_cache_dtype": kv,
-            "extra": {"n_params": 8.03e9, "model_config": LLAMA3_8B, "dtype_bytes": dtype_bytes}}
+def engine(dtype_bytes: int = 2, kv: str | None = None, extra: dict[str, Any] | None = None) -> EngineInfo:
+    return EngineInfo("vllm", "vLLM", "1", "cpu", "llama3-8b", "hf", "bf16", kv_cache_dtype=kv,
+                      extra={"n_params": 8.03e9, "model_config": LLAMA3_8B, "dtype_bytes": dtype_bytes}
+                      if extra is None else extra)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +46,7 @@ def test_llama3_8b_shape():
     assert s.weight_bytes == pytest.approx(16.06e9)
     assert s.kv_bytes_per_token == 2 * 32 * 8 * 128 * 2 == 131072  # K and V, 32 layers, 8 KV heads, bf16
     assert ModelShape.from_engine(engine(kv="fp8")).kv_bytes_per_token == 65536
-    assert ModelShape.from_engine({"extra": {}}) is None
+    assert ModelShape.from_engine(engine(extra={})) is None
 
 
 def test_decode_and_prefill_on_h100_by_hand(h100):
@@ -58,18 +65,20 @@ def test_decode_and_prefill_on_h100_by_hand(h100):
     assert decode_step_ideal_s(s8, h100, 1, 0) * 1e3 == pytest.approx(2.397, abs=1e-3)
 
 
-def synthetic_run(run_id: str, hw, eff: float, rps: float = 4.0, n_in: int = 1000, n_out: int = 200) -> dict[str, Any]:
+def synthetic_run(run_id: str, hw, eff: float, rps: float = 4.0, n_in: int = 1000, n_out: int = 200) -> RunResult:
     """A run whose timings are exactly what the model predicts at efficiency `eff`."""
     s = ModelShape.from_engine(engine())
     e = Efficiency(eff, eff, 1.5, 1.2, "test")
     wl = Workload(n_in, n_out, concurrency=8.0)
     t = predict(s, hw, wl, e)
     e2e_ms = 8.0 / rps * 1e3  # Little's law gives concurrency 8 back
-    return {"run_id": run_id, "engine": engine(), "summary": {
+    summary = RunSummary.from_saved({
         "n_ok": 100, "n_in_total": n_in * 100, "n_out_total": n_out * 100, "requests_per_s": rps,
-        "ttft_ms": {"p50": t.ttft_s * 1e3, "p95": t.ttft_s * 1.5e3},
-        "tpot_ms": {"mean": t.tpot_s * 1e3, "p50": t.tpot_s * 1e3, "p95": t.tpot_s * 1.2e3},
-        "e2e_ms": {"mean": e2e_ms}}}
+        "ttft_ms": Distribution(100, p50=t.ttft_s * 1e3, p95=t.ttft_s * 1.5e3).to_dict(),
+        "tpot_ms": Distribution(100, mean=t.tpot_s * 1e3, p50=t.tpot_s * 1e3, p95=t.tpot_s * 1.2e3).to_dict(),
+        "e2e_ms": Distribution(100, mean=e2e_ms).to_dict()}, mode="open")
+    return RunResult(run_id, "2026-11-21T00:00:00Z", {"name": "copilot"}, {"mode": "open"}, SLOs(), engine(), {},
+                     summary, {}, Verdict("VALID"))
 
 
 def test_calibration_recovers_efficiency_and_tails(h100):

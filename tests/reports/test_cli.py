@@ -39,7 +39,7 @@ def test_no_arguments_reports_every_run_in_the_folder(runs_root: Path, saved_run
 
 def test_a_sweep_brings_its_runs(runs_root: Path, saved_runs, tmp_path: Path):
     members = [r for r in saved_runs if r.engine.model == "tiny-a"]
-    points = tuple(SweepPoint.from_run(r.summary.offered_rps, r.to_dict()) for r in members)
+    points = tuple(SweepPoint.from_run(r.summary.offered_rps, r) for r in members)
     sweep = SweepResult("sweep-test", "copilot", "fake", None, time.strftime("%Y-%m-%dT%H:%M:%SZ"), points,
                         capacity_from_sweep(points), "max steps")
     sweep.save(runs_root)

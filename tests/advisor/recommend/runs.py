@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from advisor.store import RunResult
+
 SMALL_CFG = {"hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8, "num_key_value_heads": 8,
              "head_dim": 64, "intermediate_size": 1536, "vocab_size": 32000}
 
@@ -45,6 +47,11 @@ def make_run(run_id: str = "r1", *, engine: str = "own", scenario: str = "copilo
                     "slo_attainment": 1.0, "slo_met": met, "n_in_total": n_in * n_ok, "n_out_total": n_out * n_ok},
         "telemetry": {}, "verdict": {"status": status, "reasons": []},
     }
+
+
+def loaded(runs: list[dict[str, Any]]) -> list[RunResult]:
+    """The runs as the recommender gets them from a runs folder."""
+    return [RunResult.from_dict(r) for r in runs]
 
 
 def write_runs(root: Path, runs: list[dict[str, Any]]) -> Path:

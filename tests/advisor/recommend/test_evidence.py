@@ -16,7 +16,7 @@ from advisor.recommend import Constraints, recommend
 from advisor.recommend.candidates import Candidate
 from advisor.recommend.ranking import evaluate
 from advisor.slo_evidence import RunSample
-from tests.advisor.recommend.runs import dist, make_run, write_runs
+from tests.advisor.recommend.runs import dist, loaded, make_run, write_runs
 
 L4 = [{"name": "NVIDIA L4", "memory_gb": 24.0}]
 
@@ -65,7 +65,7 @@ def test_a_run_of_48_requests_never_meets_a_p95_slo(catalog):
     run["summary"].update(n_requests=48, n_ok=48)
     exact = {"small": RunSample({"ttft_ms": (100.0,) * 48, "tpot_ms": (20.0,) * 48, "e2e_ms": (900.0,) * 48})}
     for samples in (None, exact):
-        rec = recommend([run], Constraints(include_estimates=False, peak_rps=4), catalog, samples=samples)
+        rec = recommend(loaded([run]), Constraints(include_estimates=False, peak_rps=4), catalog, samples=samples)
         (row,) = rec.rows
         assert not row.passes and rec.best is None
         checks = {c["metric"]: c for c in row.candidate.slo_checks}
@@ -74,7 +74,7 @@ def test_a_run_of_48_requests_never_meets_a_p95_slo(catalog):
     run["summary"].update(n_requests=200, n_ok=200)
     for k in ("ttft_ms", "tpot_ms", "e2e_ms"):
         run["summary"][k]["n"] = 200
-    assert recommend([run], Constraints(include_estimates=False, peak_rps=4), catalog).best is not None
+    assert recommend(loaded([run]), Constraints(include_estimates=False, peak_rps=4), catalog).best is not None
 
 
 def _estimate(latency_ms: float, low: float, high: float) -> Candidate:
@@ -100,7 +100,7 @@ def test_an_estimate_whose_pessimistic_end_misses_an_slo_fails_it(catalog):
 def test_every_passing_estimate_meets_its_slos_at_the_high_end_of_its_range(catalog):
     runs = [make_run("a", rps=2.0, ttft_ms=600, tpot_ms=60, hostname="h1"),
             make_run("b", rps=4.0, ttft_ms=700, tpot_ms=90, hostname="h2")]
-    rec = recommend(runs, Constraints(peak_rps=20, tpot_ms=100), catalog)
+    rec = recommend(loaded(runs), Constraints(peak_rps=20, tpot_ms=100), catalog)
     est = [r for r in rec.rows if r.candidate.source == "estimated"]
     assert est and any(r.passes for r in est)
     for r in est:
@@ -115,12 +115,12 @@ def test_every_passing_estimate_meets_its_slos_at_the_high_end_of_its_range(cata
 
 def test_cpu_runs_carried_to_a_gpu_are_uncalibrated_and_stay_out_of_the_headline(catalog):
     runs = [make_run("a", rps=0.2, ttft_ms=600, tpot_ms=60)]  # too slow on a 2-core VM for 20 req/s
-    rec = recommend(runs, Constraints(peak_rps=20, budget_usd_month=2000), catalog)
+    rec = recommend(loaded(runs), Constraints(peak_rps=20, budget_usd_month=2000), catalog)
     gpu = [r for r in rec.rows if r.candidate.device_class == "gpu"]
     assert gpu and all(r.candidate.evidence == "uncalibrated" and not r.headline_ok for r in gpu)
     assert all("uncalibrated for GPU" in r.candidate.evidence_note for r in gpu)
     assert rec.best is None or rec.best.candidate.device_class == "cpu"
-    allowed = recommend(runs, Constraints(peak_rps=20, budget_usd_month=2000, allow_uncalibrated=True), catalog)
+    allowed = recommend(loaded(runs), Constraints(peak_rps=20, budget_usd_month=2000, allow_uncalibrated=True), catalog)
     assert allowed.best is not None and allowed.best.candidate.device_class == "gpu"
 
 
@@ -139,19 +139,19 @@ def test_options_whose_intervals_overlap_are_a_tie_broken_by_complexity(catalog)
     # openvino is cheaper at its median (2.3 req/s per replica -> 11 replicas vs own's 12), but the repeats'
     # intervals overlap, so the difference is not established: own wins the tie on lower operational complexity
     runs = _repeats("own", "own", [1.8, 2.0, 2.2]) + _repeats("ov", "openvino", [2.0, 2.3, 2.6])
-    rec = recommend(runs, cons, catalog)
+    rec = recommend(loaded(runs), cons, catalog)
     first, second = rec.rows[0], rec.rows[1]
     assert first.candidate.engine == "own" and second.candidate.engine == "openvino"
     assert first.tied_with == (second.key,) and second.tied_with == (first.key,)
     assert "tied on cost with #2 (ranges overlap)" in first.why and "lower operational complexity" in first.why
     assert first.monthly_range is not None and first.monthly_range.coverage == pytest.approx(0.75)
     assert first.candidate.repeats == 3 and first.candidate.capacity_range.n == 3
-    by_margin = recommend(runs, Constraints(include_estimates=False, peak_rps=20, tie_break=("margin",)), catalog)
+    by_margin = recommend(loaded(runs), Constraints(include_estimates=False, peak_rps=20, tie_break=("margin",)), catalog)
     assert by_margin.rows[0].tied_with  # still a tie; equal margins fall back to the central cost
     assert by_margin.rows[0].candidate.engine == "openvino"
     # single runs at the same medians: no interval, no tie, the cheaper one wins outright
     single = [make_run("o", engine="own", rps=2.0, ttft_ms=300), make_run("v", engine="openvino", rps=2.3, ttft_ms=300)]
-    plain = recommend(single, cons, catalog)
+    plain = recommend(loaded(single), cons, catalog)
     assert plain.rows[0].candidate.engine == "openvino" and not plain.rows[0].tied_with
 
 
@@ -161,7 +161,7 @@ def test_repeat_groups_are_one_option_judged_on_their_pooled_requests(catalog):
         for k in ("ttft_ms", "tpot_ms", "e2e_ms"):
             r["summary"][k].update(n=40, max=r["summary"][k]["p95"])
         r["summary"].update(n_requests=40, n_ok=40)
-    rec = recommend(runs, Constraints(include_estimates=False, peak_rps=4), catalog)
+    rec = recommend(loaded(runs), Constraints(include_estimates=False, peak_rps=4), catalog)
     (row,) = rec.rows
     assert row.passes and row.candidate.repeats == 3
     assert {c["n"] for c in row.candidate.slo_checks} == {120}
@@ -171,12 +171,12 @@ def test_repeat_groups_are_one_option_judged_on_their_pooled_requests(catalog):
 def test_latency_range_in_the_summary_bound_path_is_conservative(catalog):
     run = make_run("x", rps=2.0, ttft_ms=600)
     run["summary"]["ttft_ms"] = dist(400.0, 600.0, n=200)  # p99 720, max 1200
-    rec = recommend([run], Constraints(include_estimates=False, ttft_ms=650), catalog)  # between p95 and p99
+    rec = recommend(loaded([run]), Constraints(include_estimates=False, ttft_ms=650), catalog)  # between p95 and p99
     (row,) = rec.rows
     chk = next(c for c in row.candidate.slo_checks if c["metric"] == "ttft_ms")
     assert not chk["n_over_exact"] and chk["status"] == "not established"
     exact = {"x": RunSample({"ttft_ms": (400.0,) * 199 + (700.0,), "tpot_ms": (20.0,) * 200,
                              "e2e_ms": (900.0,) * 200})}
-    row2 = recommend([run], Constraints(include_estimates=False, ttft_ms=650), catalog, samples=exact).rows[0]
+    row2 = recommend(loaded([run]), Constraints(include_estimates=False, ttft_ms=650), catalog, samples=exact).rows[0]
     chk2 = next(c for c in row2.candidate.slo_checks if c["metric"] == "ttft_ms")
     assert chk2["n_over_exact"] and chk2["n_over"] == 1 and chk2["status"] == "met"

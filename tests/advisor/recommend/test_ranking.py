@@ -7,7 +7,7 @@ import pytest
 from advisor.catalog import load_catalog
 from advisor.recommend import Constraints, recommend
 from advisor.recommend.hosted import break_even
-from tests.advisor.recommend.runs import make_run
+from tests.advisor.recommend.runs import loaded, make_run
 
 L4 = [{"name": "NVIDIA L4", "memory_gb": 24.0}]
 
@@ -24,7 +24,7 @@ def runs():
 
 
 def rec(catalog, **kw):
-    return recommend(runs(), Constraints(include_estimates=kw.pop("include_estimates", False), **kw), catalog)
+    return recommend(loaded(runs()), Constraints(include_estimates=kw.pop("include_estimates", False), **kw), catalog)
 
 
 def test_cheapest_passing_option_wins_and_costs_are_hand_computed(catalog):
@@ -89,14 +89,14 @@ def test_complexity_and_quality(catalog):
     r = rec(catalog, peak_rps=20, ttft_ms=500, max_complexity="low")
     fast = next(x for x in r.rows if x.candidate.engine == "vllm")
     assert any(f.constraint == "complexity" and "medium" in f.detail for f in fast.failures)
-    q = recommend(runs(), Constraints(include_estimates=False, peak_rps=20, max_quality_drift=0.01), catalog,
+    q = recommend(loaded(runs()), Constraints(include_estimates=False, peak_rps=20, max_quality_drift=0.01), catalog,
                   quality={"own": 0.05})
     own = next(x for x in q.rows if x.candidate.engine == "own")
     assert any(f.constraint == "quality" for f in own.failures)
     assert q.best is not None and q.best.candidate.engine == "vllm"  # unknown drift is not a failure
     with_verify = runs()
     with_verify[0]["quality"] = {"token_agreement": 0.9}  # the vllm run carries a verify result
-    v = recommend(with_verify, Constraints(include_estimates=False, peak_rps=20, max_quality_drift=0.05), catalog)
+    v = recommend(loaded(with_verify), Constraints(include_estimates=False, peak_rps=20, max_quality_drift=0.05), catalog)
     fast = next(x for x in v.rows if x.candidate.engine == "vllm")
     assert fast.quality_drift == pytest.approx(0.1) and any(f.constraint == "quality" for f in fast.failures)
 
@@ -128,8 +128,7 @@ def test_estimated_rows_are_labelled_with_assumptions(catalog):
 def test_the_test_engine_is_never_recommended_next_to_real_engines():
     from advisor.recommend.recommendation import _drop_test_engine
 
-    fake = {"engine": {"adapter": "fake"}}
-    own = {"engine": {"adapter": "own"}}
+    fake, own = loaded([make_run("f", engine="fake"), make_run("o", engine="own")])
     kept, note = _drop_test_engine([fake, own])
     assert kept == [own] and "left out" in note
     kept, note = _drop_test_engine([fake])
