@@ -106,13 +106,13 @@ def print_run(result: Any) -> None:
     if sources:
         t2.add_row("token counts from", escape(", ".join(f"{k} ({v})" for k, v in sources.items())))
     tele = result.telemetry
-    if tele.get("rss_absent_reason"):
-        t2.add_row("memory (engine process)", "n/a (" + escape(tele["rss_absent_reason"]) + ")")
+    if tele.rss_absent_reason:
+        t2.add_row("memory (engine process)", "n/a (" + escape(tele.rss_absent_reason) + ")")
     else:
         t2.add_row("memory (engine process)",
-                   f"peak {_fmt(tele.get('rss_peak_mb'), 0)} MB, steady {_fmt(tele.get('rss_steady_mb'), 0)} MB")
-    gpu = tele.get("gpu")
-    t2.add_row("GPU", "n/a (" + escape(str(tele.get("gpu_absent_reason"))) + ")" if not gpu else
+                   f"peak {_fmt(tele.rss_peak_mb, 0)} MB, steady {_fmt(tele.rss_steady_mb, 0)} MB")
+    gpu = tele.gpu
+    t2.add_row("GPU", "n/a (" + escape(str(tele.gpu_absent_reason)) + ")" if not gpu else
                f"{_fmt(gpu.get('memory_used_peak_mb'), 0)} MB peak, {_fmt(gpu.get('power_w_mean'))} W, "
                f"{_fmt(gpu.get('j_per_output_token'), 3)} J/output token")
     out.print(t2)

@@ -23,6 +23,7 @@ from adapters.base import EngineInfo
 from advisor.metrics.summary import RunSummary
 from advisor.metrics.verdict import Verdict
 from advisor.records import RequestRecord
+from advisor.telemetry.record import TelemetrySummary
 from scenarios.types import SLOs
 
 SCHEMA = "advisor.run/1"
@@ -61,7 +62,7 @@ class RunResult:
     engine: EngineInfo
     manifest: dict[str, Any]
     summary: RunSummary
-    telemetry: dict[str, Any]
+    telemetry: TelemetrySummary
     verdict: Verdict
     loadgen: dict[str, Any] = field(default_factory=dict)
     quality: dict[str, Any] | None = None  # a verify result the run carries ({"token_agreement": x}); rarely set
@@ -71,7 +72,7 @@ class RunResult:
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "run_id": self.run_id, "created_utc": self.created_utc,
                 "scenario": self.scenario, "schedule": self.schedule, "slos": self.slos.to_dict(), "engine": self.engine.to_dict(),
-                "manifest": self.manifest, "summary": self.summary.to_dict(), "telemetry": self.telemetry,
+                "manifest": self.manifest, "summary": self.summary.to_dict(), "telemetry": self.telemetry.to_dict(),
                 "verdict": self.verdict.to_dict(), "loadgen": self.loadgen,
                 **({"quality": self.quality} if self.quality is not None else {})}
 
@@ -94,6 +95,7 @@ class RunResult:
         typed = {"verdict": _section(where, "verdict", Verdict.from_dict, d["verdict"]),
                  "engine": _section(where, "engine", EngineInfo.from_dict, d["engine"]),
                  "slos": _section(where, "slos", SLOs.from_dict, d["slos"]),
+                 "telemetry": _section(where, "telemetry", TelemetrySummary.from_dict, d["telemetry"]),
                  "summary": _section(where, "summary", lambda x: RunSummary.from_saved(x, d["schedule"].get("mode")),
                                      d["summary"])}
         quality = d.get("quality")

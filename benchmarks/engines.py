@@ -122,7 +122,7 @@ def run_cell(args: argparse.Namespace) -> dict:
             "batching": res.engine.batching, "kv_cache_dtype": res.engine.kv_cache_dtype,
             "threads": res.engine.threads, "cold_start_s": cold_start_s, "ready_s": info.ready_s,
             "decode_tok_s": 1000.0 / tpot if tpot else None, "output_tok_s": s.output_tokens_per_s,
-            "ttft_p50_ms": ttft.at(50), "ttft_p95_ms": ttft.at(95), "rss_peak_mb": tel.get("rss_peak_mb"),
+            "ttft_p50_ms": ttft.at(50), "ttft_p95_ms": ttft.at(95), "rss_peak_mb": tel.rss_peak_mb,
             "n_ok": s.n_ok, "verdict": res.verdict.status, "reasons": list(res.verdict.reasons)}
 
 

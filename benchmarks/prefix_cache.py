@@ -91,7 +91,7 @@ def run_one(args: argparse.Namespace, model: Path, cache: bool, scenario: Path, 
             "by_turn": {t.turn: {"n": t.n, "ttft_p50_ms": t.ttft_ms.at(50), "ttft_p95_ms": t.ttft_ms.at(95),
                                  "prompt_p50": t.prompt_tokens.at(50)} for t in (sess.by_turn if sess else ())},
             "engine": run.engine.engine, "version": run.engine.version,
-            "server_hit_rate": _server_hit_rate(run.telemetry.get("server_metrics") or {})}
+            "server_hit_rate": _server_hit_rate(run.telemetry.server_metrics or {})}
 
 
 def _server_hit_rate(metrics: dict) -> float | None:

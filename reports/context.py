@@ -49,7 +49,7 @@ def run_row(run: RunResult, label: str, price: RunPrice | None) -> dict[str, Any
         "goodput": s.goodput_rps, "attainment": s.slo_attainment,
         "slo_met": s.slo_met, "slo_margin": s.slo_margin,
         "interactivity_p50": s.interactivity_tps.at(50),
-        "rss_peak_mb": (run.telemetry or {}).get("rss_peak_mb"), "ready_s": run.engine.ready_s,
+        "rss_peak_mb": run.telemetry.rss_peak_mb, "ready_s": run.engine.ready_s,
         "usd_1m_out": cost.measured.output_usd if cost else None,
         "usd_1m_out_slo": cost.at_slo.output_usd if cost and cost.at_slo else None,
         "monthly_usd": price.monthly_usd if price else None, "price_source": price.source if price else "",
@@ -79,7 +79,7 @@ def risks(runs: Sequence[RunResult], labels: dict[str, str], prices: dict[str, R
         if dropped:
             out.append(f"{label}: {dropped} conversations outgrew the context and dropped their oldest turns "
                        "(a chat app's sliding window): those prompts are shorter than the full history")
-    if any(not (r.telemetry or {}).get("gpu") for r in runs):
+    if any(not r.telemetry.gpu for r in runs):
         out.append("energy was not measured for runs without a GPU energy counter (none is estimated)")
     unpriced = [labels[rid] for rid, p in prices.items() if p.usd_per_hour is None]
     if unpriced:
@@ -150,7 +150,7 @@ def environments(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str,
     engines = [{"label": labels[r.run_id], "run_id": r.run_id, "created_utc": r.created_utc,
                 **{k: v for k, v in r.engine.to_dict().items() if k not in ("extra", "notes")},
                 "notes": list(r.engine.notes),
-                "engine_stats": (r.telemetry or {}).get("engine_stats") or {}} for r in runs]
+                "engine_stats": r.telemetry.engine_stats} for r in runs]
     return {"machines": list(machines.values()), "engines": engines}
 
 

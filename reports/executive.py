@@ -80,7 +80,7 @@ def risk_lines(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: Reco
     unpriced = sum(1 for p in prices.values() if p.usd_per_hour is None)
     if unpriced:
         out.append(f"no hardware price for {unpriced} run(s): their cost is not shown")
-    if any(not (r.telemetry or {}).get("gpu") for r in runs):
+    if any(not r.telemetry.gpu for r in runs):
         out.append("energy not measured for runs without a GPU energy counter (none is estimated)")
     return out
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import plotly.graph_objects as go
 from plotly.colors import qualitative
@@ -22,6 +23,7 @@ from advisor.metrics.distribution import Distribution, percentile_key
 from advisor.recommend.pareto import non_dominated
 from advisor.records import RequestRecord
 from advisor.store import RunResult, StoreError
+from advisor.telemetry.record import TelemetrySummary
 from reports.costs import RunPrice
 from reports.labels import chart_text, group_key, is_valid, load_rps, run_labels
 
@@ -230,12 +232,13 @@ def memory_energy_figure(runs: Sequence[RunResult]) -> go.Figure:
     labels = run_labels(runs)
     fig = make_subplots(rows=1, cols=2, subplot_titles=["memory (MB)", "energy (J per output token)"],
                         shared_yaxes=True, horizontal_spacing=0.04)
-    series = (("rss_peak_mb", "host RSS peak"), ("rss_steady_mb", "host RSS steady"),
-              ("gpu.memory_used_peak_mb", "GPU memory peak"))
-    for path, name in series:
+    series: tuple[tuple[Callable[[TelemetrySummary], Any], str], ...] = (
+        (lambda t: t.rss_peak_mb, "host RSS peak"), (lambda t: t.rss_steady_mb, "host RSS steady"),
+        (lambda t: (t.gpu or {}).get("memory_used_peak_mb"), "GPU memory peak"))
+    for get, name in series:
         xs, ys = [], []
         for run in runs:
-            value = _get(run.telemetry or {}, path)
+            value = _number(get(run.telemetry))
             if value is not None:
                 ys.append(chart_text(labels[run.run_id]))
                 xs.append(value)
@@ -243,14 +246,14 @@ def memory_energy_figure(runs: Sequence[RunResult]) -> go.Figure:
                     hovertemplate="%{y}<br>%{x:.4g} MB<extra>%{fullData.name}</extra>")
     xs, ys = [], []
     for run in runs:
-        value = _get(run.telemetry or {}, "gpu.j_per_output_token")
+        value = _number((run.telemetry.gpu or {}).get("j_per_output_token"))
         if value is not None:
             ys.append(chart_text(labels[run.run_id]))
             xs.append(value)
     fig.add_bar(x=xs, y=ys, orientation="h", name="GPU J/output token", row=1, col=2,
                 hovertemplate="%{y}<br>%{x:.4g} J/token<extra></extra>")
     if not xs:
-        reasons = sorted({str((r.telemetry or {}).get("gpu_absent_reason") or "no GPU energy counter") for r in runs})
+        reasons = sorted({str(r.telemetry.gpu_absent_reason or "no GPU energy counter") for r in runs})
         fig.add_annotation(text=chart_text("not measured:") + "<br>" + "<br>".join(chart_text(x) for x in reasons),
                            xref="x2 domain", yref="y2 domain", x=0.5, y=0.5, showarrow=False,
                            font={"size": 12, "color": "#666"})
@@ -258,12 +261,8 @@ def memory_energy_figure(runs: Sequence[RunResult]) -> go.Figure:
     return _layout(fig, "Memory and energy", height=_bar_height(runs))
 
 
-def _get(d: dict, path: str) -> float | None:
-    for part in path.split("."):
-        if not isinstance(d, dict):
-            return None
-        d = d.get(part)
-    return None if d is None else float(d)
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _note(fig: go.Figure, text: str, x: float = 0.5) -> None:

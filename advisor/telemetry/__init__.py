@@ -14,6 +14,7 @@ from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from advisor.telemetry.process import ProcessSampler
+from advisor.telemetry.record import TelemetrySummary
 
 if TYPE_CHECKING:
     from adapters.base import Adapter
@@ -63,7 +64,7 @@ class Telemetry:
             s.update({f"server_{k}": v for k, v in self.prom.sample().items()})
         self.samples.append(s)
 
-    def summary(self, window_s: tuple[float, float] | None, n_output_tokens: int | None) -> dict[str, Any]:
+    def summary(self, window_s: tuple[float, float] | None, n_output_tokens: int | None) -> TelemetrySummary:
         """Peak/steady memory, mean CPU, GPU energy per token, engine-gauge peaks; JSON-safe."""
         inside = [s for s in self.samples if window_s is None or window_s[0] <= s["t_s"] <= window_s[1]] or self.samples
         rss = [s["rss_mb"] for s in inside if "rss_mb" in s]
@@ -77,19 +78,19 @@ class Telemetry:
         if self.gpu is not None:
             gpu = self.gpu.summary(n_output_tokens, window_s)
         kernel_peak = self.process.peak_rss_mb() if self.process is not None else None
-        return {
-            "interval_s": self.interval_s,
-            "pid": self.process.pid if self.process is not None else None,
-            "rss_absent_reason": None if self.process is not None else "the engine is a remote server: no local process",
-            "rss_peak_mb": max([*rss, kernel_peak or 0.0]) or None,
-            "rss_steady_mb": median(rss) if rss else None,
-            "cpu_percent_mean": sum(cpu) / len(cpu) if cpu else None,
-            "gpu": gpu,
-            "gpu_absent_reason": self.gpu_absent_reason,
-            "engine_stats": engine_peaks,
-            "server_metrics": self.prom.snapshots() if self.prom is not None and hasattr(self.prom, "snapshots") else None,
-            "samples": self.samples,
-        }
+        return TelemetrySummary(
+            interval_s=self.interval_s,
+            pid=self.process.pid if self.process is not None else None,
+            rss_absent_reason=None if self.process is not None else "the engine is a remote server: no local process",
+            rss_peak_mb=max([*rss, kernel_peak or 0.0]) or None,
+            rss_steady_mb=median(rss) if rss else None,
+            cpu_percent_mean=sum(cpu) / len(cpu) if cpu else None,
+            gpu=gpu,
+            gpu_absent_reason=self.gpu_absent_reason,
+            engine_stats=engine_peaks,
+            server_metrics=self.prom.snapshots() if self.prom is not None and hasattr(self.prom, "snapshots") else None,
+            samples=self.samples,
+        )
 
     @property
     def gpu_absent_reason(self) -> str | None:
