@@ -30,6 +30,7 @@ from adapters.base import Adapter, EngineInfo, EngineOptions, RequestSpec
 from adapters.placement import client_pinned
 from advisor import eventloop, interrupts, manifest, worker_spec, workers
 from advisor.loadgen import LoadResult, drive
+from advisor.loadgen_info import LoadgenInfo
 from advisor.metrics import lag as lag_mod
 from advisor.metrics import summarize, verdict
 from advisor.metrics.verdict import Verdict
@@ -327,15 +328,13 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
         slos=schedule.slos,
         engine=info, manifest=manifest.collect(), summary=summary, telemetry=tele,
         verdict=Verdict(status, tuple(reasons)),
-        loadgen={"lag_ms": summary.client_queue_ms.to_dict(), "lag_check": lag_check and lag_check.to_dict(),
-                 "held": held,
-                 "wall_s": load.wall_s, "interrupted": interrupted,
-                 "signal": signal.Signals(signum).name if signum is not None else None,
-                 "n_finished": load.n_finished, "timeout_s": cfg.timeout_s, "event_loop": eventloop.name(),
-                 "json_codec": json_codec.name(),
-                 "n_workers": len(load.workers), "workers": load.workers,
-                 "t0_perf_counter_ns": load.t0_ns,  # record times are relative to this (the system's monotonic clock)
-                 "prepare_s": round((load.t0_ns - t_start_ns) / 1e9 + (first_send or 0) / 1e9, 4)},
+        loadgen=LoadgenInfo(lag_ms=summary.client_queue_ms, lag_check=lag_check, held=held,
+                            wall_s=load.wall_s, interrupted=interrupted,
+                            signal=signal.Signals(signum).name if signum is not None else None,
+                            n_finished=load.n_finished, timeout_s=cfg.timeout_s, event_loop=eventloop.name(),
+                            json_codec=json_codec.name(),
+                            n_workers=len(load.workers), workers=load.workers, t0_perf_counter_ns=load.t0_ns,
+                            prepare_s=round((load.t0_ns - t_start_ns) / 1e9 + (first_send or 0) / 1e9, 4)),
     )
     folder = result.save(cfg.out_dir, load.records)
     server_log = info.extra.get("server_log")

@@ -92,16 +92,16 @@ def print_run(result: Any) -> None:
     met = s.slo_met
     verdicts = ", ".join(f"{k}: {'met' if ok else 'MISSED'}" for k, ok in met.items() if ok is not None)
     t2.add_row("SLOs", escape(limits or "none") + (f" ({verdicts})" if verdicts else ""))
-    lg = result.loadgen or {}
-    per_worker = lg.get("workers") or []
+    lg = result.loadgen
+    per_worker = lg.workers
     if per_worker:
         cpu = [w.get("cpu_ms_per_request") for w in per_worker]
         t2.add_row("load generator", escape(
-            f"{len(per_worker)} worker{'s' if len(per_worker) > 1 else ''} on {lg.get('event_loop', 'asyncio')}; "
+            f"{len(per_worker)} worker{'s' if len(per_worker) > 1 else ''} on {lg.event_loop or 'asyncio'}; "
             + ", ".join(f"#{w.get('worker')}: lag p99 {_fmt(w.get('lag_p99_ms'), 2)} ms, "
                         f"{_fmt(c, 3)} ms CPU/request" + ("" if w.get("exit") == "done" else f" ({w.get('exit')})")
                         for w, c in zip(per_worker, cpu))
-            + ("" if lg.get("held") is None else f"; rate {'held' if lg['held'] else 'NOT held'}")))
+            + ("" if lg.held is None else f"; rate {'held' if lg.held else 'NOT held'}")))
     sources = s.token_sources or {}
     if sources:
         t2.add_row("token counts from", escape(", ".join(f"{k} ({v})" for k, v in sources.items())))

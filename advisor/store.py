@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from adapters.base import EngineInfo
+from advisor.loadgen_info import LoadgenInfo
 from advisor.metrics.summary import RunSummary
 from advisor.metrics.verdict import Verdict
 from advisor.records import RequestRecord
@@ -64,7 +65,7 @@ class RunResult:
     summary: RunSummary
     telemetry: TelemetrySummary
     verdict: Verdict
-    loadgen: dict[str, Any] = field(default_factory=dict)
+    loadgen: LoadgenInfo = field(default_factory=LoadgenInfo)
     quality: dict[str, Any] | None = None  # a verify result the run carries ({"token_agreement": x}); rarely set
     path: Path | None = None
     _records: list[RequestRecord] | None = field(default=None, repr=False)
@@ -73,7 +74,7 @@ class RunResult:
         return {"schema": SCHEMA, "run_id": self.run_id, "created_utc": self.created_utc,
                 "scenario": self.scenario, "schedule": self.schedule, "slos": self.slos.to_dict(), "engine": self.engine.to_dict(),
                 "manifest": self.manifest, "summary": self.summary.to_dict(), "telemetry": self.telemetry.to_dict(),
-                "verdict": self.verdict.to_dict(), "loadgen": self.loadgen,
+                "verdict": self.verdict.to_dict(), "loadgen": self.loadgen.to_dict(),
                 **({"quality": self.quality} if self.quality is not None else {})}
 
     @classmethod
@@ -101,7 +102,8 @@ class RunResult:
         quality = d.get("quality")
         if quality is not None and not isinstance(quality, dict):
             raise StoreError(f"{where}: quality is {type(quality).__name__}, not an object; the file is damaged")
-        return cls(**{k: d[k] for k in _RESULT_TYPES if k not in typed}, **typed, loadgen=loadgen, quality=quality,
+        typed["loadgen"] = _section(where, "loadgen", LoadgenInfo.from_dict, loadgen)
+        return cls(**{k: d[k] for k in _RESULT_TYPES if k not in typed}, **typed, quality=quality,
                    path=path)
 
     def records(self) -> list[RequestRecord]:

@@ -132,9 +132,9 @@ def methodology(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str, 
         d = lag_ms(r)
         check = r.summary.lag_check
         lag.append({"label": labels[r.run_id], "p50": d.at(50), "p99": d.at(99), "max": d.max,
-                    "n": d.n, "wall_s": (r.loadgen or {}).get("wall_s"), "limit_ms": check.limit_ms if check else None,
+                    "n": d.n, "wall_s": r.loadgen.wall_s, "limit_ms": check.limit_ms if check else None,
                     "n_late": check.n_late if check else None,
-                    "interrupted": (r.loadgen or {}).get("interrupted")})
+                    "interrupted": r.loadgen.interrupted})
     return {"definitions": METRIC_DEFINITIONS, "scenarios": scenarios, "verdicts": verdicts, "lag": lag,
             "lag_floor_ms": LAG_FLOOR_MS}
 

@@ -46,8 +46,7 @@ def is_valid(run: RunResult) -> bool:
 
 def lag_ms(run: RunResult) -> Distribution:
     """Send lag: the load generator's own copy, else the summary's client queue (the same distribution)."""
-    saved = (run.loadgen or {}).get("lag_ms")
-    return Distribution.from_dict(saved) if saved else run.summary.client_queue_ms
+    return run.loadgen.lag_ms or run.summary.client_queue_ms
 
 
 def load_rps(run: RunResult) -> float | None:

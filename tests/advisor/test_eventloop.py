@@ -16,9 +16,9 @@ def test_a_run_on_either_loop_is_complete_and_names_its_loop(tmp_path, monkeypat
     cfg = BenchConfig(scenario="chat", engine="fake", engine_options={"ttft_ms": 2, "tpot_ms": 1},
                       overrides=_overrides(), out_dir=tmp_path)
     run = bench_once(cfg)
-    assert run.loadgen["event_loop"].startswith(choice)
+    assert run.loadgen.event_loop.startswith(choice)
     assert run.summary.n_ok == run.summary.n_requests > 0
-    [driver] = run.loadgen["workers"]
+    [driver] = run.loadgen.workers
     assert driver["worker"] == 0 and driver["cpu_s"] > 0 and driver["lag_p50_ms"] is not None
 
 

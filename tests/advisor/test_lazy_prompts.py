@@ -52,7 +52,7 @@ def test_a_12000_request_trace_starts_at_once_and_stays_under_500_mb(tmp_path):
     out, err = proc.communicate()
     assert proc.returncode == 0, err
     run = load_run(json.loads(out)["path"])
-    first_send_ns = run.loadgen["t0_perf_counter_ns"] + min(r.t_send_ns for r in run.records() if r.t_send_ns)
+    first_send_ns = run.loadgen.t0_perf_counter_ns + min(r.t_send_ns for r in run.records() if r.t_send_ns)
     assert run.summary.n_requests == N_ROWS and run.summary.n_ok == N_ROWS
     # Building all 12,000 prompts before the first send takes ~50 s here; the interpreter's start and imports
     # alone took 2.3 s on a busy 2-core machine, so 10 s tells the two apart without timing the start-up.

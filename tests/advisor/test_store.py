@@ -72,7 +72,7 @@ def test_a_run_written_before_the_later_fields_still_loads(tmp_path):
     (folder / "result.json").write_text(json.dumps(old))
     run = load_run(folder)
     assert run.engine.ready_s is None and run.engine.placement == {}
-    assert run.summary.lag_check is None and run.summary.sessions is None and run.loadgen == {}
+    assert run.summary.lag_check is None and run.summary.sessions is None and run.loadgen.wall_s is None
     assert run.summary.ttft_ms.n == 0 and run.summary.ttft_ms.at(50) is None  # a hand-made summary left it out
 
 

@@ -106,7 +106,7 @@ def test_merged_worker_records_equal_one_process_records(tmp_path):
         server.requests.clear()
         two = bench_once(replace(cfg, workers=2))
         sent_two = [tuple(r["body"]["prompt"]) for r in server.requests if len(r["body"]["prompt"]) == 12]
-    assert two.loadgen["n_workers"] == 2 and one.loadgen["n_workers"] == 1
+    assert two.loadgen.n_workers == 2 and one.loadgen.n_workers == 1
     assert sorted(sent_one) == sorted(sent_two) and len(set(sent_one)) > 80  # the same requests (not the warm-ups)
     a, b = one.records(), two.records()
     assert len(a) == len(b) > 80
@@ -121,7 +121,7 @@ def test_merged_worker_records_equal_one_process_records(tmp_path):
         # one clock, one start: never early, on time at the median (a shared test machine may delay a few sends)
         lags_ms = [(r.t_send_ns - r.t_sched_ns) / 1e6 for r in run.records() if not r.warmup]
         assert min(lags_ms) >= 0 and sorted(lags_ms)[len(lags_ms) // 2] < 5.0, lags_ms
-        for w in run.loadgen["workers"]:
+        for w in run.loadgen.workers:
             assert w["exit"] == "done" and w["cpu_s"] > 0 and w["lag_p99_ms"] is not None
 
 
@@ -140,7 +140,7 @@ def test_repeats_and_workers_compose_and_a_resumed_sweep_refuses_new_load_settin
                                        "--out", str(tmp_path / "runs"), "--json"])
     assert res.exit_code == 0, res.output
     runs = [load_run(p) for p in sorted((tmp_path / "runs").iterdir()) if (p / "result.json").exists()]
-    assert len(runs) == 2 and all(r.loadgen["n_workers"] == 2 for r in runs)
+    assert len(runs) == 2 and all(r.loadgen.n_workers == 2 for r in runs)
     for flag in (["--workers", "1"], ["--repeats", "2"], ["--restart-engine"]):
         res = CliRunner().invoke(cli, ["sweep", "--resume", "20261122-101500-sweep-x", *flag, "--out", str(tmp_path)])
         assert res.exit_code == 2 and f"--resume takes every setting from the saved sweep; drop {flag[0]}" \
@@ -169,7 +169,7 @@ def test_sessions_are_dealt_whole_and_send_what_one_process_sends(tmp_path):
             run = bench_once(replace(cfg, workers=n))
             sent.append(sorted(tuple(r["body"]["prompt"]) for r in server.requests if r["body"].get("user")))
             recs = run.records()
-            assert run.loadgen["n_workers"] == n and all(r.ok for r in recs) and len(recs) == len(sched.requests)
+            assert run.loadgen.n_workers == n and all(r.ok for r in recs) and len(recs) == len(sched.requests)
             for sid in {r.session_id for r in recs}:
                 turns = sorted((r for r in recs if r.session_id == sid), key=lambda r: r.turn)
                 assert len({r.worker for r in turns}) == 1  # a session never split

@@ -30,7 +30,7 @@ def _bench(server, model_dir, tmp_path, scenario) -> object:
 
 def _matched(run, server):
     """(client record, server request) pairs, matched by send time on the shared monotonic clock."""
-    t0 = run.loadgen["t0_perf_counter_ns"]
+    t0 = run.loadgen.t0_perf_counter_ns
     served = sorted(server.requests(), key=lambda r: r["t_recv_ns"])
     pairs = []
     for rec in run.records():

@@ -37,7 +37,7 @@ def test_a_signal_saves_the_partial_run_and_exits_with_its_code(fault_server, tm
     assert run.verdict.status == "INVALID"
     reason = run.verdict.reasons[0]
     assert reason.startswith(f"interrupted ({sig.name} after ") and "requests); the results are partial" in reason
-    assert run.loadgen["signal"] == sig.name and run.summary.n_ok >= 3
+    assert run.loadgen.signal == sig.name and run.summary.n_ok >= 3
     assert sum(r.ok for r in run.records()) >= 3
 
 

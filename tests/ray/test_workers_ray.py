@@ -53,8 +53,8 @@ def test_ray_workers_send_what_one_process_sends_from_several_nodes(cluster, fau
     assert [r.request_id for r in r2] == [r.request_id for r in r1] and len(r2) >= 30
     assert all(r.ok for r in r2) and sorted({r.worker for r in r2}) == [0, 1]
     assert [r.t_sched_ns for r in r2] == [r.t_sched_ns for r in r1]
-    ws = two.loadgen["workers"]
-    assert two.loadgen["n_workers"] == 2 and [w["on"] for w in ws] == ["ray", "ray"]
+    ws = two.loadgen.workers
+    assert two.loadgen.n_workers == 2 and [w["on"] for w in ws] == ["ray", "ray"]
     assert len({w["node"] for w in ws}) == 2, "SPREAD: the two actors are on two nodes"
     for w in ws:  # one machine: the real offset is 0, and it is known to within half a round trip
         assert abs(w["clock_offset_ns"]) / 1e6 <= w["clock_uncertainty_ms"] + 0.5, w
@@ -67,10 +67,10 @@ def test_a_skewed_worker_clock_still_lines_up_with_the_servers_log(cluster, faul
     server = fault_server(tpot_ms=4, tokens_per_chunk=2)
     run = run_of(bench(cluster, server, tmp_path, "--workers", "ray:2",
                        ADVISOR_TEST_RAY_CLOCK_SKEW=f"1:{SKEW_NS}"))
-    ws = {w["worker"]: w for w in run.loadgen["workers"]}
+    ws = {w["worker"]: w for w in run.loadgen.workers}
     assert abs(ws[1]["clock_offset_ns"] - SKEW_NS) / 1e6 <= ws[1]["clock_uncertainty_ms"] + 0.5, ws[1]
     assert abs(ws[0]["clock_offset_ns"]) / 1e6 <= ws[0]["clock_uncertainty_ms"] + 0.5, ws[0]
-    t0 = run.loadgen["t0_perf_counter_ns"]
+    t0 = run.loadgen.t0_perf_counter_ns
     served = server.requests()
     recs = [r for r in run.records() if r.ok]
     assert len(recs) >= 30 and 0 <= len(served) - len(recs) <= 3  # the server also saw the driver's warm-up
@@ -161,7 +161,7 @@ def test_an_actor_whose_node_dies_loses_only_its_unreturned_requests(healed, fau
     out, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, err
     run = load_run(json.loads(out)["path"])
-    ws = {w["worker"]: w for w in run.loadgen["workers"]}
+    ws = {w["worker"]: w for w in run.loadgen.workers}
     dead = [w for w in ws.values() if w["node"] == a1]
     assert len(dead) == 1 and dead[0]["exit"].startswith("died"), ws
     recs = run.records()
