@@ -34,6 +34,7 @@ from advisor.loadgen_info import LoadgenInfo
 from advisor.metrics import lag as lag_mod
 from advisor.metrics import summarize, verdict
 from advisor.metrics.verdict import Verdict
+from advisor.run_schedule import RunSchedule
 from advisor.sessions import SessionPrompts
 from advisor.store import RunResult, new_run_id
 from advisor.telemetry import Telemetry
@@ -322,9 +323,10 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     result = RunResult(
         run_id=run_id, created_utc=created,
         scenario=p.scenario.model_dump(mode="json"),
-        schedule={"mode": schedule.mode, "seed": schedule.seed, "overrides": dict(schedule.overrides),
-                  "n_requests": len(schedule.requests), "offered_rps": offered, "warmup_s": schedule.warmup_s,
-                  "duration_s": schedule.duration_s, "concurrency": schedule.concurrency, "effective": schedule.settings},
+        schedule=RunSchedule(mode=schedule.mode, seed=schedule.seed, overrides=dict(schedule.overrides),
+                             n_requests=len(schedule.requests), offered_rps=offered, warmup_s=schedule.warmup_s,
+                             duration_s=schedule.duration_s, concurrency=schedule.concurrency,
+                             effective=schedule.settings),
         slos=schedule.slos,
         engine=info, manifest=manifest.collect(), summary=summary, telemetry=tele,
         verdict=Verdict(status, tuple(reasons)),

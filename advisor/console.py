@@ -80,9 +80,9 @@ def print_run(result: Any) -> None:
     t2 = Table(show_header=False, title="throughput and SLOs", title_justify="left")
     t2.add_column("k")
     t2.add_column("v", justify="right")
-    offered = sched.get("offered_rps")
+    offered = sched.offered_rps
     t2.add_row("requests (measured / ok / errors)", f"{s.n_requests} / {s.n_ok} / {s.n_errors}")
-    t2.add_row("offered load", f"{_fmt(offered, 2)} req/s" if offered else sched.get("mode", ""))
+    t2.add_row("offered load", f"{_fmt(offered, 2)} req/s" if offered else sched.mode)
     t2.add_row("throughput", f"{_fmt(s.requests_per_s, 2)} req/s, {_fmt(s.output_tokens_per_s)} output tok/s, "
                              f"{_fmt(s.total_tokens_per_s)} total tok/s")
     t2.add_row("goodput", f"{_fmt(s.goodput_rps, 2)} req/s (SLO attainment {_fmt(100 * (s.slo_attainment or 0))}%)")
@@ -119,7 +119,7 @@ def print_run(result: Any) -> None:
     hint = _scale_hint(result)
     if hint:
         out.print(f"[dim]{escape(hint)}[/]")
-    for note in (result.schedule.get("effective") or {}).get("notes") or ():  # e.g. a compressed rate profile
+    for note in result.schedule.notes:  # e.g. a compressed rate profile
         out.print(f"[yellow]note:[/] {escape(str(note))}")
     if result.path is not None:
         out.print(f"saved: {escape(str(result.path))}")
@@ -145,8 +145,7 @@ def print_turns(sess: SessionStats) -> None:
 
 
 def _scale_hint(result: Any) -> str | None:
-    eff = result.schedule.get("effective") or {}
-    if not eff.get("fitted"):
+    if not result.schedule.fitted:
         return None
     fit = {k: v for k, v in (result.scenario.get("fit") or {}).items() if v is not None}
     arrival = fit.pop("arrival", None)

@@ -14,13 +14,13 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from advisor.metrics.intervals import DEFAULT_CONFIDENCE, Interval, median_interval
+from advisor.run_schedule import RepeatTag
 from advisor.store import RunResult
 
-REPEAT_KEY = "repeat"  # under result.json's "schedule": how this run was planned
 Better = Literal["lower", "higher"]
 
 
@@ -51,23 +51,9 @@ FIGURES: tuple[Figure, ...] = (
 FIGURE_BY_KEY = {f.key: f for f in FIGURES}
 
 
-@dataclass(frozen=True)
-class RepeatTag:
-    group_id: str
-    index: int  # 0-based
-    count: int  # repeats planned
-    restart_engine: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def repeat_tag(run: RunResult) -> RepeatTag | None:
     """The run's repeat tag, or None for a run made on its own."""
-    d = (run.schedule or {}).get(REPEAT_KEY)
-    if not isinstance(d, dict) or not d.get("group_id"):
-        return None
-    return RepeatTag(str(d["group_id"]), int(d.get("index", 0)), int(d.get("count", 1)), bool(d.get("restart_engine")))
+    return run.schedule.repeat
 
 
 def figure_value(run: RunResult, key: str) -> float | None:
@@ -88,7 +74,7 @@ def tag_run(run: RunResult, tag: RepeatTag) -> RunResult:
     """Record the tag in the run's result.json (rewritten in place, atomically; records untouched)."""
     if run.path is None:
         raise ValueError(f"run {run.run_id} was not saved: a repeat must be an ordinary saved run")
-    run.schedule = {**(run.schedule or {}), REPEAT_KEY: tag.to_dict()}
+    run.schedule = replace(run.schedule, repeat=tag)
     run.save(run.path.parent)
     return run
 

@@ -24,6 +24,7 @@ from advisor.loadgen_info import LoadgenInfo
 from advisor.metrics.summary import RunSummary
 from advisor.metrics.verdict import Verdict
 from advisor.records import RequestRecord
+from advisor.run_schedule import RunSchedule
 from advisor.telemetry.record import TelemetrySummary
 from scenarios.types import SLOs
 
@@ -58,7 +59,7 @@ class RunResult:
     run_id: str
     created_utc: str
     scenario: dict[str, Any]
-    schedule: dict[str, Any]
+    schedule: RunSchedule
     slos: SLOs
     engine: EngineInfo
     manifest: dict[str, Any]
@@ -72,7 +73,7 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "run_id": self.run_id, "created_utc": self.created_utc,
-                "scenario": self.scenario, "schedule": self.schedule, "slos": self.slos.to_dict(), "engine": self.engine.to_dict(),
+                "scenario": self.scenario, "schedule": self.schedule.to_dict(), "slos": self.slos.to_dict(), "engine": self.engine.to_dict(),
                 "manifest": self.manifest, "summary": self.summary.to_dict(), "telemetry": self.telemetry.to_dict(),
                 "verdict": self.verdict.to_dict(), "loadgen": self.loadgen.to_dict(),
                 **({"quality": self.quality} if self.quality is not None else {})}
@@ -96,6 +97,7 @@ class RunResult:
         typed = {"verdict": _section(where, "verdict", Verdict.from_dict, d["verdict"]),
                  "engine": _section(where, "engine", EngineInfo.from_dict, d["engine"]),
                  "slos": _section(where, "slos", SLOs.from_dict, d["slos"]),
+                 "schedule": _section(where, "schedule", RunSchedule.from_dict, d["schedule"]),
                  "telemetry": _section(where, "telemetry", TelemetrySummary.from_dict, d["telemetry"]),
                  "summary": _section(where, "summary", lambda x: RunSummary.from_saved(x, d["schedule"].get("mode")),
                                      d["summary"])}

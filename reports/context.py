@@ -124,7 +124,7 @@ def methodology(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str, 
     for run in runs:
         scenarios.setdefault(scenario_name(run), {"scenario": run.scenario, "slos": run.slos.to_dict(),
                                                   "schedules": []})["schedules"].append(
-            {"label": labels[run.run_id], **(run.schedule or {})})
+            {"label": labels[run.run_id], **run.schedule.to_dict()})
     verdicts = [{"label": labels[r.run_id], "status": status(r), "valid": is_valid(r),
                  "reasons": [str(x) for x in r.verdict.reasons]} for r in runs]
     lag = []

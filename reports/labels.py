@@ -52,14 +52,14 @@ def lag_ms(run: RunResult) -> Distribution:
 def load_rps(run: RunResult) -> float | None:
     """The load a run was driven at: offered rate for open loop, else the achieved request rate."""
     s = run.summary
-    value = s.offered_rps or run.schedule.get("offered_rps") or s.requests_per_s
+    value = s.offered_rps or run.schedule.offered_rps or s.requests_per_s
     return None if value is None else float(value)
 
 
 def load_text(run: RunResult) -> str:
     rps = load_rps(run)
-    conc = run.schedule.get("concurrency")
-    if run.schedule.get("mode") == "closed" and conc:
+    conc = run.schedule.concurrency
+    if run.schedule.mode == "closed" and conc:
         return f"{conc} users"
     return "?" if rps is None else f"{rps:.3g} req/s"
 

@@ -51,9 +51,8 @@ def _evidence_problem(r: Row) -> bool:
 
 
 def _rate(run: RunResult) -> float | None:
-    sched, s = run.schedule or {}, run.summary
-    v = ((sched.get("overrides") or {}).get("rate_rps") or sched.get("offered_rps") or s.offered_rps
-         or s.requests_per_s)
+    sched, s = run.schedule, run.summary
+    v = sched.overrides.get("rate_rps") or sched.offered_rps or s.offered_rps or s.requests_per_s
     return float(v) if v else None
 
 
@@ -62,7 +61,7 @@ def _nice(x: float) -> str:
 
 
 def _common_flags(run: RunResult, sweep: bool) -> list[str]:
-    e, ov = run.engine, (run.schedule or {}).get("overrides") or {}
+    e, ov = run.engine, run.schedule.overrides
     flags = [f"--scenario {run.scenario.get('name')}", f"--engine {e.adapter or e.engine}"]
     if e.model and e.model != "none":
         flags.append(f"--model {e.model}")
@@ -85,25 +84,24 @@ def cell_command(run: RunResult, percentile: float, slo_failed: bool) -> str:
     why = (f"  # >= {n} requests per run: VALID needs {MIN_VALID_REQUESTS}, a p{percentile:g} limit needs "
            f"{requests_needed(0, percentile)} with none over it (MLPerf early stopping, 99%)")
     status = run.verdict.status
-    warmup = (run.schedule or {}).get("warmup_s")
+    warmup = run.schedule.warmup_s
     warm = f" --warmup {warmup:g}" if warmup else ""
     rate = _rate(run)
-    if (run.schedule or {}).get("mode") == "open" and rate:
+    if run.schedule.mode == "open" and rate:
         lower = status == "SATURATED" or slo_failed
         rates = [rate / 4, rate / 2, rate] if lower else [rate / 2, rate, rate * 2, rate * 4]
         duration = math.ceil(n / min(rates))
         return (f"advisor sweep {' '.join(_common_flags(run, True))} --rates {','.join(_nice(r) for r in rates)} "
                 f"--duration {duration}{warm}" + why)
     achieved = float(run.summary.requests_per_s or 0.0)
-    conc = (run.schedule or {}).get("concurrency")
-    duration = math.ceil(n / achieved) if achieved > 0 else 10 * math.ceil(float((run.schedule or {})
-                                                                                 .get("duration_s") or 60))
+    conc = run.schedule.concurrency
+    duration = math.ceil(n / achieved) if achieved > 0 else 10 * math.ceil(float(run.schedule.duration_s or 60))
     c = f" --concurrency {conc}" if conc else ""
     return f"advisor bench {' '.join(_common_flags(run, False))}{c} --duration {duration}{warm}" + why
 
 
 def _cell(run: RunResult) -> tuple[str, ...]:
-    e, ov = run.engine, (run.schedule or {}).get("overrides") or {}
+    e, ov = run.engine, run.schedule.overrides
     keep = {k: v for k, v in ov.items() if k not in ("rate_rps", "duration_s", "warmup_s")}
     return (str(run.scenario.get("name")), str(e.adapter), str(e.model), str(e.threads), repr(sorted(keep.items())))
 

@@ -10,6 +10,7 @@ from adapters.base import EngineInfo
 from advisor.metrics.summary import RunSummary
 from advisor.metrics.verdict import Verdict
 from advisor.records import RequestRecord
+from advisor.run_schedule import RunSchedule
 from advisor.store import RunResult, StoreError, list_runs, load_run
 from advisor.telemetry.record import TelemetrySummary
 from scenarios.types import SLOs
@@ -17,7 +18,7 @@ from scenarios.types import SLOs
 
 def _result(run_id: str = "r1") -> RunResult:
     return RunResult(run_id=run_id, created_utc="2026-11-21T00:00:00Z", scenario={"name": "copilot"},
-                     schedule={"mode": "open"}, slos=SLOs(ttft_ms=500.0), engine=EngineInfo("fake", "fake", "0", "cpu", "m", "server", "fp32"),
+                     schedule=RunSchedule("open"), slos=SLOs(ttft_ms=500.0), engine=EngineInfo("fake", "fake", "0", "cpu", "m", "server", "fp32"),
                      manifest={}, summary=RunSummary.from_saved({"n_requests": 2}, mode="open"), telemetry=TelemetrySummary(), verdict=Verdict("VALID"))
 
 
