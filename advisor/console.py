@@ -54,7 +54,7 @@ def _dist_row(table: Table, label: str, d: Distribution) -> None:
 def print_run(result: Any) -> None:
     s, e, v, sched = result.summary, result.engine, result.verdict, result.schedule
     status = v.status
-    out.print(f"[bold]{escape(result.scenario.get('name', '?'))}[/] on [bold]{escape(e.adapter)}[/] "
+    out.print(f"[bold]{escape(result.scenario_name or '?')}[/] on [bold]{escape(e.adapter)}[/] "
               f"({escape(str(e.engine))} {escape(str(e.version))}, {escape(str(e.device))}, "
               f"{escape(str(e.precision))}, batching: {escape(str(e.batching))})")
     out.print(f"model: {escape(str(e.model))}")

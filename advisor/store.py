@@ -71,6 +71,13 @@ class RunResult:
     path: Path | None = None
     _records: list[RequestRecord] | None = field(default=None, repr=False)
 
+    @property
+    def scenario_name(self) -> str | None:
+        """The scenario's name; `scenario` itself stays the scenario document as run (its schema is the
+        scenario YAML's, which may change: re-validating an old run against it could refuse the run)."""
+        name = self.scenario.get("name")
+        return None if name is None else str(name)
+
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "run_id": self.run_id, "created_utc": self.created_utc,
                 "scenario": self.scenario, "schedule": self.schedule.to_dict(), "slos": self.slos.to_dict(), "engine": self.engine.to_dict(),

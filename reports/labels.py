@@ -25,7 +25,7 @@ def chart_text(value: Any) -> str:
 
 
 def scenario_name(run: RunResult) -> str:
-    return str(run.scenario.get("name") or "?")
+    return run.scenario_name or "?"
 
 
 def engine_name(run: RunResult) -> str:

@@ -105,7 +105,7 @@ def _valid(run: RunResult) -> bool:
 
 
 def _scenario(run: RunResult) -> str:
-    return str(run.scenario.get("name") or "")
+    return run.scenario_name or ""
 
 
 def _tokens(summary: RunSummary) -> tuple[float, float]:

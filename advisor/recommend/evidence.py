@@ -62,7 +62,7 @@ def _nice(x: float) -> str:
 
 def _common_flags(run: RunResult, sweep: bool) -> list[str]:
     e, ov = run.engine, run.schedule.overrides
-    flags = [f"--scenario {run.scenario.get('name')}", f"--engine {e.adapter or e.engine}"]
+    flags = [f"--scenario {run.scenario_name}", f"--engine {e.adapter or e.engine}"]
     if e.model and e.model != "none":
         flags.append(f"--model {e.model}")
     for key, flag in (("seed", "--seed"), ("length_scale", "--length-scale"),
@@ -103,7 +103,7 @@ def cell_command(run: RunResult, percentile: float, slo_failed: bool) -> str:
 def _cell(run: RunResult) -> tuple[str, ...]:
     e, ov = run.engine, run.schedule.overrides
     keep = {k: v for k, v in ov.items() if k not in ("rate_rps", "duration_s", "warmup_s")}
-    return (str(run.scenario.get("name")), str(e.adapter), str(e.model), str(e.threads), repr(sorted(keep.items())))
+    return (str(run.scenario_name), str(e.adapter), str(e.model), str(e.threads), repr(sorted(keep.items())))
 
 
 def evidence_gap(runs: Sequence[RunResult], rows: Sequence[Row], percentile: float) -> EvidenceGap | None:

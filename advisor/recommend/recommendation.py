@@ -111,7 +111,7 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
     the count of requests over a limit is bounded from the summary's percentiles.
     """
     if constraints.scenario:
-        runs = [r for r in runs if r.scenario.get("name") == constraints.scenario]
+        runs = [r for r in runs if r.scenario_name == constraints.scenario]
     if not runs:
         raise NoRunsError(f"no saved runs{' for scenario ' + repr(constraints.scenario) if constraints.scenario else ''}; "
                           "run `advisor bench` (or `advisor sweep`) first, or point --runs at the folder that holds them")

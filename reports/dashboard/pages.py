@@ -66,7 +66,7 @@ def recommend_page(v: View) -> None:
     st.header("Recommend")
     runs = v.selected or v.all_runs
     st.caption(f"Ranking {'the v.selected' if v.selected else 'all'} {len(runs)} runs; 0 means not set.")
-    scenarios = sorted({r.scenario.get("name", "?") for r in runs})
+    scenarios = sorted({r.scenario_name or "?" for r in runs})
     c1, c2, c3, c4 = st.columns(4)
     scenario = c1.selectbox("Scenario", [dash.ALL_SCENARIOS, *scenarios], key="r_scenario")
     ttft = c2.number_input("p95 TTFT limit (ms)", min_value=0.0, value=0.0, step=50.0, key="r_ttft")

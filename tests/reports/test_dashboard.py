@@ -10,7 +10,7 @@ from reports.dashboard import data as dash
 def test_filters_combine_and_empty_filters_pass_everything(saved_runs):
     assert dash.filter_runs(saved_runs) == list(saved_runs)
     tiny = dash.filter_runs(saved_runs, scenarios=["copilot"], verdicts=["VALID"])
-    assert tiny and all(r.verdict.status == "VALID" and r.scenario["name"] == "copilot" for r in tiny)
+    assert tiny and all(r.verdict.status == "VALID" and r.scenario_name == "copilot" for r in tiny)
     assert dash.filter_runs(saved_runs, engines=["no-such-engine"]) == []
 
 
