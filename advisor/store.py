@@ -79,14 +79,16 @@ class RunResult:
         return None if name is None else str(name)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "run_id": self.run_id, "created_utc": self.created_utc,
-                "scenario": self.scenario, "schedule": self.schedule.to_dict(), "slos": self.slos.to_dict(), "engine": self.engine.to_dict(),
+        """result.json: the one place the typed record becomes JSON."""
+        return {"schema": SCHEMA, "run_id": self.run_id, "created_utc": self.created_utc, "scenario": self.scenario,
+                "schedule": self.schedule.to_dict(), "slos": self.slos.to_dict(), "engine": self.engine.to_dict(),
                 "manifest": self.manifest, "summary": self.summary.to_dict(), "telemetry": self.telemetry.to_dict(),
                 "verdict": self.verdict.to_dict(), "loadgen": self.loadgen.to_dict(),
                 **({"quality": self.quality} if self.quality is not None else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], path: Path | None = None) -> RunResult:
+        """A result.json's object, every section typed; StoreError naming what is damaged."""
         if d.get("schema") != SCHEMA:
             raise StoreError(f"{path or 'result'}: not an advisor run (schema {d.get('schema')!r}, expected {SCHEMA!r})")
         where = path or "result"
@@ -98,22 +100,20 @@ class RunResult:
         status = d["verdict"].get("status")
         if not isinstance(status, str):
             raise StoreError(f"{where}: verdict.status is {status!r}, not a status; the file is damaged")
-        loadgen = d.get("loadgen", {})
-        if not isinstance(loadgen, dict):
-            raise StoreError(f"{where}: loadgen is {type(loadgen).__name__}, not an object; the file is damaged")
-        typed = {"verdict": _section(where, "verdict", Verdict.from_dict, d["verdict"]),
-                 "engine": _section(where, "engine", EngineInfo.from_dict, d["engine"]),
-                 "slos": _section(where, "slos", SLOs.from_dict, d["slos"]),
-                 "schedule": _section(where, "schedule", RunSchedule.from_dict, d["schedule"]),
-                 "telemetry": _section(where, "telemetry", TelemetrySummary.from_dict, d["telemetry"]),
-                 "summary": _section(where, "summary", lambda x: RunSummary.from_saved(x, d["schedule"].get("mode")),
-                                     d["summary"])}
-        quality = d.get("quality")
-        if quality is not None and not isinstance(quality, dict):
-            raise StoreError(f"{where}: quality is {type(quality).__name__}, not an object; the file is damaged")
-        typed["loadgen"] = _section(where, "loadgen", LoadgenInfo.from_dict, loadgen)
-        return cls(**{k: d[k] for k in _RESULT_TYPES if k not in typed}, **typed, quality=quality,
-                   path=path)
+        for key in ("loadgen", "quality"):  # optional: older runs lack loadgen, most runs quality
+            if d.get(key) is not None and not isinstance(d[key], dict):
+                raise StoreError(f"{where}: {key} is {type(d[key]).__name__}, not an object; the file is damaged")
+        mode = d["schedule"].get("mode")
+        return cls(
+            run_id=d["run_id"], created_utc=d["created_utc"], scenario=d["scenario"], manifest=d["manifest"],
+            schedule=_section(where, "schedule", RunSchedule.from_dict, d["schedule"]),
+            slos=_section(where, "slos", SLOs.from_dict, d["slos"]),
+            engine=_section(where, "engine", EngineInfo.from_dict, d["engine"]),
+            summary=_section(where, "summary", lambda s: RunSummary.from_saved(s, mode), d["summary"]),
+            telemetry=_section(where, "telemetry", TelemetrySummary.from_dict, d["telemetry"]),
+            verdict=_section(where, "verdict", Verdict.from_dict, d["verdict"]),
+            loadgen=_section(where, "loadgen", LoadgenInfo.from_dict, d.get("loadgen") or {}),
+            quality=d.get("quality"), path=path)
 
     def records(self) -> list[RequestRecord]:
         """The per-request records, read from the run folder on first use."""
