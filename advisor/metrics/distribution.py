@@ -10,7 +10,7 @@ below that it is None ("n too small"). Everything is a plain float or None, so
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,12 +35,6 @@ def percentile_key(percentile: float) -> str:
             return key
     raise ValueError(f"p{float(percentile):g} is not a percentile advisor reports; "
                      f"use one of {', '.join(f'{q:g}' for q in TRACKED)}")
-
-
-def value_at(dist: Mapping[str, Any] | None, percentile: float) -> float | None:
-    """A saved distribution's (to_dict form) value at `percentile`; None where n was too small for it."""
-    v = (dist or {}).get(percentile_key(percentile))
-    return None if v is None else float(v)
 
 
 def json_float(x: float | None) -> float | None:

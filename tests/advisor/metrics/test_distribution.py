@@ -54,12 +54,12 @@ def test_round_trip_through_json():
 
 
 def test_one_percentile_map_and_at():
-    from advisor.metrics.distribution import PERCENTILES, percentile_key, value_at
+    from advisor.metrics.distribution import PERCENTILES, percentile_key
     from scenarios.types import SLO_PERCENTILES, SLOs
 
     assert tuple(q for _, q, _ in PERCENTILES) == SLO_PERCENTILES  # an SLO names only what a run reports
     d = Distribution.from_values(range(1, 31))  # n=30: p95 reported, p99 needs 100
-    assert d.at(95) == d.p95 and d.at(99) is None and value_at(d.to_dict(), 95.0) == d.p95
+    assert d.at(95) == d.p95 and d.at(99) is None
     assert percentile_key(99.9) == "p99_9"
     with pytest.raises(ValueError, match="not a percentile advisor reports"):
         d.at(97.5)
