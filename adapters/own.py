@@ -61,9 +61,9 @@ class OwnAdapter(Adapter):
     def _start(self) -> EngineInfo:
         from own_engine.async_engine import AsyncLLMEngine
 
-        engine = self._make_engine()
-        self._engine = engine
-        self._front = AsyncLLMEngine(engine)
+        # built on the engine thread that steps it: a model loaded on another thread decodes far slower on CPU
+        self._front = AsyncLLMEngine(factory=self._make_engine)
+        engine = self._engine = self._front.engine
         d = engine.describe()
         extra = {k: d[k] for k in ("n_params", "model_config", "dtype_bytes")}
         if "block_size" in d:

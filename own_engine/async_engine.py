@@ -8,6 +8,13 @@ loop is one `loop.call_soon_threadsafe` per step and loop (not per token), so
 a step of many sequences wakes the client once. Requests from many coroutines
 join the same engine steps. Engine errors reach every waiting coroutine as
 exceptions.
+
+Build the engine with `AsyncLLMEngine(factory=...)` where it will serve: the
+factory runs on the engine's own thread, so the model is loaded, its linears
+packed and its OpenMP team started on the thread that steps it. An engine
+built on another thread (the event loop's) and stepped on this one ran each
+decode step of small-100m at 44-58 ms instead of 27-33 ms on the 2-core CI
+machine (benchmarks/RESULTS.md, "own_engine's serving path").
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,16 +56,38 @@ class _Inbox:
 
 
 class AsyncLLMEngine:
-    def __init__(self, engine: SyncEngine) -> None:
-        self.engine = engine
+    def __init__(self, engine: SyncEngine | None = None, *, factory: Callable[[], SyncEngine] | None = None) -> None:
+        """Serve `engine`, or the engine `factory()` builds on the engine thread (raises what the factory raised)."""
+        if (engine is None) == (factory is None):
+            raise TypeError("AsyncLLMEngine takes an engine or a factory, not both or neither")
         self._cv = threading.Condition()
         self._inbox = _Inbox()
         self._streams: dict[int, _Stream] = {}
         self._stopping = False
         self._error: BaseException | None = None
-        self._stats: dict[str, float] = dict(engine.stats())
-        self._thread = threading.Thread(target=self._loop, name="own_engine", daemon=True)
+        self._stats: dict[str, float] = {}
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(factory or (lambda: engine), ready), name="own_engine",
+                                        daemon=True)
         self._thread.start()
+        try:
+            ready.wait()
+        except BaseException:  # Ctrl-C while the model loads: the thread stops once the build returns
+            self.close(timeout_s=0)
+            raise
+        if self._error is not None:
+            raise self._error
+
+    def _run(self, factory: Callable[[], SyncEngine], ready: threading.Event) -> None:
+        try:
+            self.engine = factory()
+            self._stats = dict(self.engine.stats())
+        except BaseException as e:
+            self._error = e
+            return
+        finally:
+            ready.set()
+        self._loop()
 
     async def generate(self, prompt_ids: list[int], params: SamplingParams,
                        request_id: str | None = None) -> AsyncIterator[tuple[int, list[int]]]:

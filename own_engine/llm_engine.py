@@ -85,6 +85,7 @@ class LLMEngine:
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
             torch.set_num_threads(threads)  # process-wide: torch has no per-engine thread pool
+        self.num_threads = torch.get_num_threads()  # on the building thread: the one that steps the engine
         if max_num_seqs < 1 or block_size < 1:
             raise ValueError(f"max_num_seqs and block_size must be >= 1, got {max_num_seqs} and {block_size}")
         if kv_cache_memory_fraction is not None and not 0 < kv_cache_memory_fraction <= 1:
@@ -209,7 +210,7 @@ def describe_model(engine: LLMEngine | StaticBatchEngine) -> dict:
     cfg, model = engine.config, engine.model
     return {"device": _device_name(engine.device), "precision": precision_name(model.dtype),
             "model_path": str(engine.model_path),
-            "threads": torch.get_num_threads() if engine.device.type == "cpu" else None,
+            "threads": engine.num_threads if engine.device.type == "cpu" else None,
             "linear_kernels": "onednn-packed" if engine.num_packed_linears else "torch",
             "n_params": model.n_params, "dtype_bytes": model.embed_tokens.element_size(),
             "max_model_len": engine.max_model_len, "pid": os.getpid(),

@@ -72,6 +72,7 @@ class StaticBatchEngine:
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
             torch.set_num_threads(threads)
+        self.num_threads = torch.get_num_threads()  # on the building thread: the one that steps the engine
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
         self.model_path = resolve_model(model_path)
