@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -120,3 +121,30 @@ def test_close_fails_running_requests_instead_of_hanging(tiny_path) -> None:
 
     with pytest.raises(EngineDead):
         asyncio.run(main())
+
+
+def test_factory_builds_the_engine_on_the_thread_that_steps_it(tiny_path) -> None:
+    built_on: list[threading.Thread] = []
+
+    def build() -> LLMEngine:
+        built_on.append(threading.current_thread())
+        return LLMEngine(tiny_path, device="cpu", threads=1, max_model_len=32)
+
+    front = AsyncLLMEngine(factory=build)
+    try:
+        chunks = asyncio.run(_collect(front, [5, 6, 7], SamplingParams(max_tokens=6, ignore_eos=True)))
+    finally:
+        front.close()
+    assert built_on == [front._thread] and front._thread is not threading.current_thread()
+    assert [t for _, toks in chunks for t in toks] == reference.greedy(tiny_path, [5, 6, 7], 6)
+    assert front.engine.describe()["threads"] == 1  # the building thread's count, read from any thread
+
+
+def test_factory_error_reaches_the_caller(tiny_path) -> None:
+    def build() -> LLMEngine:
+        raise ValueError("no model at /nowhere")
+
+    with pytest.raises(ValueError, match="no model at /nowhere"):
+        AsyncLLMEngine(factory=build)
+    with pytest.raises(TypeError, match="an engine or a factory"):
+        AsyncLLMEngine(LLMEngine(tiny_path, device="cpu", max_model_len=32), factory=build)
