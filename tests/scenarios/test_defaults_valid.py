@@ -8,10 +8,20 @@ serves all of them, as it does every step of `advisor sweep`: its start-up (a ch
 and loads the model, seconds on a busy 2-core machine) is no part of any run's window or verdict. The engine
 keeps nothing from one run to the next that could help the next one (no prefix cache); a leak would make a
 later scenario fail, not pass.
+
+Up to two re-runs, for one reason only: a run whose sole fault is late sends (the load generator, pinned to a
+core of its own, fell behind by a few ms) runs again, and the test says so. That is the machine, not the scenario: on
+this 2-core VM the hypervisor takes ~1% of the CPU in bursts (steal time in /proc/stat), and CI saw 5-10 of
+~130 sends 5-9 ms late in bursty and chat-multiturn, while the same tree passed both 4 times right after; a
+later run of all ten saw it once more, in azure-conv-replay (4 of 123), VALID when run again. About one
+scenario in ten is disturbed per pass, so one re-run would still leave a CI failure in ~1 of 10 passes. The
+verdict stays strict (the product says INVALID, as it should); the scenario's defaults are judged on a run
+the machine did not disturb. Any other reason, or late sends three times, fails.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -20,6 +30,8 @@ import adapters
 from adapters.base import Adapter, EngineOptions
 from advisor.bench import BenchConfig, open_engine, plan, run_bench
 from scenarios.catalog import scenario_names
+
+RERUNS_ON_LATE_SENDS = 2
 
 
 @pytest.fixture(scope="module")
@@ -37,5 +49,19 @@ def test_the_default_run_of_every_shipped_scenario_is_valid(name, tmp_path, azur
     p = plan(cfg)
     assert p.options == options, "this scenario's default engine options differ: it needs its own engine"
     run = run_bench(cfg, adapter, planned=p)
+    for _ in range(RERUNS_ON_LATE_SENDS):
+        if not _late_sends_only(run):
+            break
+        first = run.verdict.reasons[0]
+        run = run_bench(cfg, adapter, planned=p)
+        warnings.warn(f"{name}: ran again after late sends only ({first[:80]}...): now {run.verdict.status}",
+                      stacklevel=1)
     assert run.verdict.status == "VALID", (name, run.verdict.reasons)
     assert run.summary.n_ok >= 100
+
+
+def _late_sends_only(run) -> bool:
+    """INVALID for one reason: the send-lag check failed (advisor.metrics.lag)."""
+    check = run.loadgen.lag_check
+    return (run.verdict.status == "INVALID" and check is not None and not check.ok
+            and tuple(run.verdict.reasons) == (check.reason(),))
