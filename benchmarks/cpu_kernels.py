@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -82,7 +83,8 @@ def linear_weights(preset: str) -> list[torch.Tensor]:
 
 
 def measure(threads: int, weights: list[torch.Tensor], packed: list[torch.Tensor] | None,
-            big: tuple[torch.Tensor, torch.Tensor], gemm: tuple[torch.Tensor, torch.Tensor], repeats: int) -> dict:
+            big: tuple[torch.Tensor, torch.Tensor], gemm: tuple[torch.Tensor, torch.Tensor], repeats: int,
+            max_threads: int) -> dict:
     torch.set_num_threads(threads)
     steal0, total0 = cpu_jiffies()
     src, dst = big
@@ -97,6 +99,11 @@ def measure(threads: int, weights: list[torch.Tensor], packed: list[torch.Tensor
         s = median_s(lambda: [torch.ops.mkldnn._linear_pointwise(xs[w.shape[1]], p, None, "none", [], "")
                               for w, p in zip(weights, packed, strict=True)], repeats)
         r["gemv_onednn_ms"], r["gemv_onednn_gbs"] = s * 1e3, wbytes / s / 1e9
+    if threads == max_threads:  # numpy's BLAS pool is not torch's: measured once, at its own default size
+        ws_np = [w.numpy() for w in weights]
+        xs_np = {k: x[0].numpy() for k, x in xs.items()}
+        s = median_s(lambda: [w @ xs_np[w.shape[1]] for w in ws_np], repeats)
+        r["gemv_numpy_ms"], r["gemv_numpy_gbs"] = s * 1e3, wbytes / s / 1e9
     a, b = gemm
     s = median_s(lambda: [F.linear(a, b) for _ in range(10)], repeats)
     r["gemm_gflops"] = 10 * 2 * a.shape[0] * a.shape[1] * b.shape[0] / s / 1e9
@@ -122,14 +129,16 @@ def main() -> None:
     big = (torch.randn(n), torch.empty(n))
     p = get_preset(args.preset)
     gemm = (torch.randn(128, p.hidden_size), torch.randn(2 * p.intermediate_size, p.hidden_size))
-    results = [measure(t, weights, packed, big, gemm, args.repeats) for t in sorted({1, args.threads})]
+    results = [measure(t, weights, packed, big, gemm, args.repeats, args.threads) for t in sorted({1, args.threads})]
     for r in results:
         print(f"threads {r['threads']}: copy {r['copy_gbs']:.1f} GB/s, read {r['read_gbs']:.1f} GB/s, "
               f"GEMV MKL {r['gemv_mkl_ms']:.1f} ms ({r['gemv_mkl_gbs']:.1f} GB/s)"
               + (f", oneDNN packed {r['gemv_onednn_ms']:.1f} ms ({r['gemv_onednn_gbs']:.1f} GB/s)" if onednn else "")
+              + (f", numpy {r['gemv_numpy_ms']:.1f} ms ({r['gemv_numpy_gbs']:.1f} GB/s)" if "gemv_numpy_ms" in r else "")
               + f", GEMM {r['gemm_gflops']:.0f} GFLOPS, steal {100 * r['steal_share']:.1f}%", file=sys.stderr)
     weights_mb = sum(w.numel() * w.element_size() for w in weights) / 1e6
-    print(json.dumps({"machine": machine(), "preset": args.preset, "linear_weights_mb": weights_mb,
+    blas = np.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {})
+    print(json.dumps({"machine": machine(), "numpy_blas": blas.get("name"), "preset": args.preset, "linear_weights_mb": weights_mb,
                       "settings": vars(args), "results": results}, indent=2))
 
 

@@ -2,6 +2,7 @@
 
     python benchmarks/engines.py                       # small-100m, 5 engines, 1 and 8 users, 3 repeats
     python benchmarks/engines.py --preset tiny --engines own,own-static --requests 20 --repeats 1   # smoke run
+    python benchmarks/engines.py --engines own,own:linear_kernels=openblas-gemv,openvino   # an engine option as a row
 
 Load: the `chat-closed` workload (its lengths, its small-machine length
 scale and caps) as a closed loop WITHOUT think time: each user sends its next
@@ -58,6 +59,20 @@ METRICS = ("cold_start_s", "rss_peak_mb", "decode_tok_s", "output_tok_s", "ttft_
            "other_load_cores")
 
 
+def split_label(label: str) -> tuple[str, dict[str, str]]:
+    """'own:linear_kernels=openblas-gemv' -> ('own', {'linear_kernels': 'openblas-gemv'}): an engine and options
+    of its own, on top of the common ones, as one row of the table."""
+    engine, *pairs = label.split(":")
+    opts = dict(p.split("=", 1) for p in pairs if "=" in p)
+    if len(opts) != len(pairs):
+        raise ValueError(f"{label!r}: write an engine with options as ENGINE:KEY=VALUE[:KEY=VALUE]")
+    return engine, opts
+
+
+def is_own(label: str, static_too: bool = False) -> bool:
+    return split_label(label)[0] in (("own", "own-static") if static_too else ("own",))
+
+
 def engine_options(engine: str, threads: int, users: int, max_len: int, kv: str) -> dict:
     """Each engine configured to batch up to `users` requests of `max_len` tokens with `threads` threads."""
     if engine in ("own", "own-static"):
@@ -104,13 +119,14 @@ def run_cell(args: argparse.Namespace) -> dict:
 
     scenario, lengths = write_scenario(Path(args.out_dir), args.users, args.requests, args.length_scale)
     max_len = lengths["max_input_tokens"] + lengths["max_output_tokens"]
-    opts = engine_options(args.one, args.threads, args.users, max_len, args.kv)
+    engine, extra = split_label(args.one)
+    opts = {**engine_options(engine, args.threads, args.users, max_len, args.kv), **extra}
     t0 = time.perf_counter()
-    adapter = adapters.create(args.one, args.model, **opts)
+    adapter = adapters.create(engine, args.model, **opts)
     info = adapter.start()
     cold_start_s = time.perf_counter() - t0  # engine process start, import, load and warm-up (>= info.ready_s)
     try:
-        cfg = BenchConfig(scenario=str(scenario), engine=args.one, model=args.model, engine_options=opts,
+        cfg = BenchConfig(scenario=str(scenario), engine=engine, model=args.model, engine_options=opts,
                           overrides=Overrides(seed=0, **lengths), out_dir=Path(args.out_dir))
         res = run_bench(cfg, adapter)  # started above: run_bench neither starts nor closes it
     finally:
@@ -175,25 +191,26 @@ RATIOS = (("decode_tok_s", "low", True, "batch-1 decode tok/s"),
           ("cold_start_s", "high", False, "cold start at {high} users"))
 
 
-def paired_ratio(cells: list[dict], metric: str, users: int, other: str) -> Interval | None:
+def paired_ratio(cells: list[dict], metric: str, users: int, other: str, own: str = "own") -> Interval | None:
     """own / other for `metric`, per round (the two cells of one repeat paired), as median + interval."""
     by = {(c["engine"], c.get("repeat")): c.get(metric) for c in cells
           if c["users"] == users and "error" not in c}
     rounds = sorted({r for (_, r) in by})
-    vals = [by[("own", r)] / by[(other, r)] for r in rounds
-            if by.get(("own", r)) is not None and by.get((other, r))]
+    vals = [by[(own, r)] / by[(other, r)] for r in rounds
+            if by.get((own, r)) is not None and by.get((other, r))]
     return _interval(vals)
 
 
-def ratios(cells: list[dict], rows: list[dict], low: int, high: int) -> list[dict]:
-    """Every other engine against own_engine on each RATIOS figure."""
-    others = [r["engine"] for r in rows if r["users"] == low and r["engine"] not in ("own", "own-static")]
+def ratios(cells: list[dict], rows: list[dict], low: int, high: int, own: str = "own") -> list[dict]:
+    """Every other engine against own_engine (the row `own`) on each RATIOS figure."""
+    others = [r["engine"] for r in rows if r["users"] == low and not is_own(r["engine"], static_too=True)]
     out = []
     for metric, which, higher, label in RATIOS:
         users = low if which == "low" else high
         for other in others:
             out.append({"figure": label.format(high=high), "metric": metric, "users": users, "other": other,
-                        "higher_is_better": higher, "ratio": paired_ratio(cells, metric, users, other)})
+                        "own": own, "higher_is_better": higher,
+                        "ratio": paired_ratio(cells, metric, users, other, own)})
     return out
 
 
@@ -210,19 +227,20 @@ def _verdict(iv: Interval | None, factor: float, higher_is_better: bool) -> str 
     return "not established (interval spans the target)"
 
 
-def targets(cells: list[dict], rows: list[dict], low: int, high: int) -> list[dict]:
+def targets(cells: list[dict], rows: list[dict], low: int, high: int, own: str = "own") -> list[dict]:
     """Issue 12's four targets for own_engine, each with its figures, the paired ratio and whether it is met."""
     def get(engine: str, users: int, metric: str) -> Interval | None:
         return next((r[metric] for r in rows if r["engine"] == engine and r["users"] == users), None)
 
     others = [(r["decode_tok_s"].value, r["engine"]) for r in rows
-              if r["users"] == low and r["engine"] not in ("own", "own-static") and r["decode_tok_s"]]
+              if r["users"] == low and not is_own(r["engine"], static_too=True) and r["decode_tok_s"]]
     best = max(others, default=(None, None))[1]
 
     def check(name: str, metric: str, users: int, ref: str | None, factor: float, higher_is_better: bool) -> dict:
-        ratio = paired_ratio(cells, metric, users, ref) if ref else None
+        ratio = paired_ratio(cells, metric, users, ref, own) if ref else None
         met = _verdict(ratio, factor, higher_is_better) if ratio else None
-        return {"target": name, "own": get("own", users, metric), "reference": get(ref, users, metric) if ref else None,
+        return {"target": name, "own_engine": own, "own": get(own, users, metric),
+                "reference": get(ref, users, metric) if ref else None,
                 "reference_engine": ref, "ratio": ratio, "factor": factor, "met": met}
 
     return [check(f"batch-1 decode >= 1.0x the best other engine ({low} user)", "decode_tok_s", low, best, 1.0, True),
@@ -262,17 +280,19 @@ def markdown(rows: list[dict], ratio_rows: list[dict], checks: list[dict], comma
                      f"{_fmt(r['other_load_cores'], '.2f')} | {verdicts} |")
     others = list(dict.fromkeys(x["other"] for x in ratio_rows))
     figures = list(dict.fromkeys(x["figure"] for x in ratio_rows))
-    lines += ["", "own_engine / other engine, median of the per-round ratios [interval]:", "",
-              "| figure | " + " | ".join(f"own / {o}" for o in others) + " |",
-              "|---|" + "---|" * len(others)]
-    for f in figures:
-        cells = {x["other"]: x for x in ratio_rows if x["figure"] == f}
-        better = "higher" if next(iter(cells.values()))["higher_is_better"] else "lower"
-        lines.append(f"| {f} ({better} is better for own) | "
-                     + " | ".join(_fmt(cells[o]["ratio"], ".2f") for o in others) + " |")
-    lines += ["", "| own_engine target | own | reference | own / reference | met |", "|---|---|---|---|---|"]
+    for own in dict.fromkeys(x["own"] for x in ratio_rows):
+        lines += ["", f"{own} / other engine, median of the per-round ratios [interval]:", "",
+                  "| figure | " + " | ".join(f"{own} / {o}" for o in others) + " |",
+                  "|---|" + "---|" * len(others)]
+        for f in figures:
+            cells = {x["other"]: x for x in ratio_rows if x["figure"] == f and x["own"] == own}
+            better = "higher" if next(iter(cells.values()))["higher_is_better"] else "lower"
+            lines.append(f"| {f} ({better} is better for own) | "
+                         + " | ".join(_fmt(cells[o]["ratio"], ".2f") for o in others) + " |")
+    lines += ["", "| own_engine target | own engine row | own | reference | own / reference | met |",
+              "|---|---|---|---|---|---|"]
     for c in checks:
-        lines.append(f"| {c['target']} | {_fmt(c['own'], '.1f')} | {_fmt(c['reference'], '.1f')} "
+        lines.append(f"| {c['target']} | {c['own_engine']} | {_fmt(c['own'], '.1f')} | {_fmt(c['reference'], '.1f')} "
                      f"({c['reference_engine'] or '-'}) | {_fmt(c['ratio'], '.2f')} | {c['met'] or '-'} |")
     return "\n".join(lines) + "\n"
 
@@ -327,13 +347,21 @@ def main() -> None:
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     users = sorted(int(x) for x in args.users.split(","))
     cells: list[dict] = []
+    for e in engines:  # bad labels and options stop here, before any timing
+        try:
+            name, extra = split_label(e)
+            if not adapters.why_unavailable(name):
+                adapters.parse_options(name, extra)
+        except (ValueError, KeyError, adapters.EngineUnavailable) as err:
+            ap.error(f"--engines {e}: {err}")
     for e in engines:  # convert (and logit-check) before any timing
-        why = adapters.why_unavailable(e)
+        name = split_label(e)[0]
+        why = adapters.why_unavailable(name)
         if why:
             cells.extend({"engine": e, "users": u, "error": why} for u in users)
-        elif e in FORMAT:
-            convert(Path(args.model), FORMAT[e], "fp32")  # type: ignore[arg-type]
-    ready = [e for e in engines if not adapters.why_unavailable(e)]
+        elif name in FORMAT:
+            convert(Path(args.model), FORMAT[name], "fp32")  # type: ignore[arg-type]
+    ready = [e for e in engines if not adapters.why_unavailable(split_label(e)[0])]
     t_start = time.perf_counter()
     for rep in range(args.repeats):
         for u in users:
@@ -365,8 +393,9 @@ def main() -> None:
                       f" tok/s, TTFT p50 {_fmt(cell['ttft_p50_ms'], '.0f')} ms, RSS {_fmt(cell['rss_peak_mb'], '.0f')}"
                       f" MB, cold {cell['cold_start_s']:.1f} s", file=sys.stderr)
     rows = medians(cells)
-    ratio_rows = ratios(cells, rows, users[0], users[-1])
-    checks = targets(cells, rows, users[0], users[-1])
+    owns = [e for e in ready if is_own(e)]
+    ratio_rows = [x for own in owns for x in ratios(cells, rows, users[0], users[-1], own)]
+    checks = [c for own in owns for c in targets(cells, rows, users[0], users[-1], own)]
     command = " ".join(["python", "benchmarks/engines.py", *sys.argv[1:]])
     scale = f"length scale {args.length_scale:g}" if args.length_scale is not None else "its own length scale"
     header = (f"Model {Path(args.model).name}, workload {WORKLOAD} ({scale}) as a closed loop without think time, "
