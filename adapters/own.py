@@ -25,9 +25,6 @@ class OwnStaticOptions(InProcessOptions):
     dtype: Literal["auto", "fp32", "float32", "bf16", "bfloat16", "fp16", "float16"] = Field(
         "auto", description="weights and KV cache precision (auto: bf16 on CUDA, fp32 on CPU)")
     max_model_len: int | None = Field(None, ge=16, description="context length (default: the model's)")
-    linear_kernels: Literal["onednn-packed", "openblas-gemv", "torch"] = Field(
-        "onednn-packed", description="CPU fp32 linear layers: oneDNN packed weights; OpenBLAS GEMV at batch 1 "
-        "(faster there, slower at larger batches); or plain F.linear")
 
 
 class OwnOptions(OwnStaticOptions):
@@ -50,8 +47,7 @@ class OwnAdapter(Adapter):
 
     def _engine_kwargs(self) -> dict[str, Any]:
         o = self.options
-        return {"device": o.device, "dtype": o.dtype, "threads": o.threads, "max_model_len": o.max_model_len,
-                "linear_kernels": o.linear_kernels}
+        return {"device": o.device, "dtype": o.dtype, "threads": o.threads, "max_model_len": o.max_model_len}
 
     def _make_engine(self) -> Any:
         from own_engine.llm_engine import LLMEngine
@@ -69,7 +65,7 @@ class OwnAdapter(Adapter):
         self._front = AsyncLLMEngine(factory=self._make_engine)
         engine = self._engine = self._front.engine
         d = engine.describe()
-        extra = {k: d[k] for k in ("n_params", "model_config", "dtype_bytes", "linear_kernels")}
+        extra = {k: d[k] for k in ("n_params", "model_config", "dtype_bytes")}
         if "block_size" in d:
             extra.update(block_size=d["block_size"], kv_blocks_total=d["kv_blocks_total"], cuda_graphs=d["cuda_graphs"])
         return EngineInfo(adapter=self.name, engine="own_engine", version=advisor_version, device=d["device"],

@@ -27,7 +27,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from own_engine.cpu_linear import LINEAR_KERNELS  # noqa: E402
 from own_engine.create import create_model  # noqa: E402
 from own_engine.llm_engine import LLMEngine  # noqa: E402
 from own_engine.paths import is_model_dir, models_root  # noqa: E402
@@ -140,8 +139,8 @@ def main() -> None:
     ap.add_argument("--bandwidth-mb", type=int, default=1024)
     ap.add_argument("--hf-compare", action="store_true", help="also time transformers generate (default on CUDA)")
     ap.add_argument("--hf-batch-sizes", default="1,64")
-    ap.add_argument("--linear-kernels", default="onednn-packed", choices=LINEAR_KERNELS,
-                    help="CPU fp32: which kernels the linear layers use (own_engine.cpu_linear)")
+    ap.add_argument("--no-packed-linears", action="store_true",
+                    help="CPU: plain F.linear (MKL) instead of oneDNN packed weights, for comparison")
     args = ap.parse_args()
 
     path = Path(args.model) if args.model else models_root() / args.preset
@@ -152,7 +151,7 @@ def main() -> None:
     engine = LLMEngine(path, device=args.device, dtype=args.dtype, threads=args.threads,
                        max_num_seqs=max(batches), max_num_batched_tokens=max(batches) * args.context,
                        num_kv_blocks=max(batches) * -(-(args.context + args.decode_steps + 4) // 16) + 8,
-                       linear_kernels=args.linear_kernels)
+                       packed_linears=not args.no_packed_linears)
     dev = engine.device
     bw = measure_bandwidth_gbs(dev, args.bandwidth_mb, args.repeats)
     kernels = engine.describe()["linear_kernels"]

@@ -1,16 +1,11 @@
-"""A/B/C of own_engine's CPU linear kernels (`own_engine.cpu_linear`): plain F.linear ("torch"), oneDNN packed
-weights ("onednn-packed", the default) and OpenBLAS at one row ("openblas-gemv").
+"""A/B of own_engine's CPU linear kernels: oneDNN packed weights (`own_engine.cpu_linear`) against plain F.linear.
 
     python benchmarks/own_engine_linears.py --preset small-100m --threads 2
 
-Three engines on the same model in one process, timed in turns (torch,
-onednn-packed, openblas-gemv, torch, ...) so outside load hits all alike:
-seconds per decode step at each batch size (every sequence at --context
-tokens) and one prefill of --prefill-len tokens; medians over --repeats.
-Prints one JSON document. OpenBLAS's GEMV reads weights near this machine's
-read bandwidth (benchmarks/cpu_kernels.py); this tells whether that survives
-inside a real step, and what the plain weights it needs cost the steps it does
-not serve.
+Two engines on the same model in one process, timed in turns (plain, packed,
+plain, ...) so outside load hits both alike: seconds per decode step at each
+batch size (every sequence at --context tokens) and one prefill of
+--prefill-len tokens; medians over --repeats. Prints one JSON document.
 """
 
 from __future__ import annotations
@@ -51,9 +46,9 @@ def main() -> None:
     blocks = max(batches) * -(-(args.context + args.decode_steps + 4) // 16) + 8
     engines = {kind: LLMEngine(path, device="cpu", threads=args.threads, max_num_seqs=max(batches),
                                max_num_batched_tokens=max(max(batches) * args.context, args.prefill_len),
-                               num_kv_blocks=blocks, linear_kernels=kind)
-               for kind in ("torch", "onednn-packed", "openblas-gemv")}
-    kernels = {kind: e.describe()["linear_kernels"] for kind, e in engines.items()}  # in effect (may fall back)
+                               num_kv_blocks=blocks, packed_linears=kind == "packed")
+               for kind in ("plain", "packed")}
+    kernels = {kind: e.describe()["linear_kernels"] for kind, e in engines.items()}
     out: dict = {"model": str(path), "threads": args.threads, "kernels": kernels, "decode_step_ms": {},
                  "settings": vars(args)}
     for b in batches:

@@ -16,7 +16,7 @@ import psutil
 import torch
 
 from own_engine.block_manager import BlockManager
-from own_engine.cpu_linear import use_linear_kernels
+from own_engine.cpu_linear import pack_linears
 from own_engine.loader import load_model
 from own_engine.model_runner import ModelRunner, kv_bytes_per_token
 from own_engine.paths import resolve_model
@@ -72,8 +72,7 @@ class LLMEngine:
     by default enough for `max_num_seqs` sequences of `max_model_len` tokens, but at most
     `kv_cache_memory_fraction` of the memory available when the engine starts (default: 0.8 of free GPU memory
     on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given. On CPU at fp32 the
-    linear layers run through oneDNN with packed weights unless `linear_kernels` names other kernels
-    (`own_engine.cpu_linear`: "openblas-gemv" is faster at batch 1, slower at 8; "torch" is plain F.linear).
+    linear layers run through oneDNN with packed weights (`cpu_linear`) unless `packed_linears=False`.
     """
 
     def __init__(self, model_path: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
@@ -81,7 +80,7 @@ class LLMEngine:
                  max_model_len: int | None = None, block_size: int = 16, num_kv_blocks: int | None = None,
                  kv_cache_gb: float | None = None, kv_cache_memory_fraction: float | None = None,
                  threads: int | None = None, seed: int = 0, cuda_graphs: bool | None = None,
-                 linear_kernels: str = "onednn-packed") -> None:
+                 packed_linears: bool = True) -> None:
         if threads is not None:
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
@@ -94,7 +93,7 @@ class LLMEngine:
         self.model_path = resolve_model(model_path)
         self.device = pick_device(device)
         self.model = load_model(self.model_path, device=self.device, dtype=dtype, max_model_len=max_model_len)
-        self.linear_kernels = use_linear_kernels(self.model, linear_kernels, self.num_threads)
+        self.num_packed_linears = pack_linears(self.model) if packed_linears else 0
         cfg = self.model.cfg
         self.config = cfg
         self.max_model_len = self.model.max_model_len
@@ -116,7 +115,7 @@ class LLMEngine:
         self.cuda_graphs = self.device.type == "cuda" if cuda_graphs is None else cuda_graphs
         self.runner = ModelRunner(self.model, num_blocks=self.num_kv_blocks, block_size=block_size,
                                   sampler=Sampler(cfg.eos_token_ids, seed), cuda_graphs=self.cuda_graphs,
-                                  max_num_seqs=max_num_seqs, linear_kernels=self.linear_kernels)
+                                  max_num_seqs=max_num_seqs)
         if self.runner.graphs is not None:
             self.runner.graphs.capture_all()
         self.seqs: dict[int, Sequence] = {}
@@ -212,7 +211,7 @@ def describe_model(engine: LLMEngine | StaticBatchEngine) -> dict:
     return {"device": _device_name(engine.device), "precision": precision_name(model.dtype),
             "model_path": str(engine.model_path),
             "threads": engine.num_threads if engine.device.type == "cpu" else None,
-            "linear_kernels": engine.linear_kernels,
+            "linear_kernels": "onednn-packed" if engine.num_packed_linears else "torch",
             "n_params": model.n_params, "dtype_bytes": model.embed_tokens.element_size(),
             "max_model_len": engine.max_model_len, "pid": os.getpid(),
             "model_config": {k: getattr(cfg, k) for k in (

@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from own_engine.cpu_linear import one_row_threads
 from own_engine.model import LlamaModel
 from own_engine.paged_attention import ChunkMeta, DecodeContext, PagedAttention, PagedMeta
 from own_engine.sampler import Sampler
@@ -42,13 +41,12 @@ def lazy_zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device)
 
 class ModelRunner:
     def __init__(self, model: LlamaModel, *, num_blocks: int, block_size: int, sampler: Sampler,
-                 cuda_graphs: bool = False, max_num_seqs: int = 64, linear_kernels: str = "onednn-packed") -> None:
+                 cuda_graphs: bool = False, max_num_seqs: int = 64) -> None:
         cfg = model.cfg
         self.model = model
         self.device = model.embed_tokens.device
         self.block_size = block_size
         self.sampler = sampler
-        self.linear_kernels = linear_kernels
         # with graphs, one extra block past the BlockManager's range takes the padding rows' writes
         shape = (cfg.num_hidden_layers, num_blocks + int(cuda_graphs), block_size, cfg.num_key_value_heads,
                  cfg.head_dim)
@@ -133,7 +131,6 @@ class ModelRunner:
         if decode_only and self.graphs is not None and self.graphs.fits(batch.seqs):
             return self.sampler(self.graphs.run(batch.seqs), batch.seqs)
         ids, positions, meta, logit_rows = self.prepare(batch)
-        with one_row_threads(self.linear_kernels, ids.shape[0]):
-            logits = self.model(ids, positions, PagedAttention(self.k_cache, self.v_cache, meta), logit_rows)
+        logits = self.model(ids, positions, PagedAttention(self.k_cache, self.v_cache, meta), logit_rows)
         done = [s for s, n in zip(batch.seqs, batch.num_new_tokens, strict=True) if s.num_computed_tokens + n == len(s)]
         return self.sampler(logits, done)

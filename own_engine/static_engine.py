@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from own_engine.cpu_linear import one_row_threads, use_linear_kernels
+from own_engine.cpu_linear import pack_linears
 from own_engine.llm_engine import check_request, describe_model, pick_device, precision_name
 from own_engine.loader import load_model
 from own_engine.paths import resolve_model
@@ -67,7 +67,7 @@ class _Batch:
 class StaticBatchEngine:
     def __init__(self, model_path: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
                  max_batch_size: int = 64, max_model_len: int | None = None, threads: int | None = None,
-                 seed: int = 0, linear_kernels: str = "onednn-packed") -> None:
+                 seed: int = 0, packed_linears: bool = True) -> None:
         if threads is not None:
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
@@ -78,7 +78,7 @@ class StaticBatchEngine:
         self.model_path = resolve_model(model_path)
         self.device = pick_device(device)
         self.model = load_model(self.model_path, device=self.device, dtype=dtype, max_model_len=max_model_len)
-        self.linear_kernels = use_linear_kernels(self.model, linear_kernels, self.num_threads)  # as LLMEngine
+        self.num_packed_linears = pack_linears(self.model) if packed_linears else 0  # same kernels as LLMEngine
         self.config = self.model.cfg
         self.max_model_len = self.model.max_model_len
         self.max_batch_size = max_batch_size
@@ -151,16 +151,14 @@ class StaticBatchEngine:
         mask = (causal[None] & valid[:, None, :]) | torch.eye(w, dtype=torch.bool, device=self.device)[None]
         attn = ContiguousAttention(b.k, b.v, n, 0, mask[:, None])
         last = torch.arange(n, device=self.device) * w + (w - 1)
-        with one_row_threads(self.linear_kernels, ids.numel()):
-            return self.model(ids.view(-1), positions.view(-1), attn, last)
+        return self.model(ids.view(-1), positions.view(-1), attn, last)
 
     def _decode(self, b: _Batch) -> torch.Tensor:
         n, c = len(b.seqs), b.width
         ids = torch.tensor([s.last_token for s in b.seqs], device=self.device)
         positions = c - b.pad_t
         mask = (torch.arange(c + 1, device=self.device)[None, :] >= b.pad_t[:, None])[:, None, None, :]
-        with one_row_threads(self.linear_kernels, n):
-            logits = self.model(ids, positions, ContiguousAttention(b.k, b.v, n, c, mask))
+        logits = self.model(ids, positions, ContiguousAttention(b.k, b.v, n, c, mask))
         b.width += 1
         return logits
 
