@@ -74,6 +74,7 @@ class BenchConfig:
     max_run_s: float | None = None  # whole run; None: the schedule's length plus drain time
     telemetry_interval_s: float = 1.0
     workers: Workers = "auto"  # load generators (advisor.worker_spec): auto, N processes here, or ray:N actors
+    auto_workers_cap: int | None = None  # `auto` uses at most this many (the CPUs a scheduler gave a matrix cell)
     ray_address: str | None = None  # the Ray cluster for `ray:N` (None: auto, advisor.matrix.ray_connect)
 
     def __post_init__(self) -> None:
@@ -81,6 +82,9 @@ class BenchConfig:
             object.__setattr__(self, "workers", worker_spec.parse(self.workers))
         except worker_spec.WorkersError as e:
             raise BenchError(str(e)) from None
+        cap = self.auto_workers_cap
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise BenchError(f"auto_workers_cap must be a whole number >= 1 or None, got {cap!r}")
         if self.ray_address is not None and worker_spec.on_ray(self.workers) is None:
             raise BenchError(f"--ray {self.ray_address}: the Ray cluster is for --workers ray:N; add it or drop --ray")
         for name in ("timeout_s", "max_run_s", "telemetry_interval_s"):
@@ -251,7 +255,7 @@ async def _measure(cfg: BenchConfig, p: Plan, adapter: Adapter, info: EngineInfo
     telemetry.start(t_start)
     n_ray = worker_spec.on_ray(cfg.workers)
     n_workers = workers.count(n_ray or cfg.workers, served=adapter.capabilities.served, placement=info.placement,
-                              schedule=p.schedule)
+                              schedule=p.schedule, auto_cap=cfg.auto_workers_cap)
     client = adapter.worker_client() if n_workers > 1 or n_ray else None
     cpu0 = time.process_time()
     if client is not None and n_ray:

@@ -123,14 +123,18 @@ def peak_rps(schedule: Schedule, window_s: float = 1.0) -> float:
     return most / window_s
 
 
-def count(requested: int | str, *, served: bool, placement: dict[str, Any] | None, schedule: Schedule) -> int:
+def count(requested: int | str, *, served: bool, placement: dict[str, Any] | None, schedule: Schedule,
+          auto_cap: int | None = None) -> int:
     """How many workers a run gets: `auto` is one per client CPU for served engines (one where a single process
-    has room to spare: an open loop whose peak rate is under AUTO_ONE_WORKER_PEAK_RPS), one driver otherwise."""
+    has room to spare: an open loop whose peak rate is under AUTO_ONE_WORKER_PEAK_RPS), one driver otherwise;
+    `auto_cap` caps `auto` (the CPUs a scheduler such as Ray gave a matrix cell, where affinity does not say)."""
     if not served:
         return 1
     if requested == "auto" and _closed_users(schedule) is None and peak_rps(schedule) <= AUTO_ONE_WORKER_PEAK_RPS:
         return 1
     n = len(client_cpus(placement)) if requested == "auto" else int(requested)
+    if requested == "auto" and auto_cap is not None:
+        n = min(n, auto_cap)
     keys = len({shard_key(r) for r in schedule.requests})
     users = _closed_users(schedule)
     if users is not None:

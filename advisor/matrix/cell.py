@@ -43,14 +43,15 @@ def run_cell(cell: Cell, out_dir: Path, on_progress: Callable[[str], None] | Non
              cpus_held: float | None = None) -> CellRuns:
     """Run the cell's benchmark (one run, or its repeats) or sweep (its rates) on one engine; runs under `out_dir`.
 
-    `cpus_held`: the CPUs a scheduler gave the cell (Ray); its `workers: auto` then uses no more than those.
+    `cpus_held`: the CPUs a scheduler gave the cell (Ray); its `workers: auto` then uses no more than those,
+    and still one worker for a light open loop, by the same rule as here (advisor.workers.count).
     """
     from advisor.bench import BenchConfig, bench_once, open_engine, plan, run_bench
 
     check_here(cell)
     bench = BenchConfig(scenario=cell.scenario, engine=cell.engine, model=cell.model, overrides=cell.overrides(),
                         engine_options=dict(cell.options), out_dir=Path(out_dir), timeout_s=cell.timeout_s,
-                        workers=_workers(cell, cpus_held))
+                        workers=cell.workers, auto_workers_cap=_auto_cap(cell, cpus_held))
     if cell.is_sweep:
         from advisor.sweep import SweepConfig, run_sweep
 
@@ -80,14 +81,11 @@ def run_cell(cell: Cell, out_dir: Path, on_progress: Callable[[str], None] | Non
     return CellRuns(tuple(r.run_id for r in group.runs))
 
 
-def _workers(cell: Cell, cpus_held: float | None) -> int | str:
-    """The cell's `workers:`; `auto` under a scheduler becomes one per CPU it holds (at most one per CPU here)."""
-    import adapters
-    from adapters.placement import available_cpus
-
-    if cell.workers != "auto" or cpus_held is None or not adapters.adapter_class(cell.engine).capabilities.served:
-        return cell.workers
-    return max(1, min(len(available_cpus()), int(cpus_held)))
+def _auto_cap(cell: Cell, cpus_held: float | None) -> int | None:
+    """At most how many workers the cell's `workers: auto` may use: under a scheduler, the CPUs it holds."""
+    if cell.workers != "auto" or cpus_held is None:
+        return None
+    return max(1, int(cpus_held))
 
 
 def check_here(cell: Cell) -> None:

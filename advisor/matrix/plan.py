@@ -73,7 +73,7 @@ class Cell(BaseModel):
     max_output_tokens: int | None = None
     full_scale: bool = False
     timeout_s: float = 600.0  # per request
-    workers: int | str = "auto"  # load generators (advisor.worker_spec): auto, N, or ray:N actors; on Ray, auto: the CPUs held
+    workers: int | str = "auto"  # load generators (advisor.worker_spec): auto, N, or ray:N actors; on Ray, auto: at most the CPUs held
     repeats: int = Field(1, ge=1, le=100)  # runs of the cell (per step for a sweep), grouped (advisor.repeats)
     restart_engine: bool = False  # a fresh engine for every repeat
     resources: dict[str, float] = Field(default_factory=dict)

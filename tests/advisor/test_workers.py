@@ -72,6 +72,17 @@ def test_auto_is_one_worker_while_one_process_has_room_and_one_per_cpu_beyond(mo
     assert workers.count("auto", served=True, placement={}, schedule=_schedule(10, "closed", concurrency=8)) == 4
 
 
+def test_a_schedulers_cpu_grant_caps_auto_and_keeps_its_light_load_rule(monkeypatch):
+    monkeypatch.setattr(workers, "available_cpus", lambda: [0, 1, 2, 3])  # a Ray task sees the whole node
+    limit = workers.AUTO_ONE_WORKER_PEAK_RPS
+    heavy, light = _constant(limit * 2, 3), _constant(4, 10)
+    assert workers.count("auto", served=True, placement={}, schedule=heavy, auto_cap=2) == 2
+    assert workers.count("auto", served=True, placement={}, schedule=heavy, auto_cap=8) == 4  # not past the CPUs
+    assert workers.count("auto", served=True, placement={}, schedule=light, auto_cap=3) == 1  # light: one, as here
+    assert workers.count(3, served=True, placement={}, schedule=heavy, auto_cap=1) == 3  # asked for: given
+    assert workers.count("auto", served=False, placement={}, schedule=heavy, auto_cap=4) == 1  # in-process: one
+
+
 def test_held_needs_the_rate_no_errors_and_the_lag_rule():
     ok = LagCheck(limit_ms=5.0, n=1000, n_late=3, critical=16, ok=True)
     late = replace(ok, n_late=40, ok=False)
@@ -123,6 +134,12 @@ def test_merged_worker_records_equal_one_process_records(tmp_path):
         assert min(lags_ms) >= 0 and sorted(lags_ms)[len(lags_ms) // 2] < 5.0, lags_ms
         for w in run.loadgen.workers:
             assert w["exit"] == "done" and w["cpu_s"] > 0 and w["lag_p99_ms"] is not None
+
+
+def test_an_auto_cap_that_is_not_a_whole_number_of_workers_is_refused(tmp_path):
+    for bad in (0, 1.5, True):
+        with pytest.raises(BenchError, match="auto_workers_cap must be a whole number >= 1"):
+            BenchConfig(scenario="chat", engine="fake", out_dir=tmp_path, auto_workers_cap=bad)
 
 
 def test_more_workers_than_one_for_an_in_process_engine_is_refused(tmp_path):

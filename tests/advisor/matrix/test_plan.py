@@ -81,16 +81,16 @@ def test_missing_and_malformed_files(tmp_path):
 
 
 def test_a_cells_workers_hold_a_core_each_and_only_a_served_engine_gets_several(tmp_path):
-    from advisor.matrix.cell import _workers
+    from advisor.matrix.cell import _auto_cap
 
     served = {"engine": "openai", "options": {"url": "http://127.0.0.1:9"}}
     plan = load_plan(write_plan(tmp_path, [{"name": "w3", "workers": 3, **served}, {"name": "auto", **served},
                                            {"name": "inproc"}]))
     assert plan.cell("w3").requirement()["CPU"] == 3.0 and plan.cell("auto").cpus() == 1.0
-    assert _workers(plan.cell("w3"), cpus_held=8) == 3
-    assert _workers(plan.cell("auto"), cpus_held=None) == "auto"  # here: one per client CPU, as `advisor bench`
-    assert _workers(plan.cell("auto"), cpus_held=1) == 1  # on Ray: no more than the CPUs the cell holds
-    assert _workers(plan.cell("inproc"), cpus_held=4) == "auto"  # one driver whatever it holds
+    assert _auto_cap(plan.cell("w3"), cpus_held=8) is None  # asked for: given
+    assert _auto_cap(plan.cell("auto"), cpus_held=None) is None  # here: as `advisor bench`, by affinity
+    assert _auto_cap(plan.cell("auto"), cpus_held=1) == 1  # on Ray: no more than the CPUs the cell holds
+    assert _auto_cap(plan.cell("auto"), cpus_held=2.5) == 2
     with pytest.raises(PlanError) as e:
         load_plan(write_plan(tmp_path, [{"name": "zero", "workers": 0, **served},
                                         {"name": "few", "workers": 4, "resources": {"CPU": 2}, **served},
