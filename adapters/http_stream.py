@@ -25,43 +25,10 @@ import urllib.parse
 import zlib
 from collections import deque
 
+from adapters.deadlines import EXPIRED, Deadlines
+from adapters.http_response import HTTPError, HTTPTimeout, Response, parse_head_cached, wake
 
-class HTTPError(Exception):
-    """The connection failed or the server broke HTTP framing (the adapter's `connection` kind)."""
-
-
-class Response:
-    """One response as it arrives: head, then body reads with their arrival times."""
-
-    __slots__ = ("status", "reason", "headers", "reads", "complete", "error", "_wake")
-
-    def __init__(self) -> None:
-        self.status = 0
-        self.reason = ""
-        self.headers: dict[str, str] = {}  # lower-case names; a repeated header keeps the last value
-        self.reads: list[tuple[int, bytes]] = []  # decoded body bytes per socket read, with arrival time
-        self.complete = False
-        self.error: HTTPError | None = None  # the exchange failed (set instead of `complete`)
-        self._wake: asyncio.Future[None] | None = None
-
-    @property
-    def content_type(self) -> str:
-        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-
-    def text(self, limit: int) -> str:
-        return b"".join(r[1] for r in self.reads)[:limit * 4].decode("utf-8", errors="replace")[:limit]
-
-    async def more(self) -> None:
-        """Wait for the next wake-up: more reads holding the marker, or the end. Raises HTTPError on failure."""
-        if not self.complete and self.error is None:
-            await self._wake_future()
-        if self.error is not None:
-            raise self.error
-
-    def _wake_future(self) -> asyncio.Future[None]:
-        if self._wake is None or self._wake.done():
-            self._wake = asyncio.get_running_loop().create_future()
-        return self._wake
+__all__ = ["HTTPError", "HTTPTimeout", "Pool", "Response"]
 
 
 class _Conn(asyncio.Protocol):
@@ -121,7 +88,7 @@ class _Conn(asyncio.Protocol):
                 body = self._unzip.decompress(body)
             resp.reads.append((t_ns, body))
             if self.wake_on is not None and self.wake_on in body:
-                _wake(resp)
+                wake(resp)
         if self._mode == -1:
             self._finish()
 
@@ -135,40 +102,17 @@ class _Conn(asyncio.Protocol):
             self._buf = buf
             return b""
         self._buf = b""
-        lines = buf[:end].decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ", 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
-            raise HTTPError(f"not an HTTP/1.x response: {lines[0][:80]!r}")
-        status = int(parts[1])
         rest = buf[end + 4:]
+        status, reason, headers, keep, encoding, mode, left = parse_head_cached(buf[:end])
         if 100 <= status < 200:  # an interim head (100 Continue): the real one follows
             return self._head(rest) if rest else b""
         resp = self.resp
         assert resp is not None
-        resp.status, resp.reason = status, parts[2] if len(parts) > 2 else ""
-        headers = resp.headers
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-        self._keep = parts[0] != "HTTP/1.0" and headers.get("connection", "").lower() != "close"
-        encoding = headers.get("content-encoding", "identity").lower()
-        if encoding in ("gzip", "deflate"):
+        resp.status, resp.reason, resp.headers = status, reason, dict(headers)
+        self._keep, self._mode, self._left = keep, mode, left
+        if encoding is not None:
             self._unzip = zlib.decompressobj(wbits=47 if encoding == "gzip" else 15)
-        elif encoding != "identity":
-            raise HTTPError(f"unsupported Content-Encoding {encoding!r}")
-        if status in (204, 304):
-            self._mode = -1
-        elif "chunked" in headers.get("transfer-encoding", "").lower():
-            self._mode, self._left = 2, 0
-        elif "content-length" in headers:
-            try:
-                self._left = int(headers["content-length"])
-            except ValueError:
-                raise HTTPError(f"bad Content-Length {headers['content-length']!r}") from None
-            self._mode = 1 if self._left > 0 else -1
-        else:
-            self._mode, self._keep = 3, False
-        if self._mode == -1:
+        if mode == -1:
             self._finish()
         return rest
 
@@ -248,7 +192,9 @@ class _Conn(asyncio.Protocol):
         assert resp is not None
         resp.complete = True
         self.resp = None
-        _wake(resp)
+        wake(resp)
+        if resp._deadline is not None:
+            Deadlines.done(resp._deadline)
         if self._keep and not self.closed:
             self.pool._release(self)
         else:
@@ -260,25 +206,34 @@ class _Conn(asyncio.Protocol):
             return
         self.resp = None
         resp.error = error
-        _wake(resp)
+        wake(resp)
+        if resp._deadline is not None:
+            Deadlines.done(resp._deadline)
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
             if self.transport is not None:
                 self.transport.abort()
+        resp = self.resp
+        if resp is not None and resp._deadline is not None:  # abandoned: its deadline no longer matters
+            Deadlines.done(resp._deadline)
 
 
-def _wake(resp: Response) -> None:
-    fut = resp._wake
-    if fut is not None and not fut.done():
-        fut.set_result(None)
+def _expire(item: tuple[_Conn, Response] | None) -> None:
+    """An exchange's deadline passed: fail its response and drop its connection."""
+    if item is None:
+        return  # still acquiring a connection: _acquire's own timeout covers that
+    conn, resp = item
+    if conn.resp is resp:
+        conn._fail(HTTPTimeout(f"no complete response within {conn.pool.timeout_s:g} s"))
+        conn.close()
 
 
 class Pool:
     """Keep-alive connections to one server, bound to the event loop that made it."""
 
-    def __init__(self, url: str, limit: int = 0) -> None:
+    def __init__(self, url: str, limit: int = 0, timeout_s: float = 0) -> None:
         p = urllib.parse.urlsplit(url)
         self.url = url
         self.host = p.hostname or "127.0.0.1"
@@ -286,52 +241,84 @@ class Pool:
         self.port = p.port or (443 if self.tls else 80)
         self.host_header = p.netloc.rpartition("@")[2]
         self.limit = limit  # most open connections (0: none)
+        self.timeout_s = timeout_s  # an exchange not ended this long after send() began fails with HTTPTimeout (0: none)
         self.loop = asyncio.get_running_loop()
+        self._deadlines = Deadlines(timeout_s, _expire) if timeout_s > 0 else None
         self._idle: list[_Conn] = []
         self._open: set[_Conn] = set()
         self._connecting = 0  # connections being opened (they count against the limit already)
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._ssl = ssl.create_default_context() if self.tls else None
         self._heads: dict[tuple[str, ...], bytes] = {}  # request heads without their Content-Length value
+        self.prefixes: dict[str, bytes] = {}  # the caller's own cache of head_prefix() results (by path)
 
     def head(self, method: str, path: str, headers: dict[str, str], n_body: int) -> bytes:
         """The request head for `path` with these extra headers and a body of n_body bytes."""
+        return self.head_prefix(method, path, headers) + b"%d\r\n\r\n" % n_body
+
+    def head_prefix(self, method: str, path: str, headers: dict[str, str]) -> bytes:
+        """The request head up to the Content-Length value: add `b"%d\\r\\n\\r\\n" % len(body)` and the body."""
         key = (method, path, *headers.items())
         prefix = self._heads.get(key)
         if prefix is None:
             lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host_header}", "User-Agent: advisor", "Accept: */*"]
             lines += [f"{k}: {v}" for k, v in headers.items()]
             prefix = self._heads[key] = ("\r\n".join(lines) + "\r\nContent-Length: ").encode("latin-1")
-        return prefix + b"%d\r\n\r\n" % n_body
+        return prefix
 
     async def send(self, request: bytes, wake_on: bytes | None = None) -> tuple[Response, _Conn]:
         """Send one request; returns its Response once it has ended (or a read held `wake_on`) and its connection.
 
         A reused connection that the server closed before answering is retried once on a new one (the server
-        dropped an idle keep-alive connection just as it was used). Raises HTTPError.
+        dropped an idle keep-alive connection just as it was used). Raises HTTPError (HTTPTimeout when the
+        pool's timeout passed before the response ended, also while waiting in `Response.more()`).
         """
-        for attempt in range(2):
-            conn = await self._acquire()
-            resp = Response()
-            fut = resp._wake_future()
-            conn.start(resp, request, wake_on)
-            try:
-                await fut
-            except BaseException:  # timeout or cancel: the exchange is abandoned mid-way
-                conn.close()
-                raise
-            if resp.error is not None:
-                if attempt == 0 and conn.used > 1 and not conn.got_bytes:
-                    continue
-                raise resp.error
-            return resp, conn
+        deadline = self._deadlines.add(None) if self._deadlines is not None else None
+        try:
+            for attempt in range(2):
+                conn = self._idle_conn() or await self._acquire(deadline)
+                resp = Response()
+                fut = resp._wake_future()
+                if deadline is not None:
+                    if deadline[2] == EXPIRED:  # passed while the connection was being made
+                        self._release(conn)
+                        raise HTTPTimeout(f"no connection within {self.timeout_s:g} s")
+                    deadline[1] = (conn, resp)
+                    resp._deadline = deadline
+                conn.start(resp, request, wake_on)
+                try:
+                    await fut
+                except BaseException:  # timeout or cancel: the exchange is abandoned mid-way
+                    conn.close()
+                    raise
+                if resp.error is not None:
+                    if attempt == 0 and conn.used > 1 and not conn.got_bytes and type(resp.error) is HTTPError:
+                        continue
+                    raise resp.error
+                return resp, conn
+        except BaseException:
+            if deadline is not None:
+                Deadlines.done(deadline)  # nothing waits on it any more
+            raise
         raise AssertionError("unreachable")
 
-    async def _acquire(self) -> _Conn:
+    def _idle_conn(self) -> _Conn | None:
         while self._idle:
             conn = self._idle.pop()
             if not conn.closed:
                 return conn
+        return None
+
+    async def _acquire(self, deadline: list | None) -> _Conn:
+        if deadline is None:
+            return await self._new_conn()
+        try:  # rare (a new connection, or a wait under the limit): asyncio's own timeout is cheap enough here
+            async with asyncio.timeout_at(deadline[0]):
+                return await self._new_conn()
+        except TimeoutError:
+            raise HTTPTimeout(f"no connection within {self.timeout_s:g} s") from None
+
+    async def _new_conn(self) -> _Conn:
         while self.limit and len(self._open) + self._connecting >= self.limit:
             waiter = self.loop.create_future()
             self._waiters.append(waiter)
@@ -369,6 +356,8 @@ class Pool:
 
     def close(self) -> None:
         """Close every connection (call on the pool's own loop)."""
+        if self._deadlines is not None:
+            self._deadlines.close()
         for conn in list(self._open):
             conn.close()
         self._open.clear()

@@ -239,37 +239,40 @@ class OpenAIAdapter(Adapter):
         path = "/v1/chat/completions" if self.endpoint == "chat" else "/v1/completions"
         pool = self._pool()
         data = json_codec.dumps(body)
-        request = pool.head("POST", path, self._request_headers(), len(data)) + data
+        prefix = pool.prefixes.get(path)  # the headers (API key included) are read once per pool, not per request
+        if prefix is None:
+            prefix = pool.prefixes[path] = pool.head_prefix("POST", path, self._request_headers())
+        request = b"%b%d\r\n\r\n%b" % (prefix, len(data), data)
         resp: Response | None = None
         conn = None
         try:
-            async with asyncio.timeout(self.timeout_s):
-                # woken early by an error event inside a stream that stays open
-                resp, conn = await pool.send(request, wake_on=b'"error"')
-                if resp.status >= 400 or resp.content_type == "application/json":
-                    while not resp.complete:
-                        await resp.more()
-                    if resp.status >= 400:
-                        text = resp.text(300)
-                        if self.shape.learn(resp.status, text, body):
-                            return False
-                        kind: ErrorKind = ("http_429" if resp.status == 429 else
-                                           "http_5xx" if resp.status >= 500 else "http_4xx")
-                        raise AdapterError(kind, self._redact(f"HTTP {resp.status} from {path}: {text}"))
-                    raise AdapterError("stream", "server answered JSON, not an event stream (no streaming?): "
-                                       f"{resp.text(200)}")
-                decoder = SSEDecoder()
-                seen = 0
-                while True:
-                    reads = resp.reads
-                    for t_ns, raw in reads[seen:] if seen else reads:
-                        if not (decoder.idle() and counter.feed_read(raw, t_ns)):
-                            counter.feed_many(decoder.feed(raw), t_ns)
-                    seen = len(reads)
-                    if resp.complete:
-                        break
+            # the pool times the exchange out (timeout_s): HTTPTimeout, a TimeoutError
+            # woken early by an error event inside a stream that stays open
+            resp, conn = await pool.send(request, wake_on=b'"error"')
+            if resp.status >= 400 or resp.content_type == "application/json":
+                while not resp.complete:
                     await resp.more()
-                counter.feed_many(decoder.flush(), time.perf_counter_ns())
+                if resp.status >= 400:
+                    text = resp.text(300)
+                    if self.shape.learn(resp.status, text, body):
+                        return False
+                    kind: ErrorKind = ("http_429" if resp.status == 429 else
+                                       "http_5xx" if resp.status >= 500 else "http_4xx")
+                    raise AdapterError(kind, self._redact(f"HTTP {resp.status} from {path}: {text}"))
+                raise AdapterError("stream", "server answered JSON, not an event stream (no streaming?): "
+                                   f"{resp.text(200)}")
+            decoder = SSEDecoder()
+            seen = 0
+            while True:
+                reads = resp.reads
+                for t_ns, raw in reads[seen:] if seen else reads:
+                    if not (decoder.idle() and counter.feed_read(raw, t_ns)):
+                        counter.feed_many(decoder.feed(raw), t_ns)
+                seen = len(reads)
+                if resp.complete:
+                    break
+                await resp.more()
+            counter.feed_many(decoder.flush(), time.perf_counter_ns())
         except AdapterError as e:
             raise AdapterError(e.kind, self._redact(str(e))) from None
         except TimeoutError as e:
@@ -329,7 +332,7 @@ class OpenAIAdapter(Adapter):
             _raise_open_files_limit()
             if pool is not None:
                 pool.detach()  # belongs to another (finished) loop
-            pool = self._http = Pool(self.url, self.max_connections)
+            pool = self._http = Pool(self.url, self.max_connections, self.timeout_s)
         return pool
 
     def _find_metrics(self) -> str | None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from adapters.base import Adapter, AdapterError, Chunk, RequestSpec
+from adapters.deadlines import DONE, EXPIRED, Deadlines
 from advisor.records import RequestRecord
 from scenarios.types import Schedule
 
@@ -96,17 +97,31 @@ async def _drive(adapter: Adapter, schedule: Schedule, records: list[RequestReco
     if start_ns is not None:
         await _sleep_until(start_ns - _PREFETCH_MARGIN_NS)  # the first prompts are built just before t0
 
+    # one timer for every request's timeout (adapters.deadlines): asyncio.timeout() per request cost ~3% of the core
+    deadlines = Deadlines(timeout_s, _expire)
+    current_task = asyncio.current_task
+
     async def one(rec: RequestRecord, spec: RequestSpec, keep: list[Chunk] | None = None) -> None:
         nonlocal done
+        task = current_task()
+        assert task is not None
+        cancelling = task.cancelling()
+        deadline = deadlines.add(task)
         try:
-            async with asyncio.timeout(timeout_s):
-                await _stream_into(adapter, rec, spec, t0, keep)
-        except TimeoutError:
-            rec.error_kind, rec.error = "timeout", f"no complete answer within {timeout_s:g} s"
+            await _stream_into(adapter, rec, spec, t0, keep)
         except asyncio.CancelledError:
+            # the deadline cancelled it and nothing else did: a timeout (as asyncio.timeout() decides it)
+            if deadline[2] == EXPIRED:
+                deadline[2] = DONE
+                if task.uncancel() <= cancelling:
+                    rec.error_kind, rec.error = "timeout", f"no complete answer within {timeout_s:g} s"
+                    return
             rec.error_kind, rec.error = "cancelled", "the run was stopped before this request finished"
             raise
         finally:
+            if deadline[2] == EXPIRED:  # it passed as the request ended anyway: take its cancel back
+                task.uncancel()
+            deadline[2] = DONE
             rec.t_end_ns = time.perf_counter_ns() - t0
             if rec.error_kind != "cancelled":
                 done += 1
@@ -143,10 +158,16 @@ async def _drive(adapter: Adapter, schedule: Schedule, records: list[RequestReco
             t.cancel()
         if tasks:
             await asyncio.gather(*list(tasks), return_exceptions=True)
+        deadlines.close()
     for rec in records:  # requests never sent because the run stopped early
         if rec.t_send_ns is None and rec.error_kind is None:
             rec.error_kind, rec.error = "cancelled", "never sent: the run stopped first"
     return LoadResult(records, t0, (time.perf_counter_ns() - t0) / 1e9, interrupted, done)
+
+
+def _expire(task: asyncio.Task[None]) -> None:
+    """A request's deadline passed: cancel the task awaiting it (`one` turns that into a timeout)."""
+    task.cancel()
 
 
 def cancel_handled() -> str:
