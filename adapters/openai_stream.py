@@ -44,6 +44,8 @@ def spread(counts: Sequence[int], total: int, weights: Sequence[float]) -> list[
         return out
     if diff > 0 and min(weights) == max(weights) and weights[0] > 0:  # equal weights: the same result, directly
         base, extra = divmod(diff, len(out))
+        if not extra:
+            return [c + base for c in out]
         return [c + base + (1 if i < extra else 0) for i, c in enumerate(out)]
     w = list(weights) if diff > 0 else [float(c) for c in out]  # removing: in proportion to what each has
     if sum(w) <= 0:
@@ -203,15 +205,15 @@ class StreamCounter:
 
         Without usage, a `finish_reason` of "length" still tells the total: the request ran to `max_tokens`.
         """
-        if not self._events:
+        events = self._events
+        if not events:
             raise AdapterError("stream", "stream ended without any output token")
-        texts = [e[1] for e in self._events]
-        weights = [float(len(t)) for t in texts]
+        texts = [e[1] for e in events]
         total = self.final_total
         if total is None and self.finish_reason == "length" and max_tokens is not None:
             total = max_tokens
-        cumulative = [e[2] for e in self._events]
-        if all(c is not None for c in cumulative):
+        cumulative = [e[2] for e in events]
+        if None not in cumulative:
             counts, prev = [], 0
             for c in cumulative:
                 assert c is not None
@@ -229,23 +231,25 @@ class StreamCounter:
             counts = [1 if t else 0 for t in texts]
             self.source = "client_chunks"
         if total is not None:
-            counts = spread(counts, total, weights)
+            counts = spread(counts, total, [float(len(t)) for t in texts])
         if sum(counts) == 0:
             raise AdapterError("stream", "stream ended without any output token (the server counted 0)")
-        client = len(self.token_ends("".join(texts))) if self.token_ends is not None else sum(1 for t in texts if t)
-        last = len(self._events) - 1
+        client = len(self.token_ends("".join(texts))) if self.token_ends is not None else len(texts) - texts.count("")
         source = self.source
         chunks: list[Chunk] = []
-        same: dict[tuple[int, int, str], Chunk] = {}  # chunks are immutable: equal ones (one read) are shared
-        for i, ((t, text, _), n) in enumerate(zip(self._events, counts, strict=True)):
-            if i == last:
-                chunks.append(Chunk(t, n, text or None, n_prompt=self.n_prompt, n_out_total=total,
-                                    n_out_client=client, token_source=source))
-                continue
-            chunk = same.get((t, n, text))
-            if chunk is None:
-                chunk = same[(t, n, text)] = Chunk(t, n, text or None, token_source=source)
-            chunks.append(chunk)
+        append = chunks.append
+        # chunks are immutable: consecutive equal ones (the events of one read) share one object
+        chunk = Chunk(-1, -1)
+        last = len(events) - 1
+        for i in range(last):
+            t, text, _ = events[i]
+            n = counts[i]
+            if t != chunk.t_ns or n != chunk.n_tokens or (text or None) != chunk.text:
+                chunk = Chunk(t, n, text or None, token_source=source)
+            append(chunk)
+        t, text, _ = events[last]
+        append(Chunk(t, counts[last], text or None, n_prompt=self.n_prompt, n_out_total=total, n_out_client=client,
+                     token_source=source))
         return chunks
 
     @property

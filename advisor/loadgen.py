@@ -34,6 +34,11 @@ _NAP_S = 50e-6  # then nap this long (the kernel adds its timer slack, ~50 us)
 _NAP_NS = 150_000  # but only while the send is further away than one nap can overshoot
 # Young-generation garbage collection interval while a run is on (see _young_gc_only).
 _GC_INTERVAL_S = 0.5
+# Requests already late are started together, at most this many per turn of the loop: their sends then go out
+# back to back, ahead of the answers waiting to be read (their arrival times are stamped as they are received,
+# so reading them a little later changes no measurement), and the client catches up after a stall at the rate it
+# can send rather than the rate it can send and read.
+_BURST_MAX = 16
 # Prompts built ahead of their send time: at most this many, and only while the next send is this far away.
 PREFETCH_MAX = 64
 _PREFETCH_MARGIN_NS = 3_000_000
@@ -219,10 +224,16 @@ async def _stream_into(adapter: Adapter, rec: RequestRecord, spec: RequestSpec, 
     n_client: int | None = None
     # per chunk: its arrival time and token count, and the few fields an adapter sets on some chunks only
     chunk_t, chunk_tokens, engine_t = rec.chunk_t_ns.append, rec.chunk_tokens.append, rec.chunk_t_engine_ns.append
+    prev: Chunk | None = None
     try:
         async for ch in adapter.stream(spec):
             if keep is not None:
                 keep.append(ch)
+            if ch is prev and ch.t_engine_ns is None:  # the same chunk again (one read's events): only its time and count
+                chunk_t(ch.t_ns - t0)
+                chunk_tokens(ch.n_tokens)
+                continue
+            prev = ch
             chunk_t(ch.t_ns - t0)
             chunk_tokens(ch.n_tokens)
             if ch.t_engine_ns is not None:
@@ -247,12 +258,13 @@ async def _stream_into(adapter: Adapter, rec: RequestRecord, spec: RequestSpec, 
             rec.chunk_t_engine_ns.clear()  # only some chunks had one: keep none rather than misalign
 
 
-async def _sleep_until(t_target_ns: int) -> None:
+async def _sleep_until(t_target_ns: int, idle: Callable[[], bool] | None = None) -> None:
     """Until t_target_ns; always yields to the loop at least once, so requests already due go out first.
 
     The last _SPIN_S are spent yielding to the loop (it serves I/O meanwhile); when a turn of the loop
-    found nothing else to do, the thread naps _NAP_S so an idle client does not burn its core (its CPU
-    per request stays a real figure), at the cost of a chunk stamped up to ~0.1 ms late in an idle moment.
+    found nothing else to do, `idle()` may do a small piece of work ahead of time (it says whether it did),
+    else the thread naps _NAP_S so an idle client does not burn its core (its CPU per request stays a
+    real figure), at the cost of a chunk stamped up to ~0.1 ms late in an idle moment.
     """
     delay = (t_target_ns - time.perf_counter_ns()) / 1e9
     if delay > _SPIN_S:
@@ -263,7 +275,8 @@ async def _sleep_until(t_target_ns: int) -> None:
         await asyncio.sleep(0)
         after = time.perf_counter_ns()
         if after - now < _IDLE_TURN_NS and t_target_ns - after > _NAP_NS:
-            time.sleep(_NAP_S)
+            if idle is None or not idle():
+                time.sleep(_NAP_S)
             after = time.perf_counter_ns()
         now = after
 
@@ -273,14 +286,31 @@ async def _open_loop(records: list[RequestRecord], specs: SpecSource, one, t0: i
     order = sorted(range(len(records)), key=lambda i: records[i].t_sched_ns)
     ahead: dict[int, RequestSpec] = {}
     built = 0  # position in `order` of the next prompt to build
+    burst = 0  # requests started in this turn of the loop
+    k = 0
+
+    def build_one() -> bool:
+        """In an idle moment before a send: the next prompt ahead, if fewer than PREFETCH_MAX are."""
+        nonlocal built
+        if built >= len(order) or built >= k + PREFETCH_MAX:
+            return False
+        ahead[order[built]] = specs(order[built])
+        built += 1
+        return True
+
     for k, i in enumerate(order):
         due = t0 + records[i].t_sched_ns
         # build this request's prompt, then the next ones while the send is still comfortably far away
+        # (and in idle moments while waiting for it: build_one), so sends after a stall find theirs built
         while built < len(order) and (built <= k or (built < k + PREFETCH_MAX
                                                      and due - time.perf_counter_ns() > _PREFETCH_MARGIN_NS)):
             ahead[order[built]] = specs(order[built])
             built += 1
-        await _sleep_until(due)
+        if burst < _BURST_MAX and due <= time.perf_counter_ns():
+            burst += 1  # late already (the loop stalled): sent in this same turn, before any answer is read
+        else:
+            await _sleep_until(due, build_one)
+            burst = 1
         task = asyncio.create_task(one(records[i], ahead.pop(i)))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
