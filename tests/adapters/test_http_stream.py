@@ -165,3 +165,37 @@ def test_detach_after_the_loop_ended_closes_the_connection_without_raising():
     t.join(6)
     listener.close()
     assert eof.is_set(), "the server never saw the connection end"
+
+
+def test_the_pool_times_out_an_exchange_that_does_not_end_and_drops_its_connection():
+    from adapters.http_stream import HTTPTimeout
+
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 100\r\n\r\n"
+
+    async def go():
+        seen: list[bytes] = []
+        # the answer stops half-way, then the server waits (30 empty writes, 10 ms apart): the pool's deadline ends it
+        server, url = await _serve([[head + b"data: a\n\n"] + [b""] * 30], seen)
+        async with server:
+            pool = Pool(url, timeout_s=0.1)
+            loop = asyncio.get_running_loop()
+            t0 = loop.time()
+            with pytest.raises(HTTPTimeout, match="within 0.1 s"):
+                resp, _ = await pool.send(pool.head("POST", "/", {}, 2) + b"{}", wake_on=b"never")
+            assert 0.09 <= loop.time() - t0 < 0.3
+            assert not pool._idle or all(c.closed for c in pool._idle)  # never reused
+            assert pool._deadlines.pending() == 0
+            pool.close()
+
+    asyncio.run(go())
+
+
+def test_response_heads_are_parsed_once_per_distinct_head():
+    from adapters.http_response import HEADS_CACHE, parse_head_cached
+
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 5\r\nX-Test-Cache: 1"
+    first = parse_head_cached(head)
+    assert first[:2] == (200, "OK") and first[2]["x-test-cache"] == "1" and first[5:] == (1, 5)
+    assert parse_head_cached(bytes(head)) is first and head in HEADS_CACHE
+    with pytest.raises(HTTPError, match="not an HTTP/1.x response"):
+        parse_head_cached(b"SPDY/3 200 OK")
