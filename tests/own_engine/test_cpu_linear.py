@@ -40,3 +40,32 @@ def test_packed_engine_generates_what_the_plain_one_does(tmp_path, preset) -> No
     sp = SamplingParams(max_tokens=24, ignore_eos=True)
     assert packed.generate(PROMPTS, sp) == plain.generate(PROMPTS, sp)
     assert sum(isinstance(m, PackedLinear) for m in packed.model.modules()) == packed.num_packed_linears > 0
+
+
+_CAPS_PROBE = """
+import os, torch
+from own_engine.cpu_linear import pack_linears
+from own_engine.loader import load_model
+model = load_model({path!r}, device="cpu")
+n = pack_linears(model)
+print(n, os.environ.get("ONEDNN_PRIMITIVE_CACHE_CAPACITY"), os.environ.get("LRU_CACHE_CAPACITY"))
+"""
+
+
+@pytest.mark.parametrize("user_value", [None, "7"])
+def test_packing_caps_the_per_shape_caches_unless_the_user_set_them(tmp_path, user_value) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from own_engine.cpu_linear import PRIMITIVE_CACHE_CAPACITY
+    from own_engine.create import create_model
+
+    path = create_model("tiny-llama2", "tiny-llama2", root=tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")}
+    if user_value is not None:
+        env["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] = user_value
+    out = subprocess.run([sys.executable, "-c", _CAPS_PROBE.format(path=str(path))], env=env, check=True,
+                         capture_output=True, text=True).stdout.split()
+    assert int(out[0]) > 0  # the linears were packed
+    assert out[1:] == [user_value or str(PRIMITIVE_CACHE_CAPACITY), str(PRIMITIVE_CACHE_CAPACITY)]
