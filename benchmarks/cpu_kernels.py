@@ -8,7 +8,9 @@ Per thread count, medians over --repeats after a warm-up:
   and read bandwidth (a sum over it);
 - GEMV: one token through every linear layer of the preset's shape plus the LM head (random weights of the
   same shapes: qkv, o, gate_up, down per layer), through plain F.linear (MKL) and through oneDNN with packed
-  weights (own_engine.cpu_linear's op), in ms and in GB/s of weights read;
+  weights (own_engine.cpu_linear's op), in ms and in GB/s of weights read; beside them the same weights read
+  one tensor at a time (a `sum` over each), the rate a GEMV over the model's separate tensors can hope for
+  (`benchmarks/linear_layouts.py` compares kernels by row count);
 - GEMM: a 128-token prefill-shaped product (128 x hidden by hidden x 2 ffn), in GFLOPS.
 CPU steal time over each thread count comes from /proc/stat, and the CPU model, flags of note and the boot
 time are recorded, so two runs can be told apart as machines. Prints one JSON document.
@@ -93,6 +95,8 @@ def measure(threads: int, weights: list[torch.Tensor], packed: list[torch.Tensor
     r: dict = {"threads": threads}
     r["copy_gbs"] = 2 * src.numel() * 4 / median_s(lambda: dst.copy_(src), repeats) / 1e9
     r["read_gbs"] = src.numel() * 4 / median_s(src.sum, repeats) / 1e9
+    s = median_s(lambda: [w.sum() for w in weights], repeats)
+    r["read_each_ms"], r["read_each_gbs"] = s * 1e3, wbytes / s / 1e9
     s = median_s(lambda: [F.linear(xs[w.shape[1]], w) for w in weights], repeats)
     r["gemv_mkl_ms"], r["gemv_mkl_gbs"] = s * 1e3, wbytes / s / 1e9
     if packed is not None:
@@ -132,6 +136,7 @@ def main() -> None:
     results = [measure(t, weights, packed, big, gemm, args.repeats, args.threads) for t in sorted({1, args.threads})]
     for r in results:
         print(f"threads {r['threads']}: copy {r['copy_gbs']:.1f} GB/s, read {r['read_gbs']:.1f} GB/s, "
+              f"read tensor by tensor {r['read_each_ms']:.1f} ms ({r['read_each_gbs']:.1f} GB/s), "
               f"GEMV MKL {r['gemv_mkl_ms']:.1f} ms ({r['gemv_mkl_gbs']:.1f} GB/s)"
               + (f", oneDNN packed {r['gemv_onednn_ms']:.1f} ms ({r['gemv_onednn_gbs']:.1f} GB/s)" if onednn else "")
               + (f", numpy {r['gemv_numpy_ms']:.1f} ms ({r['gemv_numpy_gbs']:.1f} GB/s)" if "gemv_numpy_ms" in r else "")
