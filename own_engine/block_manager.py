@@ -8,9 +8,13 @@ sequence takes the block right after its last one when that is free. A
 sequence whose blocks form one run (`kv_contiguous`) can be attended to
 through a view of the cache instead of a gathered copy. No prefix sharing
 (nano-vllm's hash-based prefix cache is left out): every block has one owner.
+`on_free`, when given, is called with the blocks of every sequence freed (the
+engine releases their memory pages on CPU: `memory_release.KVPageRelease`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -18,10 +22,11 @@ from own_engine.sequence import Sequence
 
 
 class BlockManager:
-    def __init__(self, num_blocks: int, block_size: int) -> None:
+    def __init__(self, num_blocks: int, block_size: int, on_free: Callable[[list[int]], None] | None = None) -> None:
         assert num_blocks > 0 and block_size > 0
         self.num_blocks = num_blocks
         self.block_size = block_size
+        self.on_free = on_free
         self.free = np.ones(num_blocks, dtype=bool)
         self.num_free = num_blocks
 
@@ -52,6 +57,8 @@ class BlockManager:
             assert not self.free[block], f"block {block} freed twice"
             self.free[block] = True
         self.num_free += len(seq.block_table)
+        if self.on_free is not None and seq.block_table:
+            self.on_free(list(seq.block_table))
         seq.block_table.clear()
         seq.kv_contiguous = False
 

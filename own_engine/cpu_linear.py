@@ -32,7 +32,7 @@ from torch import nn
 from own_engine.model import Linear, LlamaModel
 
 BATCH_HINT = 64  # oneDNN picks its weight layout for this many rows; measured best over 1-300 row products
-PRIMITIVE_CACHE_CAPACITY = 64  # oneDNN primitives (and ideep's cached ops) kept per process, each cache
+PRIMITIVE_CACHE_CAPACITY = 16  # oneDNN primitives (and ideep's cached ops) kept per process, each cache
 
 
 def cap_primitive_caches(capacity: int = PRIMITIVE_CACHE_CAPACITY) -> None:

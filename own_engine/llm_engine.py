@@ -72,7 +72,8 @@ class LLMEngine:
     by default enough for `max_num_seqs` sequences of `max_model_len` tokens, but at most
     `kv_cache_memory_fraction` of the memory available when the engine starts (default: 0.8 of free GPU memory
     on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given. On CPU at fp32 the
-    linear layers run through oneDNN with packed weights (`cpu_linear`) unless `packed_linears=False`.
+    linear layers run through oneDNN with packed weights (`cpu_linear`) unless `packed_linears=False`. On CPU
+    (Linux) a freed KV block's pages go back to the OS unless `release_freed_kv=False` (`memory_release`).
     """
 
     def __init__(self, model_path: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
@@ -80,7 +81,7 @@ class LLMEngine:
                  max_model_len: int | None = None, block_size: int = 16, num_kv_blocks: int | None = None,
                  kv_cache_gb: float | None = None, kv_cache_memory_fraction: float | None = None,
                  threads: int | None = None, seed: int = 0, cuda_graphs: bool | None = None,
-                 packed_linears: bool = True) -> None:
+                 packed_linears: bool = True, release_freed_kv: bool = True) -> None:
         if threads is not None:
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
@@ -115,7 +116,9 @@ class LLMEngine:
         self.cuda_graphs = self.device.type == "cuda" if cuda_graphs is None else cuda_graphs
         self.runner = ModelRunner(self.model, num_blocks=self.num_kv_blocks, block_size=block_size,
                                   sampler=Sampler(cfg.eos_token_ids, seed), cuda_graphs=self.cuda_graphs,
-                                  max_num_seqs=max_num_seqs)
+                                  max_num_seqs=max_num_seqs, release_freed_kv=release_freed_kv)
+        if self.runner.release_blocks.enabled:
+            self.block_manager.on_free = self.runner.release_blocks
         if self.runner.graphs is not None:
             self.runner.graphs.capture_all()
         self.seqs: dict[int, Sequence] = {}
@@ -202,7 +205,7 @@ class LLMEngine:
         return {**describe_model(self), "block_size": self.block_size, "kv_blocks_total": self.num_kv_blocks,
                 "kv_cache_bytes": self.num_kv_blocks * self.block_size * kv_bytes_per_token(self.model),
                 "max_num_seqs": self.max_num_seqs, "max_num_batched_tokens": self.max_num_batched_tokens,
-                "cuda_graphs": self.cuda_graphs}
+                "cuda_graphs": self.cuda_graphs, "kv_page_release": self.runner.release_blocks.enabled}
 
 
 def describe_model(engine: LLMEngine | StaticBatchEngine) -> dict:

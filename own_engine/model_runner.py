@@ -8,9 +8,11 @@ uncomputed tokens (a decode, or a prompt's last chunk). On CUDA the same code
 runs with SDPA's fused kernels, and decode-only steps replay CUDA graphs
 (`cuda_graph.DecodeGraphs`) when `cuda_graphs` is on (the default on CUDA).
 
-On CPU the KV cache is allocated zeroed but untouched (calloc'd pages), so
-the process's memory grows with the blocks actually used, not with the
-cache's size.
+On CPU the KV cache is allocated zeroed but untouched (calloc'd pages, the
+cache page-aligned), so the process's memory grows with the blocks actually
+used, not with the cache's size; `release_blocks` hands a freed block's pages
+back (`memory_release.KVPageRelease`), so it shrinks again when they are
+freed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from own_engine.memory_release import KVPageRelease, page_aligned_zeros
 from own_engine.model import LlamaModel
 from own_engine.paged_attention import ChunkMeta, DecodeContext, PagedAttention, PagedMeta
 from own_engine.sampler import Sampler
@@ -32,16 +35,16 @@ def kv_bytes_per_token(model: LlamaModel) -> int:
 
 
 def lazy_zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """Zeros; on CPU backed by calloc'd memory, whose pages cost RSS only once written."""
+    """Zeros; on CPU page-aligned and backed by calloc'd memory, whose pages cost RSS only once written."""
     if device.type != "cpu":
         return torch.zeros(shape, dtype=dtype, device=device)
     nbytes = int(np.prod(shape)) * torch.empty((), dtype=dtype).element_size()
-    return torch.from_numpy(np.zeros(nbytes, dtype=np.uint8)).view(dtype).view(shape)
+    return page_aligned_zeros(nbytes).view(dtype).view(shape)
 
 
 class ModelRunner:
     def __init__(self, model: LlamaModel, *, num_blocks: int, block_size: int, sampler: Sampler,
-                 cuda_graphs: bool = False, max_num_seqs: int = 64) -> None:
+                 cuda_graphs: bool = False, max_num_seqs: int = 64, release_freed_kv: bool = True) -> None:
         cfg = model.cfg
         self.model = model
         self.device = model.embed_tokens.device
@@ -52,6 +55,8 @@ class ModelRunner:
                  cfg.head_dim)
         self.k_cache = lazy_zeros(shape, model.dtype, self.device)
         self.v_cache = lazy_zeros(shape, model.dtype, self.device)
+        # a freed block's pages go back to the OS (CPU, Linux); `release_blocks.enabled` says whether they do
+        self.release_blocks = KVPageRelease([self.k_cache, self.v_cache] if release_freed_kv else [])
         self.graphs = None
         if cuda_graphs:
             from own_engine.cuda_graph import DecodeGraphs
