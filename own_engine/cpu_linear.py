@@ -17,9 +17,12 @@ primitive cache and PyTorch's ideep cache keep up to 1024 of them, each
 holding buffers: every prompt length a server sees is a new shape, so with
 the defaults the engine's resident memory grew by ~0.5 MB per distinct shape
 (+170-250 MB over 100 chat requests on small-100m, 2026-11). The engine caps
-both caches at `PRIMITIVE_CACHE_CAPACITY` entries: the hot shapes (decode
-batches of 1..max_num_seqs rows, 5 linear shapes each) stay cached, a new
-prompt length pays its primitive's creation as it already did.
+both caches at `PRIMITIVE_CACHE_CAPACITY` entries (least recently used out):
+the shapes of the current decode batch size (5 linears) are used every step
+and stay cached, a new prompt length pays its primitive's creation as it
+already did. 16 entries instead of 64 took another ~35 MB off the peak at 8
+users with no measured slowdown at 1 or 8 users (benchmarks/RESULTS.md,
+"own_engine's peak RSS at 8 users: freed KV pages, caches at 16").
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ adjacent freed blocks as one range.
 Optional: without Linux's libc (another OS), nothing is released and the
 engine runs as before. (glibc malloc's heap also keeps a long prompt's freed
 activations resident; fixing its mmap threshold or trimming it gave that
-memory back but slowed serving by 16-45%: `benchmarks/own_rss.py`,
-benchmarks/RESULTS.md, so the engine leaves malloc alone.)
+memory back but served 14-45% slower in single probe runs, a cost not
+established either way: `benchmarks/own_rss.py`, benchmarks/RESULTS.md; the
+engine leaves malloc alone.)
 """
 
 from __future__ import annotations

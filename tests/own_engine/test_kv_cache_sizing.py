@@ -58,4 +58,7 @@ def test_cpu_cache_costs_memory_only_for_blocks_in_use(tiny_path) -> None:
     assert engine.runner.k_cache.numel() * 4 * 2 >= 2**30 - 2**20
     assert proc.memory_info().rss - before < 200 * 2**20
     assert engine.generate([[5, 6, 7]], SamplingParams(max_tokens=4, ignore_eos=True))[0]
-    assert engine.runner.k_cache[:, 0].abs().sum() > 0  # the first free block was used and written
+    # the first free block was used and written; once the request finished, its pages went back (Linux) and read zeros
+    released = engine.runner.release_blocks.enabled
+    assert bool(engine.runner.k_cache[:, 0].abs().sum() > 0) is not released
+    assert (engine.runner.release_blocks.num_released_bytes > 0) is released
