@@ -37,15 +37,15 @@ import torch.nn.functional as F
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.cpu_kernels import linear_weights  # noqa: E402
 from own_engine.cpu_linear import BATCH_HINT  # noqa: E402
-from own_engine.presets import get_preset  # noqa: E402
 
 SOURCE = Path(__file__).with_name("skinny_linear.c")
 
 
-def skinny_kernel() -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None:
+def skinny_kernel() -> tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], int] | None:
     """`skinny_linear.c` built and loaded after torch (so its libgomp is torch's), as f(x [M, K], w [N, K]) ->
-    [M, N]; None without a C compiler or without AVX2/FMA."""
+    [M, N] and the most rows it takes; None without a C compiler or without AVX2/FMA."""
     cc = shutil.which("cc")
     cpuinfo = Path("/proc/cpuinfo")
     flags = set(cpuinfo.read_text().split()) if cpuinfo.is_file() else set()
@@ -65,14 +65,7 @@ def skinny_kernel() -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | No
         fn(x.data_ptr(), w.data_ptr(), None, y.data_ptr(), x.shape[0], w.shape[0], w.shape[1])
         return y
 
-    linear.max_rows = max_rows  # type: ignore[attr-defined]
-    return linear
-
-
-def linear_shapes(preset: str) -> list[tuple[int, int]]:
-    p = get_preset(preset)
-    h, kv, ff = p.hidden_size, p.head_dim * p.num_key_value_heads, p.intermediate_size
-    return [(h + 2 * kv, h), (h, h), (2 * ff, h), (h, ff)] * p.num_hidden_layers + [(p.vocab_size, h)]
+    return linear, max_rows
 
 
 def main() -> None:
@@ -90,9 +83,10 @@ def main() -> None:
         ap.error("--rows, --threads and --rounds must be >= 1")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    weights = [torch.randn(n, k) / k**0.5 for n, k in linear_shapes(args.preset)]
+    weights = linear_weights(args.preset)
     packed = [torch.ops.mkldnn._reorder_linear_weight(w, BATCH_HINT) for w in weights]
-    skinny = skinny_kernel()
+    built = skinny_kernel()
+    skinny, max_rows = built if built is not None else (None, 0)
     wbytes = sum(w.numel() * 4 for w in weights)
     results = []
     for m in rows:
@@ -103,7 +97,7 @@ def main() -> None:
             "onednn_plain": lambda xs=xs: [torch.ops.mkldnn._linear_pointwise(x, w, None, "none", [], "")
                                            for w, x in zip(weights, xs, strict=True)],
         }
-        if skinny is not None and m <= skinny.max_rows:  # type: ignore[attr-defined]
+        if skinny is not None and m <= max_rows:
             for w, x in zip(weights[:4], xs[:4], strict=True):  # every shape once, before any timing
                 if not torch.allclose(skinny(x, w), F.linear(x, w), atol=1e-4, rtol=1e-4):
                     raise SystemExit(f"linear_layouts: the C kernel disagrees with F.linear at {m} rows")

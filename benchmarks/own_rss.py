@@ -75,6 +75,10 @@ def main() -> None:
     ap.add_argument("--trim-after-tokens", type=int, default=None,
                     help="malloc_trim(0) after every step that fed at least this many tokens")
     args = ap.parse_args()
+    if not Path(args.model).is_dir():
+        ap.error(f"--model: no model folder at {args.model}")
+    if min(args.users, args.requests, args.threads, args.every) < 1:
+        ap.error("--users, --requests, --threads and --every must be >= 1")
     if args.cache_cap is not None:
         os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] = os.environ["LRU_CACHE_CAPACITY"] = str(args.cache_cap)
     stages: list[dict] = []
@@ -147,10 +151,18 @@ def main() -> None:
         result["serve_s"] = time.perf_counter() - t0
         result["steps"] = engine.num_steps
 
-    t = threading.Thread(target=serve, name="own_engine")
+    def serve_or_record() -> None:
+        try:
+            serve()
+        except BaseException as e:  # noqa: BLE001 - reported below, the stages so far kept
+            result["error"] = f"{type(e).__name__}: {e}"
+
+    t = threading.Thread(target=serve_or_record, name="own_engine")
     t.start()
     t.join()
     print(json.dumps({"config": vars(args), "requests": len(reqs), **result, "stages": stages}))
+    if "error" in result:
+        raise SystemExit(f"own_rss: {result['error']}")
 
 
 if __name__ == "__main__":
