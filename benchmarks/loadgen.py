@@ -19,7 +19,11 @@ ladder stops at its first rate not held.
   actual start of every request.
 
 CPU per request: the client's whole process tree (psutil, sampled every
-0.1 s) over the run's sending span, divided by the requests sent. A
+0.1 s) over the run's sending span, divided by the requests sent. For
+advisor, beside it: the server's processes and the kernel's softirq time on
+every CPU (loopback TCP, charged to no process) per request over the same
+span, and `cores_busy`, the three together per second of it: how much of the
+machine the run used (on 2 cores, 2.0 is all of it). A
 one-process client is pinned with `taskset -c --client-cpu` and the server to
 the other CPUs; advisor with N > 1 workers, and a client named `...:shared`,
 run with the server unpinned (every CPU shared), so `advisor-1:shared` is the
@@ -61,42 +65,27 @@ VLLM_BENCH_SERVE = ("import sys; from vllm.utils.argparse_utils import FlexibleA
                     "add_cli_args(p); main(p.parse_args(sys.argv[1:]))")
 
 
-class TreeCPU:
-    """CPU seconds of a process and its children, sampled with both clocks, until stopped."""
+class Sampled:
+    """A CPU-seconds counter sampled with both clocks every interval until stopped; subclasses say what it counts."""
 
-    def __init__(self, pid: int, interval_s: float = 0.1) -> None:
-        self.root = psutil.Process(pid)
+    def __init__(self, interval_s: float = 0.1) -> None:
         self.samples: list[tuple[float, float, float]] = []  # (perf_counter, time.time, cpu_s)
-        self._seen: dict[int, float] = {}  # pid -> last CPU seen (children that exited keep theirs)
-        self._preempted: dict[int, int] = {}  # pid -> involuntary context switches (another process took its CPU)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, args=(interval_s,), daemon=True)
         self._thread.start()
 
+    def _measure(self) -> float | None:
+        raise NotImplementedError
+
     def _loop(self, interval_s: float) -> None:
         while not self._stop.wait(interval_s):
-            try:
-                procs = [self.root, *self.root.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                continue
-            for p in procs:
-                try:
-                    t = p.cpu_times()
-                    self._seen[p.pid] = t.user + t.system
-                    self._preempted[p.pid] = p.num_ctx_switches().involuntary
-                except psutil.NoSuchProcess:
-                    pass
-            self.samples.append((time.perf_counter(), time.time(), sum(self._seen.values())))
+            value = self._measure()
+            if value is not None:
+                self.samples.append((time.perf_counter(), time.time(), value))
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
-
-    @property
-    def preempted(self) -> int:
-        """Involuntary context switches of the whole tree over its life: a client pinned to a core it shares with other work
-        shows it here (each can cost milliseconds of send lag that the client did not cause)."""
-        return sum(self._preempted.values())
 
     def between(self, t0: float, t1: float, clock: int = 0) -> float | None:
         """CPU seconds used between t0 and t1 (clock 0: perf_counter, 1: time.time), interpolated."""
@@ -111,6 +100,59 @@ class TreeCPU:
             return s[0][2] if t < s[0][clock] else s[-1][2]
 
         return at(t1) - at(t0)
+
+
+class TreeCPU(Sampled):
+    """CPU seconds of a process and its children (children that exited keep theirs)."""
+
+    def __init__(self, pid: int, interval_s: float = 0.1) -> None:
+        self.root = psutil.Process(pid)
+        self._seen: dict[int, float] = {}  # pid -> last CPU seen
+        self._preempted: dict[int, int] = {}  # pid -> involuntary context switches (another process took its CPU)
+        super().__init__(interval_s)
+
+    def _measure(self) -> float | None:
+        try:
+            procs = [self.root, *self.root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return None
+        for p in procs:
+            try:
+                t = p.cpu_times()
+                self._seen[p.pid] = t.user + t.system
+                self._preempted[p.pid] = p.num_ctx_switches().involuntary
+            except psutil.NoSuchProcess:
+                pass
+        return sum(self._seen.values())
+
+    @property
+    def preempted(self) -> int:
+        """Involuntary context switches of the whole tree over its life: a client pinned to a core it shares with other work
+        shows it here (each can cost milliseconds of send lag that the client did not cause)."""
+        return sum(self._preempted.values())
+
+
+class ServerCPU(Sampled):
+    """CPU seconds of the server's processes (nginx: master and workers), and the kernel's softirq time on every CPU
+    (`kernel=True`: loopback TCP for client and server alike is mostly softirq work, charged to no process)."""
+
+    def __init__(self, pids: list[int], kernel: bool = False, interval_s: float = 0.1) -> None:
+        self.procs = [psutil.Process(p) for p in pids]
+        self.kernel = kernel
+        super().__init__(interval_s)
+
+    def _measure(self) -> float | None:
+        if self.kernel:
+            t = psutil.cpu_times()
+            return t.softirq + t.irq
+        total = 0.0
+        for p in self.procs:
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system
+            except psutil.NoSuchProcess:
+                pass
+        return total
 
 
 def server_pids(url: str) -> list[int]:
@@ -169,7 +211,12 @@ slos: {{}}
     out = work / "runs"
     cmd = [sys.executable, "-c", "from advisor.cli import main; main()", "bench", "--scenario", str(scenario), "--engine", "openai",
            "--url", args.url, "--workers", str(workers), "--out", str(out), "--json"]
-    rc, tree = _run(cmd, args.client_cpu if workers == 1 else None, work / "advisor.log", root)
+    server, kernel = ServerCPU(server_pids(args.url)), ServerCPU([], kernel=True)
+    try:
+        rc, tree = _run(cmd, args.client_cpu if workers == 1 else None, work / "advisor.log", root)
+    finally:
+        server.stop()
+        kernel.stop()
     if rc != 0:
         return _row(f"advisor-{workers}", rate, False, None, 0, [], None, 0, cmd, failed=(work / "advisor.log")
                     .read_text()[-500:])
@@ -183,11 +230,17 @@ slos: {{}}
     last = t0 + max(r.t_end_ns or r.t_send_ns for r in sent) / 1e9
     lags = [(r.t_send_ns - r.t_sched_ns) / 1e6 for r in sent if not r.warmup]
     summary = doc["summary"]
+    span_s = last - first
+    others = {"server": server.between(first, last), "softirq": kernel.between(first, last)}
+    busy = [tree.between(first, last), *others.values()]
     row = _row(f"advisor-{workers}", rate, True, summary["requests_per_s"], summary["n_errors"], lags,
                tree.between(first, last), len(sent), cmd, event_loop=doc["loadgen"].get("event_loop"),
                json_codec=doc["loadgen"].get("json_codec"), preempted=tree.preempted,
                workers=[{k: w.get(k) for k in ("worker", "cpus", "cpu_ms_per_request", "lag_p50_ms", "lag_p99_ms")}
-                        for w in doc["loadgen"].get("workers", [])])
+                        for w in doc["loadgen"].get("workers", [])],
+               **{f"{k}_cpu_ms_per_request": round(v / len(sent) * 1e3, 3) if v is not None else None
+                  for k, v in others.items()},
+               cores_busy=round(sum(busy) / span_s, 2) if None not in busy and span_s > 0 else None)
     # the run's own verdict on the same rule (its lags: the measured window only) is the one that counts
     check = doc["loadgen"]["lag_check"] or {}
     row.update(held=bool(doc["loadgen"]["held"]), late_sends=check.get("n_late"),
