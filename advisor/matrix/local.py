@@ -32,10 +32,24 @@ def check_local(log: CellLog) -> None:
             continue
         try:
             check_here(cell)
+            _check_ray_workers(cell)
         except CellError as e:
             problems.append(f"cell '{cell.name}': {e}")
     if problems:
         raise PlanError(problems)
+
+
+def _check_ray_workers(cell: Cell) -> None:
+    """A `workers: ray:N` cell run here needs Ray installed: say so now, not after the cells before it ran."""
+    from advisor import worker_spec
+    from advisor.ray_workers import WorkerError, require_ray
+
+    if worker_spec.on_ray(worker_spec.parse(cell.workers)) is None:
+        return
+    try:
+        require_ray()
+    except WorkerError as e:
+        raise CellError(str(e).replace("--workers ray:N", f"workers: {cell.workers}")) from None
 
 
 def _cluster_only(cell: Cell) -> bool:

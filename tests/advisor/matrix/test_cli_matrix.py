@@ -126,3 +126,15 @@ def test_sigterm_keeps_finished_cells_and_resume_runs_the_rest(tmp_path):
     assert cells["first"]["run_ids"] == first_run and len(cells["first"]["attempts"]) == 1  # skipped
     assert [a["outcome"] for a in cells["long"]["attempts"]] == ["interrupted", "done" if res.exit_code == 0 else "failed"]
     assert res.exit_code == 0 and doc["state"] == "done" and doc["interrupted"] == []
+
+
+def test_a_ray_workers_cell_without_ray_fails_the_check_before_anything_runs(tmp_path):
+    plan = write_plan(tmp_path, [{"name": "ok"}, {"name": "http", "engine": "openai", "workers": "ray:2",
+                                                  "options": {"url": "http://127.0.0.1:9"}}])
+    res = advisor("matrix", str(plan), "--out", str(tmp_path / "runs"),
+                  code="import sys; sys.modules['ray'] = None; ")  # as if Ray were not installed
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip() == ("error: cell 'http': workers: ray:2 needs Ray, which is not installed: "
+                                  "pip install 'advisor[ray]' (in a checkout: pip install -e '.[ray]')")
+    assert not (tmp_path / "runs").exists()  # the first cell did not run either
+
