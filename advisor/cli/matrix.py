@@ -59,6 +59,9 @@ def matrix_command(plan_file: Path | None, ray_address: str | None, resume_id: s
 
     try:
         if resume_id is not None:
+            if repeats is not None:
+                raise click.UsageError("--repeats applies to a new matrix; a resumed one runs its recorded plan "
+                                       "(start a new matrix to change the repeats)")
             matrix = load_matrix(resume_id, out_dir)
             if plan_file is not None:
                 diff = same_cells(load_plan(plan_file), matrix.plan)
@@ -103,6 +106,7 @@ def _report(matrix: MatrixFile, as_json: bool) -> None:
         click.echo(json.dumps(matrix.to_dict()))
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     t = Table(title=f"matrix {matrix.matrix_id} ({matrix.backend})")
@@ -112,6 +116,7 @@ def _report(matrix: MatrixFile, as_json: bool) -> None:
         r = matrix.cells[c.name]
         runs = f"sweep {r.sweep_id} ({len(r.run_ids)})" if r.sweep_id else ", ".join(r.run_ids) or "-"
         retried = f"{len(r.attempts)} attempts" if len(r.attempts) > 1 else ""
-        t.add_row(c.name, r.state, r.node or "-", runs, "; ".join(x for x in (retried, r.error or "") if x))
+        note = "; ".join(x for x in (retried, r.error or "") if x)
+        t.add_row(*(escape(x) for x in (c.name, r.state, r.node or "-", runs, note)))  # "[ray]" is text, not markup
     Console(file=sys.stdout, width=160).print(t)
     click.echo(f"saved: {matrix.path}")

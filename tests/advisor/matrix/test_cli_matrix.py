@@ -138,3 +138,18 @@ def test_a_ray_workers_cell_without_ray_fails_the_check_before_anything_runs(tmp
                                   "pip install 'advisor[ray]' (in a checkout: pip install -e '.[ray]')")
     assert not (tmp_path / "runs").exists()  # the first cell did not run either
 
+
+def test_the_table_shows_a_failed_cells_reason_verbatim(tmp_path, capsys):
+    from advisor.cli.matrix import _report
+    from advisor.matrix.plan import load_plan
+    from advisor.matrix.store import MatrixFile
+
+    m = MatrixFile("m", tmp_path, load_plan(write_plan(tmp_path, [{"name": "bad"}])), "local")
+    m.cells["bad"].state, m.cells["bad"].error = "failed", "needs Ray: pip install 'advisor[ray]'"
+    _report(m, as_json=False)
+    assert "'advisor[ray]'" in capsys.readouterr().out  # rich markup did not eat "[ray]"
+
+
+def test_resume_refuses_repeats(tmp_path):
+    res = CliRunner().invoke(cli, ["matrix", "--resume", "x", "--repeats", "3", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "--repeats" in res.output and "recorded plan" in res.output
