@@ -122,8 +122,10 @@ class Plan(BaseModel):
 def load_plan(path: Path) -> Plan:
     """Read and validate a plan file; raises PlanError listing every problem."""
     path = Path(path)
+    if path.is_dir():
+        raise PlanError([f"plan file {path} is a folder, not a plan file; give the path of a plan YAML"])
     if not path.is_file():
-        raise PlanError([f"plan file {path} does not exist; give the path of a plan YAML (see README: Matrix)"])
+        raise PlanError([f"plan file {path} does not exist; give the path of a plan YAML (see README: Matrices)"])
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as e:
@@ -211,7 +213,7 @@ def _cell(label: str, fields: dict[str, Any], base_dir: Path | None, problems: l
 def _describe(err: Any) -> str:
     loc = ".".join(str(x) for x in err["loc"])
     if err["type"] == "extra_forbidden":
-        return f"unknown key '{loc}' (a cell has: {', '.join(Cell.model_fields)})"
+        return f"unknown key '{loc}' (a cell has: {', '.join(Cell.model_fields)}, grid)"  # grid: expanded first
     if err["type"] == "missing":
         return f"'{loc}' is missing"
     return f"{loc}: {err['msg']}, got {err.get('input')!r}"

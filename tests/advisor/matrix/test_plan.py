@@ -64,6 +64,7 @@ def test_every_problem_is_one_line(tmp_path):
     ({"cells": []}, "non-empty `cells:`"),
     ({"cells": [{"engine": "fake", "scenario": "chat"}], "cellz": 1}, "unknown key 'cellz'"),
     ({"cells": ["fake"]}, "must be a mapping"),
+    ({"cells": [{"engine": "fake", "scenario": "chat", "gird": {}}]}, r"a cell has: .*, labels, grid\)"),
     ({"cells": [{"engine": "fake", "scenario": "chat", "grid": {"engine": []}}]}, "`grid:` must map keys"),
 ])
 def test_malformed_plans(data, needle):
@@ -74,6 +75,8 @@ def test_malformed_plans(data, needle):
 def test_missing_and_malformed_files(tmp_path):
     with pytest.raises(PlanError, match="does not exist"):
         load_plan(tmp_path / "none.yaml")
+    with pytest.raises(PlanError, match="is a folder, not a plan file"):  # it exists: "does not exist" misled
+        load_plan(tmp_path)
     bad = tmp_path / "bad.yaml"
     bad.write_text("cells: [\n")
     with pytest.raises(PlanError, match="malformed YAML"):
