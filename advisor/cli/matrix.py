@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 @click.command("matrix")
-@click.argument("plan_file", metavar="PLAN.yaml", required=False, type=click.Path(path_type=Path))
+@click.argument("plan_file", metavar="[PLAN.yaml]", required=False, type=click.Path(path_type=Path))
 @click.option("--ray", "ray_address", default=None, metavar="ADDRESS|auto",
               help="Run each cell as a Ray task: HOST:PORT, ray://HOST:10001, or auto (RAY_ADDRESS, a cluster "
                    "running here, else a new local one). Needs the `ray` extra.")

@@ -153,3 +153,8 @@ def test_the_table_shows_a_failed_cells_reason_verbatim(tmp_path, capsys):
 def test_resume_refuses_repeats(tmp_path):
     res = CliRunner().invoke(cli, ["matrix", "--resume", "x", "--repeats", "3", "--out", str(tmp_path)])
     assert res.exit_code == 2 and "--repeats" in res.output and "recorded plan" in res.output
+
+
+def test_help_shows_the_plan_is_optional():
+    res = CliRunner().invoke(cli, ["matrix", "--help"])
+    assert res.exit_code == 0 and "matrix [OPTIONS] [PLAN.yaml]" in res.output  # --resume needs none
