@@ -52,7 +52,7 @@ class CellLog:
         rec = self.matrix.cells[name]
         self._end(name, "failed", reason)
         rec.state, rec.error = "failed", reason
-        rec.run_ids = list(partial or [])
+        rec.run_ids, rec.sweep_id = self._split(partial or [])
         self.matrix.save()
         self.say(f"{self._tag(name)}: FAILED: {reason}")
 
@@ -65,11 +65,19 @@ class CellLog:
     def interrupted(self, name: str, partial: list[str]) -> None:
         rec = self.matrix.cells[name]
         self._end(name, "interrupted")
-        rec.state, rec.run_ids = "interrupted", list(partial)
+        rec.state = "interrupted"
+        rec.run_ids, rec.sweep_id = self._split(partial)
         self.matrix.interrupted.append(name)
         self.matrix.save()
-        kept = f"; kept {len(partial)} partial run(s)" if partial else ""
+        kept = f"; kept {len(rec.run_ids)} partial run(s)" if rec.run_ids else ""
         self.say(f"{self._tag(name)}: interrupted{kept}")
+
+    def _split(self, ids: list[str]) -> tuple[list[str], str | None]:
+        """Partial ids as (runs, the sweep's id): a cut-off sweep cell keeps its sweep.json too."""
+        from advisor.sweep import SWEEP_FILE
+
+        sweeps = [i for i in ids if (self.matrix.root / i / SWEEP_FILE).is_file()]
+        return [i for i in ids if i not in sweeps], (sweeps[0] if sweeps else None)
 
     def _end(self, name: str, outcome: str, error: str | None = None) -> None:
         rec = self.matrix.cells[name]
