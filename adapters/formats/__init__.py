@@ -106,9 +106,15 @@ def _validate_source(model_path: Path) -> None:
     if not (model_path / "config.json").is_file():
         raise ConversionError(f"{model_path} has no config.json; point at a Hugging Face model folder")
     try:
-        json.loads((model_path / "config.json").read_text())
+        cfg = json.loads((model_path / "config.json").read_text())
     except json.JSONDecodeError as e:
         raise ConversionError(f"{model_path / 'config.json'} is not valid JSON ({e}); the model folder is corrupt") from e
+    from own_engine.config import ModelConfig
+
+    try:  # every converter reads the same LLaMA/Qwen2/Mistral keys: refuse here, not with a KeyError or a traceback
+        ModelConfig.from_dict(cfg)
+    except (ValueError, TypeError, AttributeError) as e:
+        raise ConversionError(f"{model_path / 'config.json'}: {e}") from e
     weights = sorted(model_path.glob("*.safetensors"))
     if not weights:
         raise ConversionError(f"{model_path} has no *.safetensors weights; re-create or re-download the model")

@@ -112,6 +112,24 @@ def test_corrupt_weights_are_refused_before_any_converter_runs(model_copy, fake_
     assert fake_format["writes"] == 0
 
 
+@pytest.mark.parametrize(("fmt", "edit", "message"), [
+    ("gguf", {"num_attention_heads": None}, "lacks the key 'num_attention_heads'"),
+    ("openvino", {"num_hidden_layers": None}, "lacks the key 'num_hidden_layers'"),
+    ("onnx", {"model_type": "gpt_neox", "architectures": ["GPTNeoXForCausalLM"]}, "gpt_neox.*is not supported"),
+])
+def test_a_config_no_converter_can_read_is_one_clear_error_before_any_converter_runs(model_copy, fake_format, fmt,
+                                                                                    edit, message):
+    # was a KeyError reported as "a bug" (missing keys), and onnxruntime-genai's builder traceback (other families)
+    cfg = json.loads((model_copy / "config.json").read_text())
+    cfg.update({k: v for k, v in edit.items() if v is not None})
+    for k in (k for k, v in edit.items() if v is None):
+        del cfg[k]
+    (model_copy / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ConversionError, match=message):
+        convert(model_copy, fmt, "fp32")
+    assert fake_format["writes"] == 0
+
+
 @pytest.mark.parametrize(("fmt", "precision", "valid"), [("onnx", "fp16", "fp32, int8, int4"),
                                                          ("gguf", "bf16", "fp32, fp16, q8_0, q4_0"),
                                                          ("openvino", "int4", "fp32, fp16")])
