@@ -127,7 +127,8 @@ class EngineInfo:
     vocab_size: int | None = None
     max_model_len: int | None = None
     pid: int | None = None  # process whose memory and CPU telemetry should sample
-    ready_s: float | None = None  # cold start: from start() until the warm-up request was served
+    ready_s: float | None = None  # cold start: from start() until the warm-up request was served, less convert_s
+    convert_s: float | None = None  # a one-off model conversion start() did first (not part of ready_s); None: none
     placement: dict[str, Any] = field(default_factory=dict)  # engine process and CPUs, client CPUs
     extra: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
@@ -234,7 +235,8 @@ class Adapter(ABC):
         except BaseException:
             self.close()
             raise
-        self._info = replace(info, ready_s=round(time.perf_counter() - t0, 4))
+        # a conversion done once per model is not cold start: a new replica finds it cached
+        self._info = replace(info, ready_s=round(time.perf_counter() - t0 - (info.convert_s or 0.0), 4))
         return self._info
 
     @property

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,18 +41,25 @@ class Pending(LoopQueue):
     cancelled: bool = False  # set when the consumer stops reading; the engine thread then drops the request
 
 
-def convert_on_first_use(model: str | None, fmt: str, precision: str) -> tuple[Path, str, Path, dict[str, Any]]:
-    """The HF folder, the normalised precision, its `fmt` conversion (cached, logit-checked) and its config.json.
+def convert_on_first_use(model: str | None, fmt: str,
+                         precision: str) -> tuple[Path, str, Path, dict[str, Any], float | None]:
+    """The HF folder, the normalised precision, its `fmt` conversion (cached, logit-checked), its config.json, and
+    the seconds spent converting (None when the cached conversion was used: EngineInfo.convert_s).
 
     Raises ConversionError (naming the fix) when the conversion fails, ValueError for an unknown precision.
     """
-    from adapters.formats import convert, normalize_precision
+    from adapters.formats import convert, converted_dir, normalize_precision
     from own_engine.paths import resolve_model
 
     src = resolve_model(model)
     precision = normalize_precision(fmt, precision)  # int8 -> q8_0 etc.; refuses unknown ones
+    manifest = converted_dir(src, fmt, precision) / "manifest.json"
+    before = manifest.stat().st_mtime_ns if manifest.is_file() else None
+    t0 = time.perf_counter()
     out = convert(src, fmt, precision)
-    return src, precision, out, json.loads((src / "config.json").read_text())
+    fresh = not manifest.is_file() or manifest.stat().st_mtime_ns != before  # written now: a conversion ran
+    convert_s = round(time.perf_counter() - t0, 4) if fresh else None
+    return src, precision, out, json.loads((src / "config.json").read_text()), convert_s
 
 
 def load_tokenizer(model_dir: Path) -> Any:

@@ -83,7 +83,7 @@ class LlamaCppAdapter(EngineThreadMixin, Adapter):
 
         from adapters.formats.gguf import FILENAME, extra_buffers_default, load
 
-        src, self.precision, out, cfg = convert_on_first_use(self.model, "gguf", self.precision)
+        src, self.precision, out, cfg, convert_s = convert_on_first_use(self.model, "gguf", self.precision)
         path = out / FILENAME
         self._ll = ll
         lim = limits.llama_cpp(cfg, self.precision)
@@ -106,6 +106,7 @@ class LlamaCppAdapter(EngineThreadMixin, Adapter):
                  "max_batch=1: llama.cpp serves one sequence at a time; overlapping requests queue",
                  "no prompt-prefix reuse: each request's KV is removed when it ends")
         return EngineInfo(
+            convert_s=convert_s,
             adapter=self.name, engine="llama.cpp (llama-cpp-python)", version=ll.__version__, device="cpu",
             model=str(src), format="gguf", precision=self.precision, batching=batching,  # type: ignore[arg-type]
             threads=self.threads, kv_cache_dtype=self.kv_cache_precision, max_batch=self.parallel,

@@ -74,7 +74,7 @@ class OnnxRuntimeAdapter(EngineThreadMixin, Adapter):
 
         from adapters.formats import ConversionError
 
-        src, self.precision, out, cfg = convert_on_first_use(self.model, "onnx", self.precision)
+        src, self.precision, out, cfg, convert_s = convert_on_first_use(self.model, "onnx", self.precision)
         lim = limits.onnxruntime_genai(cfg, self.precision)
         context = lim.max_context
         # the KV buffer is preallocated to max_length for every batch slot: keep it as tight as the work allows
@@ -102,6 +102,7 @@ class OnnxRuntimeAdapter(EngineThreadMixin, Adapter):
             raise ConversionError(f"onnxruntime-genai could not load {out}: {self._start_error[:300]}; reconvert with "
                                   f"`advisor models convert {src} --to onnx --precision {self.precision} --force`")
         return EngineInfo(
+            convert_s=convert_s,
             adapter=self.name, engine="ONNX Runtime GenAI", version=og.__version__, device=self.provider,
             model=str(src), format="onnx", precision=self.precision, batching="static",
             threads=self.threads or os.cpu_count(), kv_cache_dtype="fp32" if self.precision != "fp16" else "fp16",

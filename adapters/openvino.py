@@ -68,7 +68,7 @@ class OpenVINOAdapter(EngineThreadMixin, Adapter):
         from adapters.formats import ConversionError
         from adapters.formats.openvino import compile_config
 
-        src, self.precision, ir, cfg = convert_on_first_use(self.model, "openvino", self.precision)
+        src, self.precision, ir, cfg, convert_s = convert_on_first_use(self.model, "openvino", self.precision)
         lim = limits.openvino(cfg, self.precision)
         self._max_len = lim.max_context  # the trained context, or a sliding window
         sc = ov_genai.SchedulerConfig()
@@ -87,6 +87,7 @@ class OpenVINOAdapter(EngineThreadMixin, Adapter):
         self._start_engine_thread("openvino-engine")
         threads = self.threads or os.cpu_count()
         return EngineInfo(
+            convert_s=convert_s,
             adapter=self.name, engine="OpenVINO GenAI", version=ov_genai.__version__.split("-")[0],
             device=self.device.lower(), model=str(src), format="openvino-ir", precision=self.precision,
             batching="continuous", threads=threads, kv_cache_dtype=self.kv_cache_precision,

@@ -61,6 +61,7 @@ def print_run(result: Any) -> None:
     placement = e.placement
     ready = e.ready_s
     engine_line = [f"ready in {ready:.1f} s (load + warm-up)" if ready is not None else None,
+                   f"converted first in {e.convert_s:.1f} s (once per model: not in ready)" if e.convert_s else None,
                    escape(str(placement["note"])) if placement.get("note") else None]
     if any(engine_line):
         out.print("engine: " + "; ".join(x for x in engine_line if x))

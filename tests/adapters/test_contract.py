@@ -175,3 +175,22 @@ def test_run_bench_never_starts_an_engine(tmp_path):
     adapter = adapters.create("fake", None)
     with pytest.raises(RuntimeError, match="not started"):
         run_bench(BenchConfig("chat", engine="fake", out_dir=tmp_path), adapter)
+
+
+class ConvertingFake(FakeAdapter):
+    """Spends 0.3 s in start() on a one-off conversion, as llama_cpp/onnxruntime/openvino do on first use."""
+
+    def _start(self) -> EngineInfo:
+        import time
+
+        time.sleep(0.3)
+        return replace(super()._start(), convert_s=0.3)
+
+
+def test_ready_time_leaves_out_a_one_off_conversion_and_records_it():
+    # was: the first run on an unconverted model reported the conversion as cold start (11.7 s instead of 0.7 s)
+    adapter = ConvertingFake(None, FakeAdapter.Options())
+    info = adapter.start()
+    adapter.close()
+    assert info.convert_s == 0.3 and info.ready_s is not None and info.ready_s < 0.25
+    assert EngineInfo.from_dict(info.to_dict()).convert_s == 0.3
