@@ -68,8 +68,8 @@ class GgufVocab:
 def refuse(family: TokenizerFamily, why: str) -> ConversionError:
     return ConversionError(f"GGUF cannot hold this {family.describe()} tokenizer faithfully: {why}. llama.cpp "
                            "tokenizes SentencePiece-style BPE (Llama-2/Mistral) and byte-level BPE with the GPT-2, "
-                           "Llama-3 or Qwen2 pre-tokenizer; use the onnx or openvino format, or own_engine, which "
-                           "take token ids, for this model")
+                           "Llama-3 or Qwen2 pre-tokenizer; own_engine runs this model (it takes token ids); the onnx and "
+                           "openvino formats check their own tokenizers on conversion and may refuse it too")
 
 
 def write_vocab(wr: Any, model_path: Path, vocab_size: int) -> GgufVocab:
