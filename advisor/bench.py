@@ -33,6 +33,7 @@ from advisor.loadgen import LoadResult, drive
 from advisor.loadgen_info import LoadgenInfo
 from advisor.metrics import lag as lag_mod
 from advisor.metrics import summarize, verdict
+from advisor.metrics.summary import cut_by_stop
 from advisor.metrics.verdict import Verdict
 from advisor.run_schedule import RunSchedule
 from advisor.sessions import SessionPrompts
@@ -307,7 +308,12 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
         window_ns = (int(w0 * 1e9), int(w1 * 1e9))
     # open-loop sessions: later turns fall due at run time, so the offered rate is the planned one
     offered = schedule.settings.get("offered_rps") if schedule.sessions is not None else _offered_rps(schedule)
-    summary = summarize(load.records, mode=schedule.mode, slos=schedule.slos, window_ns=window_ns, offered_rps=offered)
+    # A signal stops the run where the user chose: it is measured up to there (docs/metrics.md, "interrupted").
+    stopped_ns = int(load.wall_s * 1e9) if signum is not None else None
+    if stopped_ns is not None and window_ns is not None and window_ns[0] < stopped_ns < window_ns[1]:
+        window_ns = (window_ns[0], stopped_ns)
+    summary = summarize(load.records, mode=schedule.mode, slos=schedule.slos, window_ns=window_ns, offered_rps=offered,
+                        stopped=signum is not None)
     v = verdict(summary, mode=schedule.mode)
     reasons = list(v.reasons)
     status = v.status
@@ -315,7 +321,9 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     if load.interrupted:
         why = signal.Signals(signum).name if signum is not None else load.interrupted
         interrupted = f"{why} after {load.n_finished} of {len(load.records)} requests"
-        status, reasons = "INVALID", [f"interrupted ({interrupted}); the results are partial", *reasons]
+        cut = sum(1 for r in load.records if not r.warmup and cut_by_stop(r)) if signum is not None else 0
+        left_out = f"; the {cut} requests it cancelled or never sent are left out of the figures" if cut else ""
+        status, reasons = "INVALID", [f"interrupted ({interrupted}); the results are partial{left_out}", *reasons]
     window_s = (window_ns[0] / 1e9 + shift_s, window_ns[1] / 1e9 + shift_s) if window_ns else None
     # GPU energy is read over the window, so it is divided by the tokens that arrived inside it.
     tokens_in_window = (summary.output_tokens_per_s or 0.0) * (summary.window_s or 0.0)

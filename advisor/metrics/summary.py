@@ -20,7 +20,7 @@ from advisor.metrics import per_request as pr
 from advisor.metrics import throughput as tp
 from advisor.metrics.distribution import Distribution, json_float
 from advisor.metrics.lag import LagCheck, check_lag
-from advisor.metrics.saturation import SaturationSignals, saturation_signals
+from advisor.metrics.saturation import UNFINISHED_KINDS, SaturationSignals, saturation_signals
 from advisor.metrics.turns import SessionStats, session_stats
 from advisor.records import RequestRecord
 from scenarios.types import Mode, SLOs
@@ -176,14 +176,24 @@ def _slo_checks(ok: Sequence[RequestRecord], slos: SLOs) -> tuple[dict[str, bool
     return met, margin
 
 
+def cut_by_stop(r: RequestRecord) -> bool:
+    """A request the stop of the run cancelled: in flight then, or never sent."""
+    return r.error_kind in UNFINISHED_KINDS
+
+
 def summarize(records: Sequence[RequestRecord], *, mode: Mode, slos: SLOs, window_ns: tuple[int, int] | None,
-              offered_rps: float | None = None) -> RunSummary:
-    """Summarize one run's raw records (warm-up included; they are excluded where docs/metrics.md says)."""
+              offered_rps: float | None = None, stopped: bool = False) -> RunSummary:
+    """Summarize one run's raw records (warm-up included; they are excluded where docs/metrics.md says).
+
+    `stopped`: a signal stopped the run, which is measured up to there: the requests it cancelled, in flight
+    or never sent, are not measured requests (neither failures nor a queue that grew: the user stopped them).
+    Their chunks that did arrive still count as tokens. An open loop's `window_ns` should end at the stop.
+    """
     if mode not in ("open", "closed", "offline"):
         raise ValueError(f"mode must be 'open', 'closed' or 'offline', got {mode!r}")
     if mode == "open" and window_ns is None:
         raise ValueError("an open-loop run needs its measurement window: window_ns=(warmup_s, warmup_s + duration_s) in ns")
-    measured = [r for r in records if not r.warmup]
+    measured = [r for r in records if not r.warmup and not (stopped and cut_by_stop(r))]
     ok = [r for r in measured if r.ok]
     errors = Counter(r.error_kind or NOT_SENT for r in measured if not r.ok)
     n = len(measured)

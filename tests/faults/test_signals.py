@@ -39,6 +39,13 @@ def test_a_signal_saves_the_partial_run_and_exits_with_its_code(fault_server, tm
     assert reason.startswith(f"interrupted ({sig.name} after ") and "requests); the results are partial" in reason
     assert run.loadgen.signal == sig.name and run.summary.n_ok >= 3
     assert sum(r.ok for r in run.records()) >= 3
+    # measured up to the signal: what it cancelled or never sent is neither a failure nor a queue that grew
+    assert "requests it cancelled or never sent are left out of the figures" in reason
+    assert not any(r.startswith(("Most requests failed", "The run saturated")) or "% of measured requests failed" in r
+                   for r in run.verdict.reasons), run.verdict.reasons
+    measured = [r for r in run.records() if not r.warmup and r.error_kind != "cancelled"]
+    assert run.summary.n_requests == len(measured) and run.summary.n_errors == 0
+    assert run.summary.window_s < run.loadgen.wall_s < 60.0  # the window ends at the signal, not at 60.5 s
 
 
 def _server_procs(port: int) -> list[psutil.Process]:

@@ -8,7 +8,7 @@ import pytest
 
 from advisor.metrics import Verdict, summarize, verdict
 from scenarios.types import SLOs
-from tests.advisor.metrics.make import open_run
+from tests.advisor.metrics.make import MS, open_run
 
 
 def judge(records, window, *, offered_rps=2.0, mode="open", **kw) -> Verdict:
@@ -97,6 +97,26 @@ def test_unfinished_requests_are_saturation():
     assert v.status == "SATURATED"
     assert "5 requests were still unfinished at the end" in v.reasons[0]
     assert any("failed" in r for r in v.reasons)  # and the error rate is reported too
+
+
+def test_requests_a_signal_cut_short_are_neither_failures_nor_saturation():
+    """Ctrl-C at 60 s of a 150 s window: 120 ended, 1 was in flight, 179 were never sent (all `cancelled`)."""
+    records, window = open_run(300)
+    stop_ns = records[120].t_sched_ns + 100 * MS  # after its first chunk (at 50 ms)
+    for r in records[120:]:
+        in_flight = r.idx == 120
+        r.chunk_t_ns, r.chunk_tokens, r.error_kind = r.chunk_t_ns[:1] if in_flight else [], [1] if in_flight else [], "cancelled"
+        r.t_send_ns = r.t_send_ns if in_flight else None
+    cut = (window[0], stop_ns)
+    s = summarize(records, mode="open", slos=SLOs(ttft_ms=500), window_ns=cut, offered_rps=2.0, stopped=True)
+    assert (s.n_requests, s.n_ok, s.n_errors, s.errors_by_kind) == (120, 120, 0, {})
+    assert s.saturation_signals.n_unfinished == 0
+    assert s.window_s == pytest.approx(60.1) and s.requests_per_s == pytest.approx(120 / 60.1)
+    assert round(s.output_tokens_per_s * s.window_s) == 120 * 10 + 1  # the in-flight request's chunk still counts
+    assert verdict(s, mode="open") == Verdict("VALID")  # bench adds "interrupted" first, and INVALID
+    # without `stopped`, the same records read as a failed, saturated run: what an interrupted run used to say
+    v = judge(records, window)
+    assert v.status == "FAILED" and "Most requests failed" in v.reasons[0] and "saturated" in v.reasons[1]
 
 
 def test_lagging_load_generator_is_invalid_even_when_saturated():
