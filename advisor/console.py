@@ -13,6 +13,7 @@ from rich.table import Table
 
 from advisor.metrics.distribution import Distribution
 from advisor.metrics.turns import SessionStats
+from scenarios.overrides import FLAGS, flag
 
 out = Console()
 err = Console(stderr=True)
@@ -146,18 +147,26 @@ def print_turns(sess: SessionStats) -> None:
 
 
 def _scale_hint(result: Any) -> str | None:
+    """The fit that scaled this run down, less what the user's own flags replaced (those are named as theirs)."""
     if not result.schedule.fitted:
         return None
-    fit = {k: v for k, v in (result.scenario.get("fit") or {}).items() if v is not None}
+    given = {k: v for k, v in (result.schedule.overrides or {}).items() if v is not None and k in FLAGS}
+    fit = {k: v for k, v in (result.scenario.get("fit") or {}).items() if v is not None and k not in given}
     arrival = fit.pop("arrival", None)
     sessions = fit.pop("sessions", None)
+    replaced = {"rate_rps": ("rate",), "concurrency": ("users", "concurrency")}  # fitted blocks' keys they replace
+    hidden = tuple(w for k, words in replaced.items() if k in given for w in words)
+
+    def shown(block: dict[str, Any]) -> str:
+        return " ".join(f"{k}={v}" for k, v in block.items()
+                        if v is not None and not isinstance(v, dict) and not any(w in k for w in hidden))
     parts = [f"{k}={v}" for k, v in fit.items()]
     if arrival:
-        parts.insert(0, "arrival " + " ".join(f"{k}={v}" for k, v in arrival.items() if v is not None))
+        parts.insert(0, "arrival " + shown(arrival))
     if sessions:
-        parts.insert(0, "sessions " + " ".join(f"{k}={v}" for k, v in sessions.items()
-                                               if v is not None and not isinstance(v, dict)))
-    return ("Scaled down for a small machine (the scenario's fit: " + ", ".join(parts) + "). "
+        parts.insert(0, "sessions " + shown(sessions))
+    yours = "; yours: " + ", ".join(f"{flag(k)} {v}" for k, v in given.items()) if given else ""
+    return ("Scaled down for a small machine (the scenario's fit: " + (", ".join(parts) or "none left") + yours + "). "
             "On bigger hardware add --full-scale for the real traffic shape, or raise --rate / --length-scale; "
             "`advisor sweep` finds the highest rate that still meets the SLOs.")
 
