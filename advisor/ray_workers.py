@@ -33,7 +33,7 @@ from advisor.clock_sync import ClockOffset
 from advisor.loadgen import LoadResult, Progress, cancel_handled
 from advisor.records import RequestRecord
 from advisor.worker_process import Shard
-from advisor.workers import WorkerError, blank_records, lag_and_cpu, mark_lost, shard
+from advisor.workers import WorkerError, blank_records, gathered, lag_and_cpu, mark_lost, shard
 from scenarios.types import Schedule
 
 START_MARGIN_S = 1.0  # from "go" to the common start: every actor has its start time by then
@@ -245,13 +245,7 @@ def _merge(actors: list[_Actor], records: list[RequestRecord], t0: int, interrup
                       stopped=interrupted is not None)
         elif lost:  # stopped before its run began: nothing was sent
             mark_lost(records, lost, 0, 0, "", stopped=True)
-    interrupted = interrupted or next((a.report["interrupted"] for a in actors
-                                       if a.report and a.report.get("interrupted")), None)
-    notes = tuple(dict.fromkeys(n for a in actors if a.report for n in a.report.get("notes", ())))
-    wall_s = (time.perf_counter_ns() - t0) / 1e9 if t0 else 0.0
-    n_finished = sum(1 for r in records if r.t_end_ns is not None and r.error_kind not in ("cancelled", "worker"))
-    return LoadResult(records, t0 or time.perf_counter_ns(), wall_s, interrupted, n_finished,
-                      workers=[_summary(a, records) for a in actors], notes=notes)
+    return gathered(records, t0, interrupted, [a.report for a in actors], [_summary(a, records) for a in actors])
 
 
 def _summary(a: _Actor, records: list[RequestRecord]) -> dict[str, Any]:

@@ -218,13 +218,19 @@ async def drive_workers(client: WorkerClient, schedule: Schedule, n: int, *, tim
     for wk in workers:
         if wk.report is None:
             _lost(wk, records, t0, stopped=interrupted is not None)
-    interrupted = interrupted or next((wk.report["interrupted"] for wk in workers
-                                       if wk.report and wk.report.get("interrupted")), None)
-    notes = tuple(dict.fromkeys(n for wk in workers if wk.report for n in wk.report.get("notes", ())))
+    return gathered(records, t0, interrupted, [wk.report for wk in workers],
+                    [_summary(wk, records) for wk in workers])
+
+
+def gathered(records: list[RequestRecord], t0: int, interrupted: str | None, reports: list[dict[str, Any] | None],
+             summaries: list[dict[str, Any]]) -> LoadResult:
+    """The run's result from its workers' merged records and reports (processes here, or Ray actors)."""
+    interrupted = interrupted or next((rep["interrupted"] for rep in reports if rep and rep.get("interrupted")), None)
+    notes = tuple(dict.fromkeys(n for rep in reports if rep for n in rep.get("notes", ())))
     wall_s = (time.perf_counter_ns() - t0) / 1e9 if t0 else 0.0
     n_finished = sum(1 for r in records if r.t_end_ns is not None and r.error_kind not in ("cancelled", "worker"))
     return LoadResult(records, t0 or time.perf_counter_ns(), wall_s, interrupted, n_finished,
-                      workers=[_summary(wk, records) for wk in workers], notes=notes)
+                      workers=summaries, notes=notes)
 
 
 def blank_records(schedule: Schedule) -> tuple[list[RequestRecord], dict[int, int]]:
