@@ -41,6 +41,7 @@ def verify_command(model: str | None, n_tokens: int, n_prompts: int, threads: in
 
 
 def _table(report) -> None:
+    """The table, one line a variant, then each distinct error or unavailability in full (cut, a fix was unreadable)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -49,9 +50,17 @@ def _table(report) -> None:
     for col in ("engine", "format", "precision", "status", "tokens agree", "first diverges", "max |dlogit|", "KL",
                 "text agrees"):
         t.add_column(col)
+    notes: list[str] = []
     for r in report.results:
         fmt = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
-        t.add_row(r.adapter, r.format, r.precision, r.status if not r.detail else f"{r.status}: {r.detail[:60]}",
+        if r.detail and r.detail not in notes:
+            notes.append(r.detail)
+        status = f"{r.status} [{notes.index(r.detail) + 1}]" if r.detail else r.status
+        t.add_row(r.adapter, r.format, r.precision, status,
                   fmt(r.token_agreement, ".0%"), "-" if r.first_divergence is None else str(r.first_divergence),
                   fmt(r.max_abs_diff, ".2g"), fmt(r.kl, ".2g"), fmt(r.text_agreement, ".0%"))
-    Console().print(t)
+    # piped (a file, a CI log, `| less`): rich would fit 80 columns and cut cells to "..."; 160 holds whole rows
+    console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 160)
+    console.print(t)
+    for i, note in enumerate(notes, 1):
+        console.print(f"[{i}] {note}", markup=False, highlight=False, soft_wrap=True)

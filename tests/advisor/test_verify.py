@@ -67,3 +67,25 @@ def test_every_available_fp32_variant_agrees_token_for_token():
             assert r.status in ("agree", "quality drift"), r
             assert r.token_agreement is not None
     assert report.ok
+
+
+def test_piped_table_prints_whole_rows_and_each_fix_in_full(monkeypatch):
+    # was: rich fitted 80 columns when piped ("onnxr…", "unava…") and the detail was cut at 60 characters
+    # ("pip install -e '.[llamac"), so a log or `| less` showed neither the variant nor the fix
+    import advisor.verify
+
+    why = "missing package(s) onnxruntime_genai: pip install -e '.[onnx]'"
+    results = (VariantResult("own", "own_engine", "hf-safetensors", "fp32", "agree", 6, 1.0, text_agreement=1.0),
+               *(VariantResult("onnxruntime", "onnxruntime", "onnx", p, "unavailable", detail=why)
+                 for p in ("fp32", "int8", "int4")))
+    monkeypatch.setattr(advisor.verify, "verify",
+                        lambda *a, **k: VerifyReport("/some/models/tiny", 6, ((1, 2),), results))
+    res = CliRunner().invoke(verify_command, ["--tokens", "6", "--prompts", "1"])
+    assert res.exit_code == 0, res.output
+    assert "…" not in res.stdout
+    lines = res.stdout.splitlines()
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
+    assert rows[0] == ["own", "hf-safetensors", "fp32", "agree", "100%", "-", "-", "-", "100%"]
+    assert rows[1:] == [["onnxruntime", "onnx", p, "unavailable [1]", "-", "-", "-", "-", "-"]
+                        for p in ("fp32", "int8", "int4")]  # one line a variant: nothing wrapped
+    assert f"[1] {why}" in lines
