@@ -1,4 +1,4 @@
-"""Model presets for `advisor models create`: LLaMA-family shapes with seeded random weights.
+"""Model presets for `advisor models create`: LLaMA, Qwen2 and Mistral shapes with seeded random weights.
 
 `tiny` (~1M parameters) is the embedded default for `advisor bench` and the
 tests; `small-100m` is the ENGINE_NOTES reference shape; `llama-1b` follows

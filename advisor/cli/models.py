@@ -15,7 +15,7 @@ from own_engine.tokenizer import TOKENIZER_KINDS
 
 @click.group("models")
 def models_group() -> None:
-    """Create and list models in the model cache ($ADVISOR_HOME/models, default ~/.cache/advisor/models)."""
+    """Create, list and convert models in the model cache ($ADVISOR_HOME/models, default ~/.cache/advisor/models)."""
 
 
 @models_group.command("create")
@@ -32,7 +32,8 @@ def models_group() -> None:
               help="write under this folder instead of the model cache")
 def create_command(name: str, preset: str, seed: int, dtype: str | None, force: bool, tokenizer: str | None,
                    root: Path | None) -> None:
-    """Write a seeded random-weight LLaMA model NAME (Hugging Face layout); prints its folder last."""
+    """Write a seeded random-weight model NAME (Hugging Face layout; LLaMA, Qwen2 or Mistral family, per preset);
+    prints its folder last."""
     if preset not in PRESETS:
         raise click.UsageError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
     from own_engine.create import create_model
@@ -84,7 +85,8 @@ def list_command(as_json: bool) -> None:
 @click.option("--precision", "precisions", multiple=True, default=("fp32",), show_default=True,
               help="fp32|fp16|int8|int4|q8_0|q4_0 (repeatable; valid set depends on the format)")
 @click.option("--force", is_flag=True, help="reconvert even if a cached conversion is up to date")
-@click.option("--no-check", is_flag=True, help="skip the logit check against own_engine fp32")
+@click.option("--no-check", is_flag=True, help="skip both checks: logits against own_engine fp32, and the converted tokenizer against the "
+                   "original on mixed text")
 def convert_command(model: str, fmt: str, precisions: tuple[str, ...], force: bool, no_check: bool) -> None:
     """Convert MODEL (a folder or a cached model name) to GGUF, ONNX or OpenVINO IR, cached next to the model."""
     from adapters.formats import ConversionError, convert, read_manifest

@@ -11,7 +11,8 @@ import click
 @click.option("--model", default=None, help="model folder or cached name (default: the built-in tiny model)")
 @click.option("--tokens", "n_tokens", default=32, show_default=True, type=click.IntRange(1, 4096),
               help="greedy tokens generated per prompt")
-@click.option("--prompts", "n_prompts", default=3, show_default=True, type=click.IntRange(1, 64))
+@click.option("--prompts", "n_prompts", default=3, show_default=True, type=click.IntRange(1, 64),
+              help="prompts of random token ids (the same for every variant), 16, 19, 22... tokens long")
 @click.option("--threads", default=None, type=click.IntRange(1, 1024), help="engine threads (default: engine's)")
 @click.option("--engine", "engines", multiple=True, help="only these adapters (repeatable; default: all)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")

@@ -89,3 +89,7 @@ def test_piped_table_prints_whole_rows_and_each_fix_in_full(monkeypatch):
     assert rows[1:] == [["onnxruntime", "onnx", p, "unavailable [1]", "-", "-", "-", "-", "-"]
                         for p in ("fp32", "int8", "int4")]  # one line a variant: nothing wrapped
     assert f"[1] {why}" in lines
+
+
+def test_every_option_has_help():
+    assert [o.opts[0] for o in verify_command.params if not o.help] == []  # --prompts had none

@@ -64,3 +64,12 @@ def test_generate_bad_input_is_one_line_without_traceback(home, args, message) -
     res = CliRunner().invoke(generate_command, args)
     assert res.exit_code != 0
     assert message in res.output and "Traceback" not in res.output
+
+
+def test_help_names_every_family_and_what_no_check_skips() -> None:
+    # was: "a seeded random-weight LLaMA model" (Qwen2 and Mistral presets exist), and --no-check named only the
+    # logit check though it skips the tokenizer's text check too
+    create = " ".join(CliRunner().invoke(models_group, ["create", "--help"]).output.split())
+    assert "LLaMA, Qwen2 or Mistral" in create
+    convert = " ".join(CliRunner().invoke(models_group, ["convert", "--help"]).output.split())
+    assert "--no-check skip both checks: logits against own_engine fp32, and the converted tokenizer" in convert
