@@ -15,18 +15,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 import tempfile
 import zlib
 from pathlib import Path
 
-from own_engine.paths import RECIPE, is_model_dir, models_root
+from own_engine.paths import MODEL_NAME, RECIPE, is_model_dir, models_root
 from own_engine.presets import Preset, get_preset
 from own_engine.tokenizer import build_tokenizer, special_tokens_map, tokenizer_config, tokenizer_spec
 
 INIT_STD = 0.02
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def create_model(name: str, preset: str, *, seed: int = 0, root: Path | None = None, force: bool = False,
@@ -35,7 +33,7 @@ def create_model(name: str, preset: str, *, seed: int = 0, root: Path | None = N
 
     `tokenizer` overrides the preset's tokenizer kind (see `own_engine.tokenizer.TOKENIZER_KINDS`).
     """
-    if not _NAME.match(name):
+    if not MODEL_NAME.match(name):
         raise ValueError(f"model name '{name}' must be a plain folder name (letters, digits, '.', '_', '-')")
     p = get_preset(preset)
     if tokenizer is not None:

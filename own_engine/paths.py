@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import sys
 from pathlib import Path
 
 DEFAULT_MODEL = "tiny"
+MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # what `advisor models create` takes as NAME
 # Bump when the same preset and seed would write a different model (weights layout, tokenizer training):
 # the auto-made default model is remade when the recipe it recorded differs.
 RECIPE = 2  # 2: byte-level tokenizers carry all 256 byte tokens
@@ -31,8 +34,11 @@ def is_model_dir(path: Path) -> bool:
     return (path / "config.json").is_file()
 
 
-def resolve_model(name_or_path: str | Path | None) -> Path:
-    """An existing model folder for a path or cache name; None means `tiny`, created on first use."""
+def resolve_model(name_or_path: str | Path | None, *, arg: str = "--model") -> Path:
+    """An existing model folder for a path or cache name; None means `tiny`, created on first use.
+
+    `arg` is how the command line names the value (`--model`, convert's `MODEL`), for the error messages.
+    """
     if name_or_path is None or (str(name_or_path) == DEFAULT_MODEL and not Path(DEFAULT_MODEL).is_dir()):
         target = models_root() / DEFAULT_MODEL
         stale = is_model_dir(target) and _recipe(target) != RECIPE
@@ -51,15 +57,27 @@ def resolve_model(name_or_path: str | Path | None) -> Path:
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         if not is_model_dir(path):
-            raise FileNotFoundError(f"{path} is a folder but has no config.json; "
-                                    "point --model at a Hugging Face model folder")
+            raise FileNotFoundError(f"{path} is a folder but has no config.json; point {arg} at a Hugging Face "
+                                    "model folder or name a cached model (`advisor models list`)")
         return path.resolve()
     cached = models_root() / str(name_or_path)
     if is_model_dir(cached):
         return cached
-    raise FileNotFoundError(
-        f"no model '{name_or_path}': not a folder and not in {models_root()}; "
-        f"create it with `advisor models create {name_or_path} --preset tiny` or pass a model folder")
+    where = f"not a folder and not in {models_root()}" if MODEL_NAME.match(str(name_or_path)) else "no such folder"
+    raise FileNotFoundError(f"no model '{name_or_path}': {where}; {missing_model_hint(name_or_path)}")
+
+
+def missing_model_hint(name_or_path: str | Path) -> str:
+    """How to make the model that was asked for: an `advisor models create` command that accepts it, or what to pass."""
+    text = str(name_or_path)
+    path = Path(text).expanduser()
+    if MODEL_NAME.match(text):  # a plain name: make it in the cache
+        return f"create it with `advisor models create {text} --preset tiny` or pass a model folder"
+    if MODEL_NAME.match(path.name) and len(path.parts) > 1:  # a path: create takes a name and a --root
+        return (f"pass an existing Hugging Face model folder, or make a tiny test model there with "
+                f"`advisor models create {path.name} --root {shlex.quote(str(path.parent))} --preset tiny`")
+    return ("pass an existing Hugging Face model folder, or create a model under a plain name (letters, digits, "
+            "'.', '_', '-'), e.g. `advisor models create my-model --preset tiny`")
 
 
 def _recipe(folder: Path) -> int | None:

@@ -101,8 +101,9 @@ def read_manifest(out_dir: Path) -> dict[str, Any] | None:
 
 def _validate_source(model_path: Path) -> None:
     if not model_path.is_dir():
-        raise ConversionError(f"model folder {model_path} does not exist; create it with `advisor models create` "
-                              "or pass a Hugging Face model folder")
+        from own_engine.paths import missing_model_hint
+
+        raise ConversionError(f"model folder {model_path} does not exist; {missing_model_hint(model_path)}")
     if not (model_path / "config.json").is_file():
         raise ConversionError(f"{model_path} has no config.json; point at a Hugging Face model folder")
     try:

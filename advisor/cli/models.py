@@ -92,9 +92,9 @@ def convert_command(model: str, fmt: str, precisions: tuple[str, ...], force: bo
     from adapters.formats import ConversionError, convert, read_manifest
 
     try:
-        src = resolve_model(model)
+        src = resolve_model(model, arg="MODEL")
     except FileNotFoundError as e:
-        raise click.ClickException(str(e)) from None
+        raise click.UsageError(str(e)) from None
     for precision in precisions:
         try:
             out = convert(src, fmt, precision, force=force, check=not no_check)  # type: ignore[arg-type]

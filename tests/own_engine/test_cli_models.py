@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 
 import pytest
 from click.testing import CliRunner
@@ -73,3 +75,22 @@ def test_help_names_every_family_and_what_no_check_skips() -> None:
     assert "LLaMA, Qwen2 or Mistral" in create
     convert = " ".join(CliRunner().invoke(models_group, ["convert", "--help"]).output.split())
     assert "--no-check skip both checks: logits against own_engine fp32, and the converted tokenizer" in convert
+
+
+@pytest.mark.parametrize("where", ["sub/mine", "mine"])
+def test_convert_of_a_missing_model_suggests_a_create_command_that_works(home, tmp_path, where) -> None:
+    # was: `advisor models create /abs/path/sub/mine --preset tiny`, which create refuses (not a plain name)
+    asked = str(tmp_path / where) if "/" in where else where
+    res = CliRunner().invoke(models_group, ["convert", asked, "--to", "gguf"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    command = shlex.split(re.search(r"`advisor (models create [^`]+)`", res.output).group(1))
+    made = CliRunner().invoke(models_group, command[1:])
+    assert made.exit_code == 0, made.output
+    assert made.stdout.strip().splitlines()[-1] == str(tmp_path / where if "/" in where else home / "models" / where)
+
+
+def test_convert_names_its_positional_argument(home, tmp_path) -> None:
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(models_group, ["convert", str(tmp_path / "empty"), "--to", "onnx"])
+    assert res.exit_code == 2 and "point MODEL at a Hugging Face model folder" in res.output
+    assert "--model" not in res.output  # was "point --model at ...": convert has no --model
