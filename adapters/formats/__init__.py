@@ -4,9 +4,11 @@
 `<model>/converted/<format>-<precision>/` with the engine's files and a
 `manifest.json` (source fingerprint, tool versions, the logit check's
 result). A second call with an unchanged source returns at once; a changed
-source (or `force=True`) reconverts. Before writing, the target engine's
-limits are checked (`limits.for_format`: a clear error instead of a kernel
-message mid-run). Every fresh conversion is checked against the fp32
+source (or `force=True`) reconverts. A conversion is written aside and
+swapped in, and what a killed one left is cleaned up by the next
+(`staging`). Before writing, the target engine's limits are checked
+(`limits.for_format`: a clear error instead of a kernel message mid-run).
+Every fresh conversion is checked against the fp32
 reference (logits) and its tokenizer against the original on mixed text
 (`text_check`); either mismatch raises ConversionError. The conversion
 itself is done by each engine family's own tools (see the format modules).
@@ -17,13 +19,12 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from adapters.formats import limits, text_check, tokenizer_family
+from adapters.formats import limits, staging, text_check, tokenizer_family
 from adapters.formats.check import ConversionError, Divergence, check_logits
 
 Format = Literal["gguf", "onnx", "openvino"]
@@ -201,13 +202,14 @@ def convert(model_path: Path, to: Format, precision: str = "fp32", *, force: boo
     cfg = json.loads((model_path / "config.json").read_text())
     engine_limits = limits.for_format(to, cfg, precision)  # refuses what the engine cannot run, even when cached
     out = converted_dir(model_path, to, precision)
+    staging.sweep(out.parent, lambda folder: read_manifest(folder) is not None)  # what killed conversions left
     fp = fingerprint(model_path)
     man = read_manifest(out)
     if not force and man is not None and man.get("source_fingerprint") == fp and (check is False or man.get("check")):
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    tmp = Path(tempfile.mkdtemp(prefix=f".{to}-{precision}-", dir=out.parent))
+    tmp = staging.stage(out)
     try:
         tokenizer = _write(model_path, to, precision, tmp)
         div = text = None
@@ -223,10 +225,8 @@ def convert(model_path: Path, to: Format, precision: str = "fp32", *, force: boo
                     "check": div.to_dict() if div else None, "text_check": text.to_dict() if text else None,
                     "tokenizer": tokenizer, "max_context": engine_limits.max_context,
                     "limits": list(engine_limits.notes)}
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))  # last: a folder with a manifest is complete
+        staging.swap_in(tmp, out)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
