@@ -48,18 +48,15 @@ def convert_on_first_use(model: str | None, fmt: str,
 
     Raises ConversionError (naming the fix) when the conversion fails, ValueError for an unknown precision.
     """
-    from adapters.formats import convert, converted_dir, normalize_precision
+    from adapters.formats import ensure_converted, normalize_precision
     from own_engine.paths import resolve_model
 
     src = resolve_model(model)
     precision = normalize_precision(fmt, precision)  # int8 -> q8_0 etc.; refuses unknown ones
-    manifest = converted_dir(src, fmt, precision) / "manifest.json"
-    before = manifest.stat().st_mtime_ns if manifest.is_file() else None
     t0 = time.perf_counter()
-    out = convert(src, fmt, precision)
-    fresh = not manifest.is_file() or manifest.stat().st_mtime_ns != before  # written now: a conversion ran
-    convert_s = round(time.perf_counter() - t0, 4) if fresh else None
-    return src, precision, out, json.loads((src / "config.json").read_text()), convert_s
+    done = ensure_converted(src, fmt, precision)  # type: ignore[arg-type]
+    convert_s = round(time.perf_counter() - t0, 4) if done.fresh else None
+    return src, precision, done.path, json.loads((src / "config.json").read_text()), convert_s
 
 
 def load_tokenizer(model_dir: Path) -> Any:

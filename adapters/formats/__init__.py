@@ -4,11 +4,12 @@
 `<model>/converted/<format>-<precision>/` with the engine's files and a
 `manifest.json` (source fingerprint, tool versions, the logit check's
 result). A second call with an unchanged source returns at once; a changed
-source (or `force=True`) reconverts. A conversion is written aside and
-swapped in, and what a killed one left is cleaned up by the next
-(`staging`). Before writing, the target engine's limits are checked
-(`limits.for_format`: a clear error instead of a kernel message mid-run).
-Every fresh conversion is checked against the fp32
+source (or `force=True`) reconverts; `ensure_converted` also says whether
+it converted and what the engine cannot do (its limits). A conversion is
+written aside and swapped in, and what a killed one left is cleaned up by
+the next (`staging`). Before writing, the target engine's limits are
+checked (`limits.for_format`: a clear error instead of a kernel message
+mid-run). Every fresh conversion is checked against the fp32
 reference (logits) and its tokenizer against the original on mixed text
 (`text_check`); either mismatch raises ConversionError. The conversion
 itself is done by each engine family's own tools (see the format modules).
@@ -20,6 +21,7 @@ import hashlib
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
@@ -33,8 +35,8 @@ MANIFEST = "manifest.json"
 _TOOLS = {"gguf": ("gguf", "llama-cpp-python"), "onnx": ("onnxruntime-genai", "onnxruntime"),
           "openvino": ("openvino", "openvino-tokenizers")}
 
-__all__ = ["FORMATS", "ConversionError", "Divergence", "convert", "normalize_precision", "precisions",
-           "converted_dir", "read_manifest", "logits_fn"]
+__all__ = ["FORMATS", "ConversionError", "Converted", "Divergence", "convert", "ensure_converted",
+           "normalize_precision", "precisions", "converted_dir", "read_manifest", "logits_fn"]
 
 
 def _module(fmt: str) -> Any:
@@ -193,9 +195,22 @@ def logits_fn(fmt: str, out_dir: Path) -> Any:
     return _module(fmt).logits_fn(out_dir)
 
 
+@dataclass(frozen=True)
+class Converted:
+    path: Path  # the conversion's folder
+    fresh: bool  # this call converted (False: the cached conversion was up to date)
+    limits: limits.EngineLimits  # what the engine running it cannot do (a capped context, with its reason)
+
+
 def convert(model_path: Path, to: Format, precision: str = "fp32", *, force: bool = False,
             check: bool = True) -> Path:
     """Convert `model_path` to `to` at `precision`; returns the output folder (cached, idempotent)."""
+    return ensure_converted(model_path, to, precision, force=force, check=check).path
+
+
+def ensure_converted(model_path: Path, to: Format, precision: str = "fp32", *, force: bool = False,
+                     check: bool = True) -> Converted:
+    """`convert`, also saying whether this call converted and the engine's limits."""
     model_path = Path(model_path).resolve()
     precision = normalize_precision(to, precision)
     _validate_source(model_path)
@@ -206,7 +221,7 @@ def convert(model_path: Path, to: Format, precision: str = "fp32", *, force: boo
     fp = fingerprint(model_path)
     man = read_manifest(out)
     if not force and man is not None and man.get("source_fingerprint") == fp and (check is False or man.get("check")):
-        return out
+        return Converted(out, False, engine_limits)
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     tmp = staging.stage(out)
@@ -230,4 +245,4 @@ def convert(model_path: Path, to: Format, precision: str = "fp32", *, force: boo
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    return Converted(out, True, engine_limits)

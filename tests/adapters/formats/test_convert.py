@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -52,6 +53,29 @@ def test_manifest_records_the_text_check_and_the_engine_limits(model_copy, fake_
     man = read_manifest(convert(model_copy, "openvino", "fp32"))
     assert man["text_check"]["ok"] and man["text_check"]["texts"] == 10
     assert man["max_context"] == 4096 and man["limits"] == []
+
+
+def test_first_use_reports_a_conversion_only_when_it_ran(model_copy, fake_format, monkeypatch):
+    # was: judged by the manifest's mtime before and after convert(), so another process rewriting the manifest
+    # meanwhile (`advisor models convert --force` in a second terminal) made a cached start report a conversion
+    from adapters.engine_thread import convert_on_first_use
+
+    *_, convert_s = convert_on_first_use(str(model_copy), "onnx", "fp32")
+    assert convert_s is not None and fake_format["writes"] == 1
+    fingerprint = conv.fingerprint
+
+    def fingerprint_while_another_process_rewrites_the_manifest(path):
+        manifest = path / "converted" / "onnx-fp32" / "manifest.json"
+        manifest.write_text(manifest.read_text())
+        ns = manifest.stat().st_mtime_ns + 10**9
+        os.utime(manifest, ns=(ns, ns))
+        return fingerprint(path)
+
+    monkeypatch.setattr(conv, "fingerprint", fingerprint_while_another_process_rewrites_the_manifest)
+    *_, convert_s = convert_on_first_use(str(model_copy), "onnx", "fp32")
+    assert convert_s is None and fake_format["writes"] == 1  # the cached conversion was used: no conversion time
+    assert conv.ensure_converted(model_copy, "onnx", "fp32").fresh is False
+    assert conv.ensure_converted(model_copy, "onnx", "fp32", force=True).fresh is True
 
 
 def test_missing_model_folder_names_the_fix(tmp_path):
