@@ -89,7 +89,7 @@ def list_command(as_json: bool) -> None:
                    "original on mixed text")
 def convert_command(model: str, fmt: str, precisions: tuple[str, ...], force: bool, no_check: bool) -> None:
     """Convert MODEL (a folder or a cached model name) to GGUF, ONNX or OpenVINO IR, cached next to the model."""
-    from adapters.formats import ConversionError, convert, read_manifest
+    from adapters.formats import ConversionError, ensure_converted, read_manifest
 
     try:
         src = resolve_model(model, arg="MODEL")
@@ -97,9 +97,12 @@ def convert_command(model: str, fmt: str, precisions: tuple[str, ...], force: bo
         raise click.UsageError(str(e)) from None
     for precision in precisions:
         try:
-            out = convert(src, fmt, precision, force=force, check=not no_check)  # type: ignore[arg-type]
+            done = ensure_converted(src, fmt, precision, force=force, check=not no_check)  # type: ignore[arg-type]
         except ConversionError as e:
             raise click.ClickException(str(e)) from None
+        out = done.path
+        for note in done.limits.notes:  # a capped context (sliding window): benchmarks of this format stop there
+            click.echo(f"{fmt} {precision}: {note}", err=True)
         check = (read_manifest(out) or {}).get("check")
         if check:
             click.echo(f"{fmt} {precision}: logits vs own_engine fp32: max abs diff {check['max_abs_diff']:.3g}, "

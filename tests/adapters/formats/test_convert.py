@@ -153,6 +153,20 @@ def test_cli_prints_the_path_last(model_copy, fake_format):
     assert bad.exit_code != 0 and "int4" in bad.output
 
 
+def test_cli_says_when_the_format_caps_the_context_at_a_sliding_window(tmp_path, fake_format):
+    # was: the cap was only in the manifest's `limits`; a user benchmarking long prompts learnt it from nothing
+    from own_engine.create import create_model
+
+    model = create_model("mis", "tiny-mistral", root=tmp_path)
+    for _ in range(2):  # converted, then cached: said both times
+        res = CliRunner().invoke(convert_command, [str(model), "--to", "openvino", "--no-check"])
+        assert res.exit_code == 0, res.output
+        (line,) = [line for line in res.stderr.splitlines() if "window" in line]
+        assert line.startswith("openvino fp32: OpenVINO GenAI (continuous batching) has no sliding-window attention")
+        assert "capped at the 64-token window (the trained context is 4096)" in line
+    assert fake_format["writes"] == 1
+
+
 # ---- real converters (engines group) ---------------------------------------------------------------
 
 ROUND_TRIPS = [("gguf", "fp32", "gguf"), ("gguf", "fp16", "gguf"), ("gguf", "q8_0", "llama_cpp"),
