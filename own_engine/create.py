@@ -20,7 +20,7 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from own_engine.paths import MODEL_NAME, RECIPE, is_model_dir, models_root
+from own_engine.paths import RECIPE, check_model_name, is_model_dir, models_root
 from own_engine.presets import Preset, get_preset
 from own_engine.tokenizer import build_tokenizer, special_tokens_map, tokenizer_config, tokenizer_spec
 
@@ -33,8 +33,7 @@ def create_model(name: str, preset: str, *, seed: int = 0, root: Path | None = N
 
     `tokenizer` overrides the preset's tokenizer kind (see `own_engine.tokenizer.TOKENIZER_KINDS`).
     """
-    if not MODEL_NAME.match(name):
-        raise ValueError(f"model name '{name}' must be a plain folder name (letters, digits, '.', '_', '-')")
+    check_model_name(name)
     p = get_preset(preset)
     if tokenizer is not None:
         tokenizer_spec(tokenizer)  # refuses an unknown kind, listing the valid ones

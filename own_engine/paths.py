@@ -67,17 +67,32 @@ def resolve_model(name_or_path: str | Path | None, *, arg: str = "--model") -> P
     raise FileNotFoundError(f"no model '{name_or_path}': {where}; {missing_model_hint(name_or_path)}")
 
 
+def check_model_name(name: str) -> None:
+    """ValueError unless `name` is a plain folder name `advisor models create` can make (a path: use --root)."""
+    if MODEL_NAME.match(name):
+        return
+    there = _create_at(name)
+    elsewhere = f"; to make it in another folder: `{there}`" if there else ""
+    raise ValueError(f"model name '{name}' must be a plain folder name (letters, digits, '.', '_', '-'){elsewhere}")
+
+
 def missing_model_hint(name_or_path: str | Path) -> str:
     """How to make the model that was asked for: an `advisor models create` command that accepts it, or what to pass."""
-    text = str(name_or_path)
-    path = Path(text).expanduser()
-    if MODEL_NAME.match(text):  # a plain name: make it in the cache
-        return f"create it with `advisor models create {text} --preset tiny` or pass a model folder"
-    if MODEL_NAME.match(path.name) and len(path.parts) > 1:  # a path: create takes a name and a --root
-        return (f"pass an existing Hugging Face model folder, or make a tiny test model there with "
-                f"`advisor models create {path.name} --root {shlex.quote(str(path.parent))} --preset tiny`")
+    if MODEL_NAME.match(str(name_or_path)):  # a plain name: make it in the cache
+        return f"create it with `advisor models create {name_or_path} --preset tiny` or pass a model folder"
+    there = _create_at(name_or_path)
+    if there:
+        return f"pass an existing Hugging Face model folder, or make a tiny test model there with `{there} --preset tiny`"
     return ("pass an existing Hugging Face model folder, or create a model under a plain name (letters, digits, "
             "'.', '_', '-'), e.g. `advisor models create my-model --preset tiny`")
+
+
+def _create_at(path_text: str | Path) -> str | None:
+    """`advisor models create NAME --root PARENT` that makes a model at this path (create takes a name), if any."""
+    path = Path(path_text).expanduser()
+    if not MODEL_NAME.match(path.name) or len(path.parts) < 2:
+        return None
+    return f"advisor models create {path.name} --root {shlex.quote(str(path.parent))}"
 
 
 def _recipe(folder: Path) -> int | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from adapters.formats import FORMATS
-from own_engine.paths import DEFAULT_MODEL, is_model_dir, models_root, resolve_model
+from own_engine.paths import DEFAULT_MODEL, check_model_name, is_model_dir, models_root, resolve_model
 from own_engine.presets import PRESETS
 from own_engine.tokenizer import TOKENIZER_KINDS
 
@@ -36,6 +36,10 @@ def create_command(name: str, preset: str, seed: int, dtype: str | None, force: 
     prints its folder last."""
     if preset not in PRESETS:
         raise click.UsageError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
+    try:
+        check_model_name(name)  # before saying "creating"
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
     from own_engine.create import create_model
 
     p = PRESETS[preset]

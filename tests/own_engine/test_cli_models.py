@@ -94,3 +94,12 @@ def test_convert_names_its_positional_argument(home, tmp_path) -> None:
     res = CliRunner().invoke(models_group, ["convert", str(tmp_path / "empty"), "--to", "onnx"])
     assert res.exit_code == 2 and "point MODEL at a Hugging Face model folder" in res.output
     assert "--model" not in res.output  # was "point --model at ...": convert has no --model
+
+
+def test_create_refuses_a_path_before_saying_creating_and_names_the_root_command(home, tmp_path) -> None:
+    # was: "creating '/x/y' from preset tiny ..." and then the refusal, with no way to make a model at /x/y
+    res = CliRunner().invoke(models_group, ["create", str(tmp_path / "elsewhere" / "mine")])
+    assert res.exit_code == 2 and "creating" not in res.output
+    command = shlex.split(re.search(r"`advisor (models create [^`]+)`", res.output).group(1))
+    made = CliRunner().invoke(models_group, command[1:])
+    assert made.exit_code == 0 and made.stdout.strip().splitlines()[-1] == str(tmp_path / "elsewhere" / "mine")
