@@ -93,11 +93,13 @@ def list_command(as_json: bool) -> None:
                    "original on mixed text")
 def convert_command(model: str, fmt: str, precisions: tuple[str, ...], force: bool, no_check: bool) -> None:
     """Convert MODEL (a folder or a cached model name) to GGUF, ONNX or OpenVINO IR, cached next to the model."""
-    from adapters.formats import ConversionError, ensure_converted, read_manifest
+    from adapters.formats import ConversionError, ensure_converted, normalize_precision, read_manifest
 
     try:
         src = resolve_model(model, arg="MODEL")
-    except FileNotFoundError as e:
+        for precision in precisions:
+            normalize_precision(fmt, precision)  # all refused before the first converts
+    except (FileNotFoundError, ConversionError) as e:
         raise click.UsageError(str(e)) from None
     for precision in precisions:
         try:

@@ -149,8 +149,10 @@ def test_cli_prints_the_path_last(model_copy, fake_format):
     res = CliRunner().invoke(convert_command, [str(model_copy), "--to", "onnx", "--precision", "fp32"])
     assert res.exit_code == 0, res.output
     assert res.stdout.strip().splitlines()[-1] == str(model_copy.resolve() / "converted" / "onnx-fp32")
-    bad = CliRunner().invoke(convert_command, [str(model_copy), "--to", "onnx", "--precision", "fp16"])
-    assert bad.exit_code != 0 and "int4" in bad.output
+    bad = CliRunner().invoke(convert_command, [str(model_copy), "--to", "onnx", "--precision", "int4",
+                                               "--precision", "fp16"])
+    assert bad.exit_code == 2 and "int4" in bad.output  # bad input: refused before int4 converts
+    assert fake_format["writes"] == 1
 
 
 def test_cli_says_when_the_format_caps_the_context_at_a_sliding_window(tmp_path, fake_format):
