@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
-import tempfile
 import zlib
 from pathlib import Path
 
+from own_engine import staging
 from own_engine.paths import RECIPE, check_model_name, is_model_dir, models_root
 from own_engine.presets import Preset, get_preset
 from own_engine.tokenizer import build_tokenizer, special_tokens_map, tokenizer_config, tokenizer_spec
@@ -43,23 +42,21 @@ def create_model(name: str, preset: str, *, seed: int = 0, root: Path | None = N
         raise ValueError(f"unknown dtype '{dtype}'; choose float32, bfloat16 or float16")
     root = Path(root) if root is not None else models_root()
     target = root / name
+    staging.sweep(root, is_model_dir)  # what killed writers left (own_engine.staging), before judging the target
     if target.exists() and not force:
         raise FileExistsError(f"{target} already exists; pass --force (force=True) to overwrite it")
     root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))  # written aside, then renamed: never half a model
+    tmp = staging.stage(target)  # written aside, then swapped in: never half a model, never none
     try:
         _write(tmp, p, seed, dtype)
         for f in tmp.iterdir():
             f.chmod(0o644)
-        tmp.chmod(0o755)  # mkdtemp makes it private; a model cache is ordinary user data
-        if force and target.exists():
-            shutil.rmtree(target)
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            if not is_model_dir(target):
-                raise
+        if force or not target.exists():
+            staging.swap_in(tmp, target)
+        elif is_model_dir(target):
             shutil.rmtree(tmp)  # another process created the same model meanwhile: keep theirs
+        else:
+            raise FileExistsError(f"{target} appeared while the model was written; pass --force to overwrite it")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

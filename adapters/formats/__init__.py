@@ -7,7 +7,7 @@ result). A second call with an unchanged source returns at once; a changed
 source (or `force=True`) reconverts; `ensure_converted` also says whether
 it converted and what the engine cannot do (its limits). A conversion is
 written aside and swapped in, and what a killed one left is cleaned up by
-the next (`staging`). Before writing, the target engine's limits are
+the next (`own_engine.staging`). Before writing, the target engine's limits are
 checked (`limits.for_format`: a clear error instead of a kernel message
 mid-run). Every fresh conversion is checked against the fp32
 reference (logits) and its tokenizer against the original on mixed text
@@ -26,8 +26,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from adapters.formats import limits, staging, text_check, tokenizer_family
+from adapters.formats import limits, text_check, tokenizer_family
 from adapters.formats.check import ConversionError, Divergence, check_logits
+from own_engine import staging
 
 Format = Literal["gguf", "onnx", "openvino"]
 FORMATS: tuple[Format, ...] = ("gguf", "onnx", "openvino")

@@ -80,3 +80,49 @@ def test_presets_have_the_promised_shapes() -> None:
             small.intermediate_size, small.vocab_size, small.max_position_embeddings) == (
         768, 12, 12, 4, 2048, 16000, 2048)
     assert 0.9e9 < PRESETS["llama-1b"].n_params < 1.3e9
+
+
+# `models create --force` in a child process that SIGKILLs itself while writing, or between moving the old model
+# aside and renaming the new one in (own_engine.staging)
+KILLED_CREATE = """
+import os, signal, sys
+from pathlib import Path
+import own_engine.create as create
+
+root, when = Path(sys.argv[1]), sys.argv[2]
+real_write, real_rename = create._write, os.rename
+
+def write(*args):
+    real_write(*args)
+    if when == "writing":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+def rename(src, dst):
+    if when == "swapping" and Path(dst) == root / "m":
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_rename(src, dst)
+
+create._write, os.rename = write, rename
+create.create_model("m", "tiny", root=root, force=True, seed=1)
+"""
+
+
+@pytest.mark.parametrize("when", ["writing", "swapping"])
+def test_a_killed_create_force_leaves_a_model_and_no_leftovers(tmp_path, when) -> None:
+    # was: the old model was deleted before the new one was renamed in, and a killed writer's folder stayed
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from own_engine.paths import is_model_dir
+
+    root = Path(__file__).resolve().parents[2]
+    create_model("m", "tiny", root=tmp_path)
+    child = subprocess.run([sys.executable, "-c", KILLED_CREATE, str(tmp_path), when], cwd=root,
+                           env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert child.returncode == -9
+    assert any(p.name.startswith(".") for p in tmp_path.iterdir())  # what the killed one left
+    with pytest.raises(FileExistsError):  # the next create finds a model in place (restored if it was aside)
+        create_model("m", "tiny", root=tmp_path)
+    assert is_model_dir(tmp_path / "m") and not any(p.name.startswith(".") for p in tmp_path.iterdir())

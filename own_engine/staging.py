@@ -1,6 +1,7 @@
-"""Where a conversion is written before it replaces the cached one, and what a killed conversion left behind.
+"""Where a model or a conversion is written before it replaces the cached one, and what a killed writer left.
 
-A conversion is written into a hidden folder beside its target, named for the
+Used by `advisor models create` (own_engine.create) and by every format conversion (adapters.formats).
+A model or conversion is written into a hidden folder beside its target, named for the
 target and its owner: `.<target>.new.<pid>@<host>.<random>`. `swap_in` then
 renames the old target aside (`.<target>.old.<pid>@<host>.<random>`), renames
 the new folder in, and only then deletes the old one, so a kill at any moment
@@ -33,7 +34,9 @@ def _host() -> str:
 
 def stage(target: Path) -> Path:
     """A new empty hidden folder beside `target`, owned by this process, to write the conversion into."""
-    return Path(tempfile.mkdtemp(prefix=f".{target.name}.new.{os.getpid()}@{_host()}.", dir=target.parent))
+    folder = Path(tempfile.mkdtemp(prefix=f".{target.name}.new.{os.getpid()}@{_host()}.", dir=target.parent))
+    folder.chmod(0o755)  # mkdtemp makes it private; a model cache is ordinary user data
+    return folder
 
 
 def swap_in(staged: Path, target: Path) -> None:
