@@ -52,6 +52,13 @@ def _dist_row(table: Table, label: str, d: Distribution) -> None:
                   _fmt(d.at(95)), _fmt(d.at(99)) if d.at(99) is not None else "n too small")
 
 
+def goodput_text(s: Any, slo_set: bool) -> str:
+    """Goodput with SLO attainment; with no SLO limit set there is none to report (every request would count)."""
+    if not slo_set:
+        return "n/a: no SLO set (add ttft_ms / tpot_ms / e2e_ms under the scenario's slos)"
+    return f"{_fmt(s.goodput_rps, 2)} req/s (SLO attainment {_fmt(100 * (s.slo_attainment or 0))}%)"
+
+
 def print_run(result: Any) -> None:
     s, e, v, sched = result.summary, result.engine, result.verdict, result.schedule
     status = v.status
@@ -87,10 +94,10 @@ def print_run(result: Any) -> None:
     t2.add_row("offered load", f"{_fmt(offered, 2)} req/s" if offered else sched.mode)
     t2.add_row("throughput", f"{_fmt(s.requests_per_s, 2)} req/s, {_fmt(s.output_tokens_per_s)} output tok/s, "
                              f"{_fmt(s.total_tokens_per_s)} total tok/s")
-    t2.add_row("goodput", f"{_fmt(s.goodput_rps, 2)} req/s (SLO attainment {_fmt(100 * (s.slo_attainment or 0))}%)")
     slos = result.slos
     limits = ", ".join(f"p{slos.percentile:g} {k[:-3].upper()} <= {limit:g} ms"
                        for k in ("ttft_ms", "tpot_ms", "e2e_ms") if (limit := getattr(slos, k)))
+    t2.add_row("goodput", goodput_text(s, bool(limits)))
     met = s.slo_met
     verdicts = ", ".join(f"{k}: {'met' if ok else 'MISSED'}" for k, ok in met.items() if ok is not None)
     t2.add_row("SLOs", escape(limits or "none") + (f" ({verdicts})" if verdicts else ""))
