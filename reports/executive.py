@@ -45,7 +45,7 @@ def _rows(rec: RecommendationResult) -> dict[str, dict[str, Any]]:
 
 def risk_lines(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: RecommendationResult) -> list[str]:
     """What a buyer should know before acting, one line each, most serious first."""
-    out: list[str] = []
+    out: list[str] = list((rec.recommendation or {}).get("warnings") or [])
     bad = [r for r in runs if not is_valid(r)]
     if bad:
         why = Counter(_first_sentence(str((r.verdict.reasons or ("no reason recorded",))[0]))

@@ -15,7 +15,7 @@ from typing import Any
 from advisor.catalog import Catalog
 from advisor.cost import BLEND_INPUT_PER_OUTPUT, HOURS_PER_MONTH, OUTPUT_TOKEN_WEIGHT
 from advisor.hardware_detect import Detected, match_hardware
-from advisor.recommend.candidates import MeasuredRun, estimated_candidates, measured_candidates
+from advisor.recommend.candidates import Candidate, MeasuredRun, estimated_candidates, measured_candidates
 from advisor.recommend.constraints import Constraints
 from advisor.recommend.evidence import EvidenceGap, evidence_gap
 from advisor.recommend.explain import Advice, advise
@@ -44,6 +44,7 @@ class Recommendation:
     advice: Advice | None  # set when no row passes on evidence that can carry a recommendation
     notes: tuple[str, ...] = field(default=())
     evidence: EvidenceGap | None = None  # set when the data cannot carry a recommendation yet
+    warnings: tuple[str, ...] = ()  # what makes a "passes" weaker than it reads (shown with the headline)
 
     @property
     def best(self) -> Row | None:
@@ -63,7 +64,8 @@ class Recommendation:
                 "runners_up": [r.key for r in self.runners_up], "rows": [r.to_dict() for r in self.rows],
                 "pareto": [f.to_dict() for f in self.frontiers], "break_even": [b.to_dict() for b in self.break_even],
                 "backtest": self.backtest.to_dict(), "advice": self.advice.to_dict() if self.advice else None,
-                "evidence": self.evidence.to_dict() if self.evidence else None, "notes": list(self.notes)}
+                "evidence": self.evidence.to_dict() if self.evidence else None, "notes": list(self.notes),
+                "warnings": list(self.warnings)}
 
 
 def resolve_runs(runs: list[RunResult], catalog: Catalog, detected: Detected | None) -> list[MeasuredRun]:
@@ -100,6 +102,26 @@ def _drop_test_engine(runs: list[RunResult]) -> tuple[list[RunResult], str | Non
     if real:
         return real, f"{len(runs) - len(real)} run(s) of the test engine 'fake' left out: it serves no model"
     return runs, "only runs of the test engine 'fake': this ranking shows how the tool works, not what to buy"
+
+
+def no_slo_warning(cands: list[Candidate]) -> str | None:
+    """Said when some option has no latency limit at all: it then "meets every constraint" on load and budget only.
+
+    A roofline estimate with no limit sits at its throughput ceiling, where queueing makes latency grow
+    without bound, so its capacity (and the replicas sized on it) is no latency promise.
+    """
+    free = [c for c in cands if all(v is None for v in c.slos.values())]
+    if not free:
+        return None
+    scenarios = sorted({c.scenario for c in free if c.scenario})
+    where = f"scenario {', '.join(repr(s) for s in scenarios)} sets" if scenarios else "the runs' scenarios set"
+    tpot = [c.latency_ms.get("tpot_ms") for c in free if c.source == "estimated"]
+    worst = max((v for v in tpot if v is not None and v != float("inf")), default=None)
+    at = (f"; estimated options are sized at their throughput ceiling, where latency is unbounded "
+          f"(p95 TPOT up to {worst:,.0f} ms here)") if worst is not None else ""
+    return (f"no latency SLO: {where} none and no limit was given (--p95-ttft-ms / --p95-tpot-ms / --p95-e2e-ms, "
+            f"or ttft_ms / tpot_ms in --constraints), so 'meets every constraint' means load and budget only{at}; "
+            "set a TTFT or TPOT limit to size for latency")
 
 
 def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
@@ -151,7 +173,8 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
     if unmapped:
         notes.append(f"machines not in the catalog ({', '.join(unmapped)}): priced only with --price custom=USD")
     gap = evidence_gap(runs, rows, constraints.percentile)
+    warning = no_slo_warning(cands)
     return Recommendation(constraints, design_rps, basis, tuple(rows), tuple(pareto(rows, by_monthly)),
                           tuple(break_evens(rows, catalog.hosted)),
                           backtest([(mr.run, mr.hardware) for mr in resolved if mr.hardware is not None]),
-                          advise(rows), tuple(notes), gap)
+                          advise(rows), tuple(notes), gap, (warning,) if warning else ())

@@ -55,6 +55,8 @@ def print_headline(rec: Recommendation, con: Console) -> None:
                       highlight=False)
     else:
         con.print("[bold red]Nothing meets every constraint.[/] Closest options and what would have to give below.")
+    for w in rec.warnings:
+        con.print(f"[bold yellow]warning:[/] {w}", highlight=False)
 
 
 def print_recommendation(rec: Recommendation, console: Console | None = None, top: int = 15) -> None:

@@ -95,3 +95,16 @@ def test_a_run_without_its_request_records_still_renders(saved_runs, tmp_path):
     (folder / RESULT_FILE).write_text((saved_runs[0].path / RESULT_FILE).read_text())
     page = render_report([load_run(folder)], prices=price_runs(saved_runs[:1], usd_per_hour=1.0))
     assert '<div class="chart" id="fig-cdf"' in page
+
+
+def test_a_recommendation_without_any_latency_slo_says_so_first_among_the_risks(saved_runs):
+    from advisor.store import RunResult
+
+    no_slo = []
+    for r in saved_runs:
+        d = r.to_dict()
+        d["slos"].update(ttft_ms=None, tpot_ms=None, e2e_ms=None)
+        no_slo.append(RunResult.from_dict(d))
+    page = render_report(no_slo, prices=price_runs(no_slo, usd_per_hour=1.0), recommendation=make_recommendation(no_slo))
+    risks = page.split('<section id="summary">')[1].split("</section>")[0].split("Risks")[1]
+    assert "no latency SLO" in risks.split("</li>")[0]
