@@ -35,6 +35,20 @@ class SweepError(ValueError):
     """A sweep that cannot run or be read; the message names the fix."""
 
 
+class SweepInterrupted(RunInterrupted):
+    """A signal stopped a sweep's step: the step's partial run (`result`) and the sweep (`sweep`) are saved."""
+
+    def __init__(self, signum: int, result: RunResult, sweep: SweepResult) -> None:
+        super().__init__(signum, result)
+        self.sweep = sweep
+
+    def resume_text(self) -> str:
+        """What the console says after the partial run: where the sweep is, what it kept, how to go on."""
+        n = len(self.sweep.points)
+        return (f"sweep saved: {self.sweep.path} ({n} finished step{'' if n == 1 else 's'} kept; the interrupted "
+                f"step is not counted); resume with `advisor sweep --resume {self.sweep.sweep_id}`")
+
+
 @dataclass(frozen=True)
 class SweepConfig:
     bench: BenchConfig  # engine, scenario, model, options and overrides of every step
@@ -189,7 +203,7 @@ def run_sweep(cfg: SweepConfig, adapter: Adapter | None, on_step: Callable[[Swee
     """Run the plan's steps on one started engine; saves after every step; a signal ends it cleanly.
 
     With `resume`, finished steps are kept and not run again. Raises the step's RunInterrupted after
-    saving the sweep as interrupted. `measure` replaces `run_bench(step, adapter)` (tests).
+    saving the sweep as interrupted, as a SweepInterrupted. `measure` replaces `run_bench(step, adapter)` (tests).
     """
     if measure is None:
         assert adapter is not None, "run_sweep needs a started adapter"
@@ -217,7 +231,7 @@ def run_sweep(cfg: SweepConfig, adapter: Adapter | None, on_step: Callable[[Swee
             res.capacity = _capacity(points, res.interrupted, res.sweep_id)
             res.stop_reason = f"interrupted by {e.name} at {load:g} {cfg.unit}"
             res.save(cfg.bench.out_dir)
-            raise
+            raise SweepInterrupted(e.signum, e.result, res) from e
         points.append(point)
         if on_step:
             on_step(points[-1])

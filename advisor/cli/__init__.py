@@ -52,9 +52,12 @@ _attach()
 
 def _interrupted(e: Any) -> NoReturn:
     from advisor.bench import RunInterrupted
+    from advisor.sweep import SweepInterrupted
 
     saved = f"; partial run saved: {e.result.path}" if isinstance(e, RunInterrupted) and e.result.path else ""
     click.echo(f"interrupted by {e.name}{saved}", err=True)
+    if isinstance(e, SweepInterrupted):
+        click.echo(e.resume_text(), err=True)
     sys.exit(e.exit_code)
 
 

@@ -1,0 +1,35 @@
+"""Ctrl-C in a sweep's step: the console names the saved sweep and how to resume it, not only the partial run."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from advisor.bench import BenchConfig, RunInterrupted
+from advisor.cli import _interrupted
+from advisor.store import RunResult
+from advisor.sweep import SweepConfig, run_sweep
+from tests.advisor.recommend.runs import make_run
+
+
+def _measure_until_signal(step: BenchConfig) -> RunResult:
+    rate = step.overrides.rate_rps
+    run = RunResult.from_dict(make_run(f"r{rate}", rps=rate))
+    if rate >= 2:
+        raise RunInterrupted(signal.SIGINT, run)
+    return run
+
+
+def test_the_console_names_the_sweep_its_kept_steps_and_the_resume_command(tmp_path, capsys):
+    cfg = SweepConfig(BenchConfig("copilot", engine="fake", out_dir=tmp_path), rates=(1, 2, 4))
+    with pytest.raises(RunInterrupted) as caught:  # still a RunInterrupted: exit code and partial run as before
+        run_sweep(cfg, None, measure=_measure_until_signal)
+    with pytest.raises(SystemExit) as ended:
+        _interrupted(caught.value)
+    assert ended.value.code == 130
+    err = capsys.readouterr().err
+    [folder] = [p for p in tmp_path.iterdir() if (p / "sweep.json").exists()]
+    assert "interrupted by SIGINT" in err
+    assert f"sweep saved: {folder}" in err and "1 finished step kept" in err
+    assert f"resume with `advisor sweep --resume {folder.name}`" in err
