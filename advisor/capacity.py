@@ -128,6 +128,13 @@ class Capacity:
                 "first_failure": self.first_failure.to_dict() if self.first_failure else None, "reason": self.reason}
 
 
+def capacity_text(capacity_rps: float | None, capacity_users: int | None) -> str:
+    """'2 req/s', '4 users (3.10 req/s)' or 'none': a capacity as the console and the report say it."""
+    if capacity_users is not None:
+        return f"{capacity_users} users ({capacity_rps or 0:.2f} req/s)"
+    return "none" if capacity_rps is None else f"{capacity_rps:g} req/s"
+
+
 def capacity_from_sweep(points: list[SweepPoint] | tuple[SweepPoint, ...]) -> Capacity:
     """The highest passing step below the first failing one."""
     if not points:

@@ -159,6 +159,15 @@ def turn_tables(runs: Sequence[RunResult], labels: dict[str, str]) -> list[dict[
     return [{"label": labels[r.run_id], **r.summary.sessions.to_dict()} for r in runs if r.summary.sessions]
 
 
+def sweep_row(sweep: dict[str, Any]) -> dict[str, Any]:
+    """A saved sweep.json for the report's table: its capacity said in words, with why."""
+    from advisor.capacity import capacity_text
+
+    cap = sweep.get("capacity") or {}
+    text = capacity_text(cap.get("capacity_rps"), cap.get("capacity_users"))
+    return {**sweep, "capacity_text": f"{text}: {cap['reason']}" if cap.get("reason") else text}
+
+
 def build_context(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: RecommendationResult,
                   sweeps: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """Everything the report template renders except the figures."""
@@ -168,7 +177,7 @@ def build_context(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: R
             "risks": risks(runs, labels, prices, rec), "estimated": estimated_items(prices, rec),
             "methodology": methodology(runs, labels), "environment": environments(runs, labels),
             "recommendation": rec.recommendation, "rec_reason": rec.reason, "constraints": rec.constraints,
-            "sweeps": list(sweeps), "statistics": statistics_notes(),
+            "sweeps": [sweep_row(s) for s in sweeps], "statistics": statistics_notes(),
             "turns": turn_tables(runs, labels)}
 
 

@@ -90,10 +90,8 @@ def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float
     if as_json:
         click.echo(json.dumps(res.to_dict(), default=str))
     else:
+        from advisor.capacity import capacity_text
+
         cap = res.capacity
-        if cap.capacity_users is not None:
-            what = f"{cap.capacity_users} users ({cap.capacity_rps:.2f} req/s)"
-        else:
-            what = "none" if cap.capacity_rps is None else f"{cap.capacity_rps:g} req/s"
-        click.echo(f"capacity: {what} - {cap.reason}")
+        click.echo(f"capacity: {capacity_text(cap.capacity_rps, cap.capacity_users)} - {cap.reason}")
         click.echo(f"stopped: {res.stop_reason}; saved {res.path}")

@@ -49,6 +49,12 @@ def test_a_sweep_brings_its_runs(runs_root: Path, saved_runs, tmp_path: Path):
     assert f"({len(members)} runs" in res.output
     html = out.read_text()
     assert "sweep-test" in html and "max steps" in html
+    # the capacity in words with its reason, not the saved dict dumped as key=value pairs
+    cap = sweep.capacity
+    cell = html.split("<h3>Sweeps</h3>")[1].split("</table>")[0]
+    want = ("none" if cap.capacity_rps is None else f"{cap.capacity_rps:g} req/s") + f": {cap.reason}"
+    assert want.replace("'", "&#39;") in cell
+    assert "run_id=" not in cell and "capacity_rps=" not in cell and "first_failure=" not in cell
 
 
 def test_constraints_file_drives_the_recommendation(runs_root: Path, saved_runs, tmp_path: Path):
