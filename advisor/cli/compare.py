@@ -6,7 +6,9 @@ A figure *differs* when the two intervals do not overlap; it is a *regression* w
 worse than A, and B is worse by more than `--max-regression` percent. With `--max-regression` set,
 the command exits 1 on any regression, so a team can gate an engine or configuration upgrade in its
 own CI; without it, it only reports. Single runs carry no interval: any difference "differs", so
-gate on repeat groups where run-to-run noise matters.
+gate on repeat groups where run-to-run noise matters. When A and B ran different workloads (scenario or
+its resolved settings: rate, users, lengths, duration, seed) a note says which, since the figures then
+follow the load as much as the engine.
 """
 
 from __future__ import annotations
@@ -110,6 +112,31 @@ def compare(fa: dict[str, Interval], fb: dict[str, Interval], max_regression_pct
     return out
 
 
+# What makes two runs' offered work the same: the scenario and the settings it was resolved to.
+WORKLOAD_KEYS = ("mode", "arrival", "sessions", "duration_s", "warmup_s", "seed", "max_requests", "length_scale",
+                 "max_input_tokens", "max_output_tokens")
+
+
+def _workload(run: RunResult) -> dict[str, Any]:
+    eff = run.schedule.effective or {}
+    out: dict[str, Any] = {"scenario": run.scenario_name, "concurrency": run.schedule.concurrency}
+    for k in WORKLOAD_KEYS:
+        v = eff.get(k)
+        if isinstance(v, dict):
+            out.update({f"{k}.{kk}": vv for kk, vv in v.items()})
+        else:
+            out[k] = v
+    if not eff:  # a run saved before settings were recorded: its planned rate is what is left to compare
+        out["offered_rps"] = run.schedule.offered_rps
+    return out
+
+
+def workload_differences(ga: RepeatGroup, gb: RepeatGroup) -> list[str]:
+    """'arrival.rate_rps 2.5 vs 3': where A's and B's offered work differ (empty: the same scenario and settings)."""
+    wa, wb = _workload(ga.runs[0]), _workload(gb.runs[0])
+    return [f"{k} {wa.get(k)} vs {wb.get(k)}" for k in dict.fromkeys([*wa, *wb]) if wa.get(k) != wb.get(k)]
+
+
 def _side(group: RepeatGroup) -> dict[str, Any]:
     return {"id": group.group_id, "kind": "repeat group" if group.is_repeated else "run", "n": group.n,
             "status": group.status, "run_ids": [r.run_id for r in group.runs]}
@@ -141,6 +168,11 @@ def compare_command(a: str, b: str, root: Path, max_regression_pct: float | None
         raise click.UsageError(str(e)) from None
     diffs = compare(figures(ga, price_usd_hour), figures(gb, price_usd_hour), max_regression_pct, keys)
     notes = []
+    differ = workload_differences(ga, gb)
+    if differ:
+        notes.append(f"A and B ran different workloads ({'; '.join(differ)}): latency, throughput, goodput and "
+                     "$/1M follow the offered load as much as the engine; compare runs of the same scenario and "
+                     "settings")
     if not ga.is_repeated or not gb.is_repeated:
         notes.append("a single run has no interval: any difference counts as a difference; compare repeat groups "
                      "to tell a change from run-to-run noise")

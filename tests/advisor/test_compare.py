@@ -94,3 +94,23 @@ def test_the_console_script_exits_1_on_a_regression(root):
     assert bad.returncode == 1 and "regression(s) past 10%" in bad.stderr
     assert json.loads(bad.stdout)["regressions"]
     assert run("base", "same", "--max-regression", "10").returncode == 0
+
+
+def _with_workload(run_id: str, scenario: str = "copilot", rate: float = 2.5, duration: float = 42.0) -> dict:
+    r = make_run(run_id, scenario=scenario, rps=rate)
+    r["schedule"]["effective"] = {"mode": "open", "arrival": {"process": "gamma", "rate_rps": rate, "cv": 1.5},
+                                  "duration_s": duration, "warmup_s": 5.0, "seed": 0, "length_scale": 0.5}
+    return r
+
+
+def test_runs_of_different_loads_or_scenarios_are_said_to_be_so(tmp_path):
+    # a run at 2.5 req/s against one at 3.5 req/s: "B better" on throughput is the load, not the engine
+    root = write_runs(tmp_path / "runs", [_with_workload("at-2.5"), _with_workload("at-3.5", rate=3.5),
+                                          _with_workload("other", scenario="code-fit"), _with_workload("again")])
+    d = json.loads(compare(root, "at-2.5", "at-3.5", "--json").stdout)
+    assert any(n.startswith("A and B ran different workloads (arrival.rate_rps 2.5 vs 3.5)") for n in d["notes"])
+    d = json.loads(compare(root, "at-2.5", "other", "--json").stdout)
+    assert any("scenario copilot vs code-fit" in n for n in d["notes"])
+    d = json.loads(compare(root, "at-2.5", "again", "--json").stdout)
+    assert not any("different workloads" in n for n in d["notes"])
+    assert "different workloads" in " ".join(compare(root, "at-2.5", "at-3.5").output.split())
