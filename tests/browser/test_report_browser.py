@@ -15,8 +15,9 @@ pytestmark = pytest.mark.browser
 
 def test_report_opens_offline_with_every_chart_drawn(page, browser_runs, artifacts):
     _, runs = browser_runs
+    copilot = [r for r in runs if r.scenario_name == "copilot"]  # a recommendation is for one scenario
     path = write_report(artifacts / "report.html", runs, prices=price_runs(runs, usd_per_hour=2.0),
-                        recommendation=make_recommendation(runs))
+                        recommendation=make_recommendation(copilot))
     page.route("**/*", lambda route: route.abort() if not route.request.url.startswith("file:") else route.continue_())
     page.goto(path.as_uri())
     charts = page.locator("div.chart")
@@ -54,8 +55,9 @@ def _above_the_fold(page, selector: str) -> bool:
 def test_first_screen_at_1280x800_shows_the_decision_and_its_cost(page, browser_runs, artifacts, which):
     _, runs = browser_runs
     chosen = runs if which == "recommended" else [r for r in runs if r.verdict.status != "VALID"]
+    one_scenario = [r for r in chosen if r.scenario_name == "copilot"]  # a recommendation is for one scenario
     path = write_report(artifacts / f"report-{which}.html", chosen, prices=price_runs(chosen, usd_per_hour=2.0),
-                        recommendation=make_recommendation(chosen))
+                        recommendation=make_recommendation(one_scenario))
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(path.as_uri())
     page.locator("#fig-percentiles .main-svg").first.wait_for(state="attached", timeout=20_000)

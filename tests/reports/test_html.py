@@ -18,8 +18,10 @@ SECTIONS = ("summary", "recommendation", "comparison", "charts", "methodology", 
 
 @pytest.fixture(scope="module")
 def html(saved_runs) -> str:
+    # the hostile run has a scenario of its own, and a recommendation is for one scenario's runs
+    copilot = [r for r in saved_runs if r.scenario_name == "copilot"]
     return render_report(saved_runs, prices=price_runs(saved_runs, usd_per_hour=2.0),
-                         recommendation=make_recommendation(saved_runs))
+                         recommendation=make_recommendation(copilot))
 
 
 def _figures(html: str) -> dict[str, dict]:
@@ -101,10 +103,16 @@ def test_a_recommendation_without_any_latency_slo_says_so_first_among_the_risks(
     from advisor.store import RunResult
 
     no_slo = []
-    for r in saved_runs:
+    for r in (r for r in saved_runs if r.scenario_name == "copilot"):
         d = r.to_dict()
         d["slos"].update(ttft_ms=None, tpot_ms=None, e2e_ms=None)
         no_slo.append(RunResult.from_dict(d))
     page = render_report(no_slo, prices=price_runs(no_slo, usd_per_hour=1.0), recommendation=make_recommendation(no_slo))
     risks = page.split('<section id="summary">')[1].split("</section>")[0].split("Risks")[1]
     assert "no latency SLO" in risks.split("</li>")[0]
+
+
+def test_runs_of_several_scenarios_get_no_recommendation_and_say_how_to_get_one(saved_runs):
+    rec = make_recommendation(saved_runs)  # copilot and the hostile scenario
+    assert rec.recommendation is None
+    assert rec.reason.startswith("the runs are of 2 scenarios (") and "scenario: NAME" in rec.reason

@@ -74,6 +74,18 @@ def test_bad_input_is_one_line_naming_the_fix(runs_dir, args, message):
     assert "Traceback" not in r.output
 
 
+def test_runs_of_several_scenarios_need_one_named(tmp_path):
+    # a capacity measured on chat traffic must not size replicas for code completion
+    root = write_runs(tmp_path / "runs", [make_run("c", scenario="copilot", rps=2.0),
+                                          make_run("h", scenario="chat", rps=10.0)])
+    r = CliRunner().invoke(recommend_command, ["--runs", str(root), "--peak-rps", "20", "--no-measure"])
+    assert r.exit_code != 0 and "Traceback" not in r.output
+    assert "the runs are of 2 scenarios (chat, copilot)" in " ".join(r.output.split())
+    r = invoke(recommend_command, ["--runs", str(root), "--scenario", "chat", "--peak-rps", "20", "--no-measure",
+                                   "--json"])
+    assert r.exit_code == 0 and json.loads(r.output)["rows"][0]["run_id"] == "h"
+
+
 def test_no_runs_folder(tmp_path):
     r = CliRunner().invoke(recommend_command, ["--runs", str(tmp_path / "none"), "--no-measure"])
     assert r.exit_code != 0 and "advisor bench" in r.output
