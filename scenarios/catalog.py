@@ -36,8 +36,23 @@ def _is_path(name_or_path: str) -> bool:
     return "/" in name_or_path or "\\" in name_or_path or name_or_path.endswith((".yaml", ".yml"))
 
 
+LOG_SUFFIXES = (".csv", ".jsonl", ".tsv", ".log")  # request logs (`advisor scenarios fit`); .json may be a scenario
+
+
+def _log_hint(name_or_path: str | Path) -> str | None:
+    """For a request log given where a scenario belongs: the command that turns it into one."""
+    p = Path(name_or_path)
+    suffixes = [x.lower() for x in p.suffixes if x.lower() != ".gz"]
+    if not suffixes or suffixes[-1] not in LOG_SUFFIXES or not p.expanduser().is_file():
+        return None
+    return (f"{p} is a request log, not a scenario YAML; make a scenario from it with `advisor scenarios fit {p} "
+            f"-o my-traffic.yaml`, then `advisor bench --scenario my-traffic.yaml`")
+
+
 def load_scenario(name_or_path: str | Path) -> Scenario:
     """A shipped scenario by name, or a scenario YAML file by path."""
+    if (hint := _log_hint(name_or_path)) is not None:
+        raise ScenarioError(hint)
     if isinstance(name_or_path, Path) or _is_path(name_or_path):
         path = Path(name_or_path).expanduser()
         if not path.is_file():

@@ -66,6 +66,17 @@ def test_unknown_name_lists_the_valid_ones() -> None:
         load_scenario("nope")
 
 
+@pytest.mark.parametrize("name", ["gateway.jsonl", "sub/azure.csv", "spend.jsonl.gz"])
+def test_a_request_log_given_as_the_scenario_names_the_fit_command(tmp_path: Path, monkeypatch, name: str) -> None:
+    # a new user passes their log to `bench --scenario`; "malformed YAML; fix the syntax there" sent them the wrong way
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).parent.mkdir(exist_ok=True)
+    (tmp_path / name).write_text('{"timestamp": 1, "usage": {"prompt_tokens": 5}}\n')
+    with pytest.raises(ScenarioError, match=rf"^{name} is a request log, not a scenario YAML; make a scenario from it "
+                                            rf"with `advisor scenarios fit {name} -o my-traffic.yaml`"):
+        load_scenario(name)
+
+
 def test_load_by_path_and_relative_trace(tmp_path: Path) -> None:
     (tmp_path / "t.jsonl").write_text('{"timestamp": 0, "input_length": 600, "output_length": 4, "hash_ids": [7, 8]}\n'
                                       '{"timestamp": 500, "input_length": 700, "output_length": 4, "hash_ids": [7, 9]}\n')
