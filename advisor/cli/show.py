@@ -1,24 +1,55 @@
-"""`advisor show RUN`: a saved run printed again."""
+"""`advisor show RUN_OR_SWEEP`: a saved run, or a saved sweep's steps and capacity, printed again."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
 
 @click.command("show")
-@click.argument("run")
+@click.argument("run", metavar="RUN_OR_SWEEP")
 @click.option("--runs", "root", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the saved result.json.")
+@click.option("--json", "as_json", is_flag=True, help="Print the saved result.json (a sweep: its sweep.json).")
 def show_command(run: str, root: Path, as_json: bool) -> None:
-    """Show a saved run (a run folder or a run id under --runs)."""
+    """Show a saved run or sweep (a folder, or an id under --runs)."""
     from advisor import console
-    from advisor.store import load_run
+    from advisor.store import RESULT_FILE, item_folder, load_run
+    from advisor.sweep import SWEEP_FILE, load_sweep
 
+    folder = item_folder(run, root)
+    if not (folder / RESULT_FILE).is_file() and not (folder / SWEEP_FILE).is_file():
+        raise click.UsageError(f"no run or sweep at {run} (looked for {folder / RESULT_FILE} and {SWEEP_FILE}); "
+                               f"give a run or sweep id from `ls {root}`, or its folder")
+    if (folder / SWEEP_FILE).is_file():
+        sweep = load_sweep(run, root)
+        if as_json:
+            click.echo(json.dumps(sweep.to_dict(), default=str))
+        else:
+            print_sweep(sweep)
+        return
     result = load_run(run, root)
     if as_json:
         click.echo(json.dumps(result.to_dict(), allow_nan=False))
     else:
         console.print_run(result)
+
+
+def print_sweep(sweep: Any) -> None:
+    """Its steps (each a run `advisor show` prints), the capacity and why it stopped."""
+    from advisor.capacity import capacity_text
+    from advisor.cli.sweep import step_line
+
+    model = f", model {sweep.model}" if sweep.model else ""
+    click.echo(f"sweep {sweep.sweep_id} ({sweep.state}): {sweep.scenario} on {sweep.engine}{model}")
+    for p in sweep.points:
+        click.echo(step_line(p))
+    if sweep.interrupted:
+        i = sweep.interrupted
+        load = f"{i.get('load'):g} {'users' if sweep.unit == 'users' else 'req/s'}"
+        click.echo(f"interrupted by {i.get('signal')} at {load} (not counted; its partial run: {i.get('run_id')})")
+    cap = sweep.capacity
+    click.echo(f"capacity: {capacity_text(cap.capacity_rps, cap.capacity_users)} - {cap.reason}")
+    click.echo(f"stopped: {sweep.stop_reason or 'not yet'}")

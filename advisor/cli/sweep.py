@@ -20,6 +20,12 @@ def _numbers(text: str | None, flag: str, conv: type) -> tuple | None:
         raise click.UsageError(f"{flag} expects comma-separated numbers, e.g. {example}; got {text!r}") from None
 
 
+def step_line(p: Any) -> str:
+    """One sweep step as the console says it: load, pass or why not, achieved rate, run id."""
+    return (f"{p.label()}: {'pass' if p.passes else 'FAIL: ' + p.failure()} "
+            f"(achieved {p.achieved_rps:.2f} req/s, run {p.run_id})")
+
+
 def _given(*params: str) -> list[str]:
     """Which of these flags were given (not defaults), by their flag names."""
     ctx = click.get_current_context()
@@ -82,8 +88,7 @@ def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float
 
     def show(p: Any) -> None:
         if not as_json:
-            click.echo(f"{p.label()}: {'pass' if p.passes else 'FAIL: ' + p.failure()} "
-                       f"(achieved {p.achieved_rps:.2f} req/s, run {p.run_id})")
+            click.echo(step_line(p))
 
     with open_engine(cfg.bench, first.options) as adapter:
         res = run_sweep(cfg, adapter, on_step=show, resume=resumed)
