@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -46,7 +47,12 @@ class SweepInterrupted(RunInterrupted):
         """What the console says after the partial run: where the sweep is, what it kept, how to go on."""
         n = len(self.sweep.points)
         return (f"sweep saved: {self.sweep.path} ({n} finished step{'' if n == 1 else 's'} kept; the interrupted "
-                f"step is not counted); resume with `advisor sweep --resume {self.sweep.sweep_id}`")
+                f"step is not counted); resume with `{resume_command(self.sweep.sweep_id, self.out_dir)}`")
+
+    @property
+    def out_dir(self) -> Path:
+        """The --out folder the sweep was saved under (where --resume must look)."""
+        return self.sweep.path.parent if self.sweep.path is not None else Path("runs")
 
 
 @dataclass(frozen=True)
@@ -180,20 +186,29 @@ def load_sweep(path_or_id: str | Path, root: Path = Path("runs")) -> SweepResult
         if isinstance(e, SweepError):
             raise
         raise SweepError(f"{p}: damaged sweep file ({type(e).__name__}: {e}); re-run the sweep") from None
-    cap = _capacity(list(points), d.get("interrupted") if d.get("state") == "interrupted" else None, d["sweep_id"])
+    cap = _capacity(list(points), d.get("interrupted") if d.get("state") == "interrupted" else None, d["sweep_id"],
+                    p.parent.parent, d.get("unit", "rps"))
     return SweepResult(d["sweep_id"], d["scenario"], d["engine"], d.get("model"), d["created_utc"], points, cap,
                        d.get("stop_reason", ""), d.get("state", "done"), d.get("config", {}), d.get("interrupted"),
                        d.get("unit", "rps"), p.parent)
 
 
-def _capacity(points: list[SweepPoint], interrupted: dict[str, Any] | None, sweep_id: str) -> Capacity:
+def resume_command(sweep_id: str, out_dir: Path) -> str:
+    """The command that goes on with a sweep: `--resume` looks in `--out`, so a sweep saved elsewhere names it."""
+    out = "" if Path(out_dir) == Path("runs") else f" --out {shlex.quote(str(out_dir))}"
+    return f"advisor sweep --resume {sweep_id}{out}"
+
+
+def _capacity(points: list[SweepPoint], interrupted: dict[str, Any] | None, sweep_id: str, out_dir: Path,
+              unit: str) -> Capacity:
+    resume = f"resume with `{resume_command(sweep_id, out_dir)}`"
     if not points:
-        return Capacity(None, None, None, "no step finished" + (
-            f"; resume with `advisor sweep --resume {sweep_id}`" if interrupted else ""))
+        return Capacity(None, None, None, "no step finished" + (f"; {resume}" if interrupted else ""))
     cap = capacity_from_sweep(points)
     if interrupted:
-        return replace(cap, reason=f"{cap.reason}; the sweep was interrupted at {interrupted['load']:g} "
-                                   f"(that step is not counted): resume with `advisor sweep --resume {sweep_id}`")
+        at = f"{interrupted['load']:g} {'users' if unit == 'users' else 'req/s'}"
+        return replace(cap, reason=f"{cap.reason}; the sweep was interrupted at {at} (that step is not counted): "
+                                   f"{resume}")
     return cap
 
 
@@ -228,7 +243,7 @@ def run_sweep(cfg: SweepConfig, adapter: Adapter | None, on_step: Callable[[Swee
         except RunInterrupted as e:
             res.points, res.state = tuple(points), "interrupted"
             res.interrupted = {"load": load, "run_id": e.result.run_id, "signal": e.name}
-            res.capacity = _capacity(points, res.interrupted, res.sweep_id)
+            res.capacity = _capacity(points, res.interrupted, res.sweep_id, cfg.bench.out_dir, cfg.unit)
             res.stop_reason = f"interrupted by {e.name} at {load:g} {cfg.unit}"
             res.save(cfg.bench.out_dir)
             raise SweepInterrupted(e.signum, e.result, res) from e
@@ -236,10 +251,10 @@ def run_sweep(cfg: SweepConfig, adapter: Adapter | None, on_step: Callable[[Swee
         if on_step:
             on_step(points[-1])
         why = stop_reason(points) or ""
-        res.points, res.capacity = tuple(points), _capacity(points, None, res.sweep_id)
+        res.points, res.capacity = tuple(points), _capacity(points, None, res.sweep_id, cfg.bench.out_dir, cfg.unit)
         res.save(cfg.bench.out_dir)
     res.points, res.state = tuple(points), "done"
-    res.capacity = _capacity(points, None, res.sweep_id)
+    res.capacity = _capacity(points, None, res.sweep_id, cfg.bench.out_dir, cfg.unit)
     res.stop_reason = why or f"all {len(cfg.load_plan())} planned steps run"
     res.save(cfg.bench.out_dir)
     return res

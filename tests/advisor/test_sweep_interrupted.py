@@ -9,7 +9,7 @@ import pytest
 from advisor.bench import BenchConfig, RunInterrupted
 from advisor.cli import _interrupted
 from advisor.store import RunResult
-from advisor.sweep import SweepConfig, run_sweep
+from advisor.sweep import SweepConfig, SweepInterrupted, load_sweep, run_sweep
 from tests.advisor.recommend.runs import make_run
 
 
@@ -32,4 +32,18 @@ def test_the_console_names_the_sweep_its_kept_steps_and_the_resume_command(tmp_p
     [folder] = [p for p in tmp_path.iterdir() if (p / "sweep.json").exists()]
     assert "interrupted by SIGINT" in err
     assert f"sweep saved: {folder}" in err and "1 finished step kept" in err
-    assert f"resume with `advisor sweep --resume {folder.name}`" in err
+    # --resume looks under --out: a sweep saved elsewhere than runs/ names its folder in the command
+    assert f"resume with `advisor sweep --resume {folder.name} --out {tmp_path}`" in err
+    assert f"resume with `advisor sweep --resume {folder.name} --out {tmp_path}`" in load_sweep(folder).capacity.reason
+
+
+def test_in_the_default_runs_folder_the_resume_command_needs_no_out(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = SweepConfig(BenchConfig("copilot", engine="fake"), rates=(1, 2, 4))
+    with pytest.raises(SweepInterrupted) as caught:
+        run_sweep(cfg, None, measure=_measure_until_signal)
+    sweep_id = caught.value.sweep.sweep_id
+    assert caught.value.resume_text().endswith(f"resume with `advisor sweep --resume {sweep_id}`")
+    reason = load_sweep(sweep_id).capacity.reason
+    assert reason.endswith(f"interrupted at 2 req/s (that step is not counted): resume with "
+                           f"`advisor sweep --resume {sweep_id}`")

@@ -104,9 +104,11 @@ def test_an_interrupted_sweep_keeps_its_steps_and_resumes_without_redoing_them(f
     assert sweep.state == "interrupted" and sweep.interrupted["load"] == 4.0
     assert [p.rate_rps for p in sweep.points] == [2.0]
     reason = sweep.capacity.reason
-    assert "fails at 4" not in reason and "4 req/s" not in reason  # nothing rests on the interrupted step
-    assert f"interrupted at 4 (that step is not counted): resume with `advisor sweep --resume {sweep.sweep_id}`" \
-        in reason
+    verdict = reason.split("; the sweep was interrupted at")[0]
+    assert "fails at 4" not in verdict and "4 req/s" not in verdict  # nothing rests on the interrupted step
+    assert (f"interrupted at 4 req/s (that step is not counted): resume with `advisor sweep --resume {sweep.sweep_id} "
+            f"--out {out}`") in reason
+    assert f"sweep saved: {sweep_file.parent}" in err and f"--resume {sweep.sweep_id} --out {out}`" in err
     assert "/" not in sweep.sweep_id
     first_run = sweep.points[0].run_id
 
