@@ -61,6 +61,7 @@ def option_row(group: RepeatGroup, label: str, prices: dict[str, RunPrice],
         "figures": {k: _text(group.interval(k)) for k in FIGURE_COLUMNS},
         "slos": [{"name": f"p{c.percentile:g} {c.metric.removesuffix('_ms').upper()}", "status": c.status,
                   "text": c.text()} for c in opt.checks.values()],
+        "slo_set": any(v is not None for v in slos.values()),  # without one, goodput is every ok request: not shown
         "support": _support(n_ok), "usd_1m_out": _text(cost),
         "ready_s": _text(median_interval(ready) if ready else None),
         "coverage": next((iv.coverage for iv in group.figures().values() if iv.coverage is not None), None),

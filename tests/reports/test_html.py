@@ -116,3 +116,20 @@ def test_runs_of_several_scenarios_get_no_recommendation_and_say_how_to_get_one(
     rec = make_recommendation(saved_runs)  # copilot and the hostile scenario
     assert rec.recommendation is None
     assert rec.reason.startswith("the runs are of 2 scenarios (") and "scenario: NAME" in rec.reason
+
+
+def test_a_run_without_slos_shows_no_goodput_or_attainment(saved_runs):
+    # with no limit every completed request is "good": 100% attainment and goodput = throughput said nothing
+    from advisor.store import RunResult
+
+    run = next(r for r in saved_runs if r.scenario_name == "copilot")
+    d = run.to_dict()
+    d["slos"].update(ttft_ms=None, tpot_ms=None, e2e_ms=None)
+    no_slo = RunResult.from_dict(d)
+    page = render_report([no_slo], prices=price_runs([no_slo], usd_per_hour=1.0))
+    options = page.split('<table id="options">')[1].split("</table>")[0]
+    per_run = page.split("Every run on its own")[1].split("</table>")[0]
+    assert options.count("<td>no SLO</td>") == 1
+    assert per_run.count("<td>no SLO</td>") == 2 and "100.0%" not in per_run
+    with_slo = render_report([run], prices=price_runs([run], usd_per_hour=1.0))
+    assert "no SLO" not in with_slo.split("Every run on its own")[1].split("</table>")[0]
