@@ -40,6 +40,11 @@ def resolve(item: str, root: Path, runs: list[RunResult] | None = None) -> Repea
         run = load_run(folder)
         return RepeatGroup(run.run_id, (run,), 1)
     group = find_group(runs if runs is not None else (list_runs(root) if root.is_dir() else []), item)
+    from advisor.sweep import SWEEP_FILE  # the sweep module loads the bench: only when a lookup failed
+
+    if group is None and (folder / SWEEP_FILE).is_file():
+        raise click.UsageError(f"{item} is a sweep: compare two of its steps' runs or repeat groups (`advisor show "
+                               f"{item}` lists them), or read the whole sweep with `advisor report {item}`")
     if group is None:
         raise click.UsageError(f"{item}: no run or repeat group of that id under {root} (looked for "
                                f"{folder / RESULT_FILE} and for runs tagged with that group id); "

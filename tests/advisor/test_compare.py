@@ -114,3 +114,15 @@ def test_runs_of_different_loads_or_scenarios_are_said_to_be_so(tmp_path):
     d = json.loads(compare(root, "at-2.5", "again", "--json").stdout)
     assert not any("different workloads" in n for n in d["notes"])
     assert "different workloads" in " ".join(compare(root, "at-2.5", "at-3.5").output.split())
+
+
+def test_a_sweep_id_says_what_to_compare_instead(root):
+    from advisor.capacity import SweepPoint, capacity_from_sweep
+    from advisor.store import load_run
+    from advisor.sweep import SweepResult
+
+    points = (SweepPoint.from_run(2.0, load_run("single-a", root)),)
+    SweepResult("sweep-x", "copilot", "own", None, "2026-11-23T00:00:00Z", points, capacity_from_sweep(points),
+                "max steps").save(root)
+    r = compare(root, "sweep-x", "single-b")
+    assert r.exit_code == 2 and "sweep-x is a sweep: compare two of its steps' runs" in " ".join(r.output.split())
