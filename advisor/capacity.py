@@ -152,14 +152,19 @@ def capacity_from_sweep(points: list[SweepPoint] | tuple[SweepPoint, ...]) -> Ca
         return Capacity(None, None, first_fail,
                         f"even the lowest step, {first_fail.label()}, fails: {first_fail.failure()}; "
                         "sweep lower loads, run longer steps if n is too small, or relax the SLOs")
+    # with no SLO set (a fitted scenario's default) a step passes on its verdict alone: say so, never "met the SLOs"
+    judged = any(v is not None for p in pts for v in p.slo_met.values())
+    unjudged = "" if judged else " (no SLO is set: latency was not judged, only a VALID verdict)"
     if first_fail is None:
+        met = "met the SLOs" if judged else "stayed VALID"
         return Capacity(best.rate_rps, best, None,
-                        f"every step up to {best.label()} met the SLOs; capacity is at least that "
+                        f"every step up to {best.label()} {met}{unjudged}; capacity is at least that "
                         "(sweep higher loads to find the limit)")
     later = [p.label() for p in pts if p.load > first_fail.load and p.passes]
     note = f"; passes again at {', '.join(later)} treated as noise" if later else ""
+    met = "meets every SLO" if judged else "stays VALID"
     return Capacity(best.rate_rps, best, first_fail,
-                    f"meets every SLO at {best.label()}; fails at {first_fail.label()} ({first_fail.failure()}){note}")
+                    f"{met} at {best.label()}{unjudged}; fails at {first_fail.label()} ({first_fail.failure()}){note}")
 
 
 def stop_reason(points: list[SweepPoint] | tuple[SweepPoint, ...]) -> str | None:

@@ -52,3 +52,19 @@ def test_stop_rules():
     assert "saturated" in stop_reason([pt(1), pt(2, ok=False, status="SATURATED")])
     assert "two steps in a row" in stop_reason([pt(1), pt(2, ok=False), pt(4, ok=False)])
     assert stop_reason([pt(1), pt(2, ok=False)]) is None  # one SLO miss without saturation: confirm at the next rate
+
+
+def test_with_no_slo_set_the_reason_never_says_the_slos_were_met():
+    # a fitted scenario leaves its SLOs unset: its sweep said "every step up to 80 req/s met the SLOs"
+    def free(rate: float, status: str = "VALID") -> SweepPoint:
+        return SweepPoint(rate_rps=rate, run_id=f"r{rate}", status=status,
+                          slo_met={"ttft": None, "tpot": None, "e2e": None}, error_rate=0.0, achieved_rps=rate,
+                          goodput_rps=rate)
+
+    allp = capacity_from_sweep([free(40), free(80)])
+    assert allp.capacity_rps == 80 and "SLO" not in allp.reason.split("(no SLO is set")[0]
+    assert allp.reason.startswith("every step up to 80 req/s stayed VALID (no SLO is set: latency was not judged")
+    some = capacity_from_sweep([free(40), free(80, status="SATURATED")])
+    assert some.reason.startswith("stays VALID at 40 req/s (no SLO is set") and "fails at 80 req/s" in some.reason
+    judged = capacity_from_sweep([pt(1), pt(2)])
+    assert judged.reason.startswith("every step up to 2 req/s met the SLOs;")
