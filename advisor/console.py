@@ -119,10 +119,10 @@ def print_run(result: Any) -> None:
         t2.add_row("memory (engine process)", "n/a (" + escape(tele.rss_absent_reason) + ")")
     else:
         t2.add_row("memory (engine process)",
-                   f"peak {_fmt(tele.rss_peak_mb, 0)} MB, steady {_fmt(tele.rss_steady_mb, 0)} MB")
+                   f"peak {_fmt(tele.rss_peak_mb, 0)} MiB, steady {_fmt(tele.rss_steady_mb, 0)} MiB")
     gpu = tele.gpu
     t2.add_row("GPU", "n/a (" + escape(str(tele.gpu_absent_reason)) + ")" if not gpu else
-               f"{_fmt(gpu.get('memory_used_peak_mb'), 0)} MB peak, {_fmt(gpu.get('power_w_mean'))} W, "
+               f"{_fmt(gpu.get('memory_used_peak_mb'), 0)} MiB peak, {_fmt(gpu.get('power_w_mean'))} W, "
                f"{_fmt(gpu.get('j_per_output_token'), 3)} J/output token")
     out.print(t2)
     hint = _scale_hint(result)

@@ -230,7 +230,7 @@ def cost_figure(runs: Sequence[RunResult], prices: dict[str, RunPrice]) -> go.Fi
 def memory_energy_figure(runs: Sequence[RunResult]) -> go.Figure:
     """Peak and steady host RSS, GPU memory and GPU energy per output token, per run."""
     labels = run_labels(runs)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=["memory (MB)", "energy (J per output token)"],
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["memory (MiB)", "energy (J per output token)"],
                         shared_yaxes=True, horizontal_spacing=0.04)
     series: tuple[tuple[Callable[[TelemetrySummary], Any], str], ...] = (
         (lambda t: t.rss_peak_mb, "host RSS peak"), (lambda t: t.rss_steady_mb, "host RSS steady"),
@@ -243,7 +243,7 @@ def memory_energy_figure(runs: Sequence[RunResult]) -> go.Figure:
                 ys.append(chart_text(labels[run.run_id]))
                 xs.append(value)
         fig.add_bar(x=xs, y=ys, orientation="h", name=name, row=1, col=1,
-                    hovertemplate="%{y}<br>%{x:.4g} MB<extra>%{fullData.name}</extra>")
+                    hovertemplate="%{y}<br>%{x:.4g} MiB<extra>%{fullData.name}</extra>")
     xs, ys = [], []
     for run in runs:
         value = _number((run.telemetry.gpu or {}).get("j_per_output_token"))

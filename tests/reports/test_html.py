@@ -133,3 +133,8 @@ def test_a_run_without_slos_shows_no_goodput_or_attainment(saved_runs):
     assert per_run.count("<td>no SLO</td>") == 2 and "100.0%" not in per_run
     with_slo = render_report([run], prices=price_runs([run], usd_per_hour=1.0))
     assert "no SLO" not in with_slo.split("Every run on its own")[1].split("</table>")[0]
+
+
+def test_memory_is_labelled_mib(html):
+    # RSS and GPU memory are bytes / 2**20; labelled "MB" they read 4.9% low against datasheet GB
+    assert "<th>RSS peak MiB</th>" in html and "memory (MiB)" in html and " MB<" not in html
