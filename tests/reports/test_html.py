@@ -131,7 +131,9 @@ def test_a_run_without_slos_shows_no_goodput_or_attainment(saved_runs):
     per_run = page.split("Every run on its own")[1].split("</table>")[0]
     assert options.count("<td>no SLO</td>") == 1
     assert per_run.count("<td>no SLO</td>") == 2 and "100.0%" not in per_run
+    assert "SLOs: none set (no goodput, SLO verdict or latency-bound capacity" in page  # the scenario's section
     with_slo = render_report([run], prices=price_runs([run], usd_per_hour=1.0))
+    assert "SLOs: none set" not in with_slo
     assert "no SLO" not in with_slo.split("Every run on its own")[1].split("</table>")[0]
 
 
