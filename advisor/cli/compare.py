@@ -178,6 +178,11 @@ def compare_command(a: str, b: str, root: Path, max_regression_pct: float | None
         notes.append(f"A and B ran different workloads ({'; '.join(differ)}): latency, throughput, goodput and "
                      "$/1M follow the offered load as much as the engine; compare runs of the same scenario and "
                      "settings")
+    elif all(g.runs[0].schedule.mode == "open" and g.status not in ("SATURATED", "FAILED") for g in (ga, gb)):
+        # below saturation an open loop completes what it is offered: its rates are the schedule's, not the engine's
+        notes.append("an open loop at the same offered load that neither side saturated: requests/s, tokens/s, "
+                     "goodput and $/1M measure that load, not the engine's headroom; compare capacities from "
+                     "`advisor sweep` for that")
     if not ga.is_repeated or not gb.is_repeated:
         notes.append("a single run has no interval: any difference counts as a difference; compare repeat groups "
                      "to tell a change from run-to-run noise")

@@ -126,3 +126,12 @@ def test_a_sweep_id_says_what_to_compare_instead(root):
                 "max steps").save(root)
     r = compare(root, "sweep-x", "single-b")
     assert r.exit_code == 2 and "sweep-x is a sweep: compare two of its steps' runs" in " ".join(r.output.split())
+
+
+def test_the_same_unsaturated_open_loop_load_says_throughput_is_the_loads(tmp_path):
+    # two engines at one offered rate, neither saturated: 27.9 vs 28.2 tok/s read "B better", a schedule artefact
+    root = write_runs(tmp_path / "runs", [_with_workload("a"), _with_workload("b"),
+                                          {**_with_workload("sat"), "verdict": {"status": "SATURATED", "reasons": []}}])
+    note = "an open loop at the same offered load that neither side saturated"
+    assert any(n.startswith(note) for n in json.loads(compare(root, "a", "b", "--json").stdout)["notes"])
+    assert not any(n.startswith(note) for n in json.loads(compare(root, "a", "sat", "--json").stdout)["notes"])
