@@ -143,9 +143,9 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
                           "run `advisor bench` (or `advisor sweep`) first, or point --runs at the folder that holds them")
     scenarios = sorted({r.scenario_name or "?" for r in runs})
     if len(scenarios) > 1:  # a capacity measured on one traffic would size replicas for another
-        raise MixedScenariosError(f"the runs are of {len(scenarios)} scenarios ({', '.join(scenarios)}); a recommendation is "
-                          "for one traffic: pick one (`advisor recommend --scenario NAME`, or `scenario: NAME` in "
-                          "the constraints file)")
+        raise MixedScenariosError(f"the runs are of {len(scenarios)} scenarios ({', '.join(scenarios)}); a "
+                                  "recommendation is for one traffic: pick one (`advisor recommend --scenario NAME`, "
+                                  "or `scenario: NAME` in the constraints file)")
     runs, test_note = _drop_test_engine(runs)
     if detected is not None and detected.catalog_id == "custom":
         catalog = catalog.with_hardware(detected.hardware)
