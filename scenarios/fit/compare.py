@@ -1,7 +1,7 @@
 """How close a fitted scenario comes to its log: statistic by statistic, on a schedule generated from it.
 
-The schedule is built exactly as `bench` would at full scale (same builder,
-fixed seed), with at least 100,000 requests so the model's own noise is
+The schedule is built as `bench` would at full scale (same builder, fixed
+seed), but longer than the scenario's duration_s: at least 100,000 requests so the model's own noise is
 small next to the log's, and at most 200,000 (a longer rate profile is then
 compressed in time, which keeps its rates and so its gap distribution).
 Lengths and gaps are compared by mean, median, p90, p99, CV and the

@@ -114,6 +114,8 @@ def test_fit_console_report_and_html(gateway_log: Path, tmp_path: Path) -> None:
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", page, re.I)  # nothing fetched: opens offline
     assert page.count('type="application/json"') == 5 and "Plotly.newPlot" in page
     assert "KS distance" in page and "SLOs</strong>: left unset" in page
+    # the comparison schedule is longer than a full-scale run of the scenario: the page must not say "exactly as"
+    assert "exactly as" not in page and "but longer than\nthe scenario's own run" in page
 
 
 def test_lognormal_option_rate_and_name(gateway_log: Path, tmp_path: Path) -> None:
