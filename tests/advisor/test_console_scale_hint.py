@@ -1,4 +1,4 @@
-"""The console's "Scaled down" note names the fit that ran, never a fitted value the user's flag replaced."""
+"""The console's "Fitted to a small machine" note names the fit that ran, never a fitted value the user's flag replaced."""
 
 from __future__ import annotations
 
@@ -31,3 +31,9 @@ def test_no_note_at_full_scale():
     r = _result({})
     r.schedule = RunSchedule(mode="open", effective={"fitted": False})
     assert console._scale_hint(r) is None
+
+
+def test_the_note_says_fitted_not_scaled_down():
+    # a fitted log's scenario runs at 2.5 req/s against the log's 2.01: "Scaled down" said the real traffic is heavier
+    hint = console._scale_hint(_result({}))
+    assert hint.startswith("Fitted to a small machine (the scenario's fit block: ") and "Scaled down" not in hint
