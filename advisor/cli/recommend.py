@@ -52,7 +52,8 @@ def _quality(path: Path | None) -> dict[str, float]:
 @click.option("--max-quality-drift", type=float, default=None, help="Max fraction of tokens that may differ (0-1).")
 @click.option("--quality", "quality_file", type=click.Path(path_type=Path), default=None,
               help="JSON of quality drift per engine[/precision] (from `advisor verify`).")
-@click.option("--headroom", type=float, default=None, help="Spare capacity over peak (default 0.2).")
+@click.option("--headroom", type=float, default=None,
+              help="Spare capacity over the peak, as a fraction: 0.2 (the default) sizes for 20% more; 0 to 10.")
 @click.option("--price-tier", type=click.Choice(["cloud_on_demand", "owned_tco"]), default=None)
 @click.option("--no-estimates", is_flag=True, help="Only measured rows, no roofline estimates.")
 @click.option("--allow-uncalibrated", is_flag=True, default=None,

@@ -98,3 +98,9 @@ def test_hardware_lists_catalog_and_this_machine():
     assert d["detected"]["catalog_id"] and d["prices"]["h100-sxm"]["source"]
     t = invoke(hardware_command, ["--no-measure"])
     assert "h100-sxm" in t.output and "This machine" in t.output
+
+
+def test_headroom_help_says_it_is_a_fraction():
+    # "--headroom 5" meant as 5% sized replicas for 6x the peak, silently: the help now says the unit
+    out = " ".join(CliRunner().invoke(recommend_command, ["--help"]).output.split())
+    assert "as a fraction: 0.2 (the default) sizes for 20% more" in out
