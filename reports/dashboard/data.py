@@ -8,6 +8,7 @@ browser. The runs folder is `ADVISOR_RUNS` (default `runs`).
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +83,10 @@ def verdict_notes(runs: Sequence[RunResult]) -> list[str]:
             for r in runs if not is_valid(r)]
 
 
-ALL_SCENARIOS = "(all scenarios)"
+def scenarios_by_runs(runs: Sequence[RunResult]) -> list[str]:
+    """The runs' scenario names, the one with the most runs first (ties by name)."""
+    counts = Counter(r.scenario_name or "?" for r in runs)
+    return sorted(counts, key=lambda name: (-counts[name], name))
 
 
 def constraints_from_widgets(scenario: str | None, ttft_ms: float, tpot_ms: float, peak_rps: float,
@@ -95,7 +99,7 @@ def constraints_from_widgets(scenario: str | None, ttft_ms: float, tpot_ms: floa
                        ("budget_usd_month", budget_usd_month)):
         if value and value > 0:
             d[key] = float(value)
-    if scenario and scenario != ALL_SCENARIOS:
+    if scenario:
         d["scenario"] = scenario
     return d
 

@@ -65,10 +65,11 @@ def compare_page(v: View) -> None:
 def recommend_page(v: View) -> None:
     st.header("Recommend")
     runs = v.selected or v.all_runs
-    st.caption(f"Ranking {'the v.selected' if v.selected else 'all'} {len(runs)} runs; 0 means not set.")
-    scenarios = sorted({r.scenario_name or "?" for r in runs})
+    st.caption(f"Ranking {'the selected' if v.selected else 'all'} {len(runs)} runs; 0 means not set.")
     c1, c2, c3, c4 = st.columns(4)
-    scenario = c1.selectbox("Scenario", [dash.ALL_SCENARIOS, *scenarios], key="r_scenario")
+    # a ranking is for one traffic (runs of several scenarios are refused): the one with the most runs first
+    scenario = c1.selectbox("Scenario", dash.scenarios_by_runs(runs), key="r_scenario",
+                            help="A ranking is for one traffic: only this scenario's runs are ranked.")
     ttft = c2.number_input("p95 TTFT limit (ms)", min_value=0.0, value=0.0, step=50.0, key="r_ttft")
     tpot = c3.number_input("p95 TPOT limit (ms)", min_value=0.0, value=0.0, step=5.0, key="r_tpot")
     peak = c4.number_input("Peak load (req/s)", min_value=0.0, value=0.0, step=1.0, key="r_peak")

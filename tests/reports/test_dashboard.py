@@ -15,9 +15,19 @@ def test_filters_combine_and_empty_filters_pass_everything(saved_runs):
 
 
 def test_zero_widgets_mean_not_set():
-    d = dash.constraints_from_widgets(dash.ALL_SCENARIOS, 0.0, 40.0, 0.0, 500.0, "cloud", "low", False)
-    assert d == {"tpot_ms": 40.0, "budget_usd_month": 500.0, "deployment": "cloud", "max_complexity": "low",
-                 "include_estimates": False}
+    d = dash.constraints_from_widgets("chat", 0.0, 40.0, 0.0, 500.0, "cloud", "low", False)
+    assert d == {"scenario": "chat", "tpot_ms": 40.0, "budget_usd_month": 500.0, "deployment": "cloud",
+                 "max_complexity": "low", "include_estimates": False}
+
+
+def test_the_recommend_page_offers_one_scenario_at_a_time_most_runs_first(saved_runs):
+    # was: "(all scenarios)" came first, and with runs of two scenarios the page opened on a refusal
+    names = dash.scenarios_by_runs(saved_runs)
+    assert sorted(names) == sorted({r.scenario_name for r in saved_runs})
+    counts = [sum(r.scenario_name == n for r in saved_runs) for n in names]
+    assert counts == sorted(counts, reverse=True)
+    first = dash.recommend_runs(saved_runs, dash.constraints_from_widgets(names[0], 0, 0, 0, 0, "any", "high", True))
+    assert first.recommendation is not None, first.reason
 
 
 def test_dashboard_runs_are_bounded():
