@@ -84,24 +84,34 @@ class RunCost:
         return d
 
 
+def tokens_per_request(summary: RunSummary) -> tuple[float, float]:
+    """Mean (input, output) tokens of the run's successful measured requests; (0, 0) if none succeeded.
+
+    The one definition of "the measured tokens per request" that the SLO point keeps: the run's cost table
+    and the recommender's ranking both use it, so one run shows one $/1M at its SLO point."""
+    n = summary.n_ok
+    if n <= 0:
+        return 0.0, 0.0
+    return float(summary.n_in_total) / n, float(summary.n_out_total) / n
+
+
 def run_cost(summary: RunSummary, usd_per_hour: float, instances: float = 1.0,
              capacity_rps: float | None = None) -> RunCost:
     """Cost of one run from its summary; the SLO point is the sweep capacity if given, else goodput."""
     in_tps = float(summary.input_tokens_per_s or 0.0)
     out_tps = float(summary.output_tokens_per_s or 0.0)
     measured = cost_per_million(usd_per_hour, instances, in_tps, out_tps)
-    rps = float(summary.requests_per_s or 0.0)
     if capacity_rps is not None:
         slo_rps, basis = capacity_rps, "capacity"
     elif summary.goodput_rps:
         slo_rps, basis = float(summary.goodput_rps), "goodput"
     else:
         return RunCost(usd_per_hour, instances, measured, None, None, "no request met every SLO")
-    if rps <= 0:
+    n_in, n_out = tokens_per_request(summary)
+    if n_in + n_out <= 0:
         return RunCost(usd_per_hour, instances, measured, None, None, "no completed requests")
     # tokens per request stay as measured; only the request rate moves to the SLO point
-    scale = slo_rps / rps
-    at_slo = cost_per_million(usd_per_hour, instances, in_tps * scale, out_tps * scale)
+    at_slo = cost_per_million(usd_per_hour, instances, slo_rps * n_in, slo_rps * n_out)
     return RunCost(usd_per_hour, instances, measured, at_slo, slo_rps, basis)
 
 

@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from adapters.base import EngineInfo
 from advisor.catalog import Catalog, Hardware
+from advisor.cost import tokens_per_request
 from advisor.metrics.intervals import Interval
-from advisor.metrics.summary import RunSummary
 from advisor.recommend.constraints import Constraints
 from advisor.recommend.error_bars import ErrorBar, default_bar, error_bars
 from advisor.recommend.options import best_and_closest, options
@@ -108,13 +108,6 @@ def _scenario(run: RunResult) -> str:
     return run.scenario_name or ""
 
 
-def _tokens(summary: RunSummary) -> tuple[float, float]:
-    n = summary.n_ok
-    if n <= 0:
-        return 0.0, 0.0
-    return float(summary.n_in_total) / n, float(summary.n_out_total) / n
-
-
 def measured_candidates(runs: list[MeasuredRun], c: Constraints,
                         samples: Mapping[str, RunSample] | None = None) -> list[Candidate]:
     """One candidate per (engine, model, config, hardware), from its best SLO-meeting VALID option."""
@@ -130,7 +123,7 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
         best, closest = best_and_closest(options([mr.run for mr in members], slos, c.percentile, samples))
         opt = best or closest
         run = opt.runs[0]
-        n_in, n_out = _tokens(run.summary)
+        n_in, n_out = tokens_per_request(run.summary)
         shape = ModelShape.from_engine(run.engine)
         runs_txt = f"{opt.n} repeats" if opt.n > 1 else f"run {opt.run_id}"
         notes = [f"measured: {runs_txt} ({opt.status})"]

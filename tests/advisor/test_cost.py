@@ -27,7 +27,9 @@ def test_output_input_total_and_blended():
 
 
 def test_run_cost_at_slo_point_scales_with_goodput():
-    d = {"input_tokens_per_s": 3000.0, "output_tokens_per_s": 1000.0, "requests_per_s": 10.0, "goodput_rps": 5.0}
+    # 10 req/s of 300 input and 100 output tokens each
+    d = {"input_tokens_per_s": 3000.0, "output_tokens_per_s": 1000.0, "requests_per_s": 10.0, "goodput_rps": 5.0,
+         "n_ok": 50, "n_in_total": 15000, "n_out_total": 5000}
     s = RunSummary.from_saved(d, mode="open")
     rc = run_cost(s, usd_per_hour=3.6)
     assert rc.slo_basis == "goodput"
