@@ -46,14 +46,15 @@ def _bench_repeats(cfg: Any, n: int, restart: bool, as_json: bool) -> None:
     """The same cell n times, one engine for all (or a fresh one each); a repeat group of saved runs."""
     from advisor.bench import bench_once, open_engine, plan, run_bench
     from advisor.repeat_table import print_group
-    from advisor.repeats import run_repeats
+    from advisor.repeats import repeat_tag, run_repeats
 
     p = plan(cfg)
     label = f"{p.scenario.name}-{cfg.engine}"
 
-    def said(i: int, run: Any) -> None:
+    def said(i: int, run: Any) -> None:  # names the group at once: a Ctrl-C later keeps the repeats before it
         if not as_json:
-            click.echo(f"repeat {i + 1}/{n}: {run.verdict.status} (run {run.run_id})", err=True)
+            click.echo(f"repeat {i + 1}/{n}: {run.verdict.status} (run {run.run_id}, group "
+                       f"{repeat_tag(run).group_id}: `advisor compare` and `report` take the group id)", err=True)
 
     if restart:
         group = run_repeats(lambda i: bench_once(cfg), n, label=label, restart_engine=True, on_repeat=said)

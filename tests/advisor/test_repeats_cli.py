@@ -36,6 +36,16 @@ def test_bench_repeats_are_one_group_on_one_engine(tmp_path, monkeypatch):
     assert doc["group"]["figures"]["ttft_p50_ms"]["n"] == 3
 
 
+def test_each_repeat_line_names_its_group(tmp_path, monkeypatch):
+    # was: only the run id, so a Ctrl-C in repeat 3 left the user without the id of the 2 repeats kept
+    _counting(monkeypatch)
+    res = CliRunner().invoke(cli, ["bench", "--scenario", "chat", *FAST, "--rate", "40", "--repeats", "2",
+                                   "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    [group] = group_runs(list_runs(tmp_path))
+    assert "repeat 1/2: " in res.output and f"group {group.group_id}: `advisor compare`" in res.output
+
+
 def test_bench_repeats_can_restart_the_engine_each_time(tmp_path, monkeypatch):
     _counting(monkeypatch)
     res = CliRunner().invoke(cli, ["bench", "--scenario", "chat", *FAST, "--rate", "40", "--repeats", "2",
