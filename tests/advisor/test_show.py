@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import signal
-
 import pytest
 from click.testing import CliRunner
 
 from advisor.bench import BenchConfig, RunInterrupted
 from advisor.cli import cli
-from advisor.store import RunResult
 from advisor.sweep import SweepConfig, run_sweep
-from tests.advisor.recommend.runs import make_run
+from tests.advisor.test_sweep_interrupted import measure_until_signal
 
 
 def _interrupted_sweep(root) -> str:
-    def measure(step: BenchConfig) -> RunResult:
-        rate = step.overrides.rate_rps
-        run = RunResult.from_dict(make_run(f"r{rate}", rps=rate))
-        if rate >= 2:
-            raise RunInterrupted(signal.SIGINT, run)
-        return run
-
     with pytest.raises(RunInterrupted):
-        run_sweep(SweepConfig(BenchConfig("copilot", engine="fake", out_dir=root), rates=(1, 2)), None, measure=measure)
+        run_sweep(SweepConfig(BenchConfig("copilot", engine="fake", out_dir=root), rates=(1, 2)), None,
+                  measure=measure_until_signal)
     [folder] = [p for p in root.iterdir() if (p / "sweep.json").exists()]
     return folder.name
 

@@ -13,7 +13,8 @@ from advisor.sweep import SweepConfig, SweepInterrupted, load_sweep, run_sweep
 from tests.advisor.recommend.runs import make_run
 
 
-def _measure_until_signal(step: BenchConfig) -> RunResult:
+def measure_until_signal(step: BenchConfig) -> RunResult:
+    """A sweep step's stand-in: steps from 2 req/s on are interrupted by SIGINT."""
     rate = step.overrides.rate_rps
     run = RunResult.from_dict(make_run(f"r{rate}", rps=rate))
     if rate >= 2:
@@ -24,7 +25,7 @@ def _measure_until_signal(step: BenchConfig) -> RunResult:
 def test_the_console_names_the_sweep_its_kept_steps_and_the_resume_command(tmp_path, capsys):
     cfg = SweepConfig(BenchConfig("copilot", engine="fake", out_dir=tmp_path), rates=(1, 2, 4))
     with pytest.raises(RunInterrupted) as caught:  # still a RunInterrupted: exit code and partial run as before
-        run_sweep(cfg, None, measure=_measure_until_signal)
+        run_sweep(cfg, None, measure=measure_until_signal)
     with pytest.raises(SystemExit) as ended:
         _interrupted(caught.value)
     assert ended.value.code == 130
@@ -41,7 +42,7 @@ def test_in_the_default_runs_folder_the_resume_command_needs_no_out(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     cfg = SweepConfig(BenchConfig("copilot", engine="fake"), rates=(1, 2, 4))
     with pytest.raises(SweepInterrupted) as caught:
-        run_sweep(cfg, None, measure=_measure_until_signal)
+        run_sweep(cfg, None, measure=measure_until_signal)
     sweep_id = caught.value.sweep.sweep_id
     assert caught.value.resume_text().endswith(f"resume with `advisor sweep --resume {sweep_id}`")
     reason = load_sweep(sweep_id).capacity.reason
