@@ -97,7 +97,7 @@ def print_run(result: Any) -> None:
     slos = result.slos
     limits = ", ".join(f"p{slos.percentile:g} {k[:-3].upper()} <= {limit:g} ms"
                        for k in ("ttft_ms", "tpot_ms", "e2e_ms") if (limit := getattr(slos, k)))
-    t2.add_row("goodput", goodput_text(s, bool(limits)))
+    t2.add_row("goodput", goodput_text(s, slos.any_limit))
     met = s.slo_met
     verdicts = ", ".join(f"{k}: {'met' if ok else 'MISSED'}" for k, ok in met.items() if ok is not None)
     t2.add_row("SLOs", escape(limits or "none") + (f" ({verdicts})" if verdicts else ""))

@@ -47,7 +47,7 @@ def run_row(run: RunResult, label: str, price: RunPrice | None) -> dict[str, Any
         "tpot_p95": s.tpot_ms.at(95), "e2e_p95": s.e2e_ms.at(95),
         "rps": s.requests_per_s, "out_tps": s.output_tokens_per_s,
         "goodput": s.goodput_rps, "attainment": s.slo_attainment,
-        "slo_set": any(v is not None for v in (run.slos.ttft_ms, run.slos.tpot_ms, run.slos.e2e_ms)),
+        "slo_set": run.slos.any_limit,
         "slo_met": s.slo_met, "slo_margin": s.slo_margin,
         "interactivity_p50": s.interactivity_tps.at(50),
         "rss_peak_mb": run.telemetry.rss_peak_mb, "ready_s": run.engine.ready_s,

@@ -53,6 +53,11 @@ class SLOs:
                 raise ValueError(f"SLO {name} must be a finite number > 0, got {v!r}")
         check_percentile(self.percentile)
 
+    @property
+    def any_limit(self) -> bool:
+        """Whether any latency limit is set (without one there is no goodput or SLO verdict to report)."""
+        return any(v is not None for v in (self.ttft_ms, self.tpot_ms, self.e2e_ms))
+
     def to_dict(self) -> dict[str, Any]:
         """result.json's `slos` object."""
         return {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "e2e_ms": self.e2e_ms, "percentile": self.percentile}

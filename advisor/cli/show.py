@@ -20,9 +20,6 @@ def show_command(run: str, root: Path, as_json: bool) -> None:
     from advisor.sweep import SWEEP_FILE, load_sweep
 
     folder = item_folder(run, root)
-    if not (folder / RESULT_FILE).is_file() and not (folder / SWEEP_FILE).is_file():
-        raise click.UsageError(f"no run or sweep at {run} (looked for {folder / RESULT_FILE} and {SWEEP_FILE}); "
-                               f"give a run or sweep id from `ls {root}`, or its folder")
     if (folder / SWEEP_FILE).is_file():
         sweep = load_sweep(run, root)
         if as_json:
@@ -30,6 +27,9 @@ def show_command(run: str, root: Path, as_json: bool) -> None:
         else:
             print_sweep(sweep)
         return
+    if not (folder / RESULT_FILE).is_file():
+        raise click.UsageError(f"no run or sweep at {run} (looked for {folder / RESULT_FILE} and {SWEEP_FILE}); "
+                               f"give a run or sweep id from `ls {root}`, or its folder")
     result = load_run(run, root)
     if as_json:
         click.echo(json.dumps(result.to_dict(), allow_nan=False))
