@@ -25,6 +25,9 @@ class OwnStaticOptions(InProcessOptions):
     dtype: Literal["auto", "fp32", "float32", "bf16", "bfloat16", "fp16", "float16"] = Field(
         "auto", description="weights and KV cache precision (auto: bf16 on CUDA, fp32 on CPU)")
     max_model_len: int | None = Field(None, ge=16, description="context length (default: the model's)")
+    linear_kernels: Literal["auto", "panel", "onednn", "torch"] = Field(
+        "auto", description="CPU fp32 linear kernel: panel (own_engine's, AVX-512, built at first use with the "
+                            "C compiler), onednn (packed), torch (F.linear); auto: the first that runs here")
 
 
 class OwnOptions(OwnStaticOptions):
@@ -47,7 +50,8 @@ class OwnAdapter(Adapter):
 
     def _engine_kwargs(self) -> dict[str, Any]:
         o = self.options
-        return {"device": o.device, "dtype": o.dtype, "threads": o.threads, "max_model_len": o.max_model_len}
+        return {"device": o.device, "dtype": o.dtype, "threads": o.threads, "max_model_len": o.max_model_len,
+                "linear_kernels": o.linear_kernels}
 
     def _make_engine(self) -> Any:
         from own_engine.llm_engine import LLMEngine

@@ -1,4 +1,5 @@
-"""own_engine's linear layers by row count: oneDNN on packed weights (the engine's kernel), oneDNN on plain
+"""own_engine's linear layers by row count: its own AVX-512 kernel on its packed layout (`own_engine.panel_linear`,
+the engine's default where it builds), oneDNN on packed weights (the engine's fallback), oneDNN on plain
 weights, and a plain AVX2 kernel for 1-8 rows (`skinny_linear.c`), on random weights of a preset's shapes.
 
     python benchmarks/linear_layouts.py --preset small-100m --threads 2 --rows 1,2,4,8,16,64,256
@@ -11,7 +12,7 @@ most a GEMV over separate tensors can hope for. The question it answers: is own_
 back by its GEMV (the weights are read too slowly) and what would plain weights cost at larger row counts
 (the engine keeps one copy of the weights, packed, because packing pays at 2 rows and more)?
 
-The C kernel is built with `cc` into a temporary folder when there is a C compiler and the CPU has AVX2 and
+The own kernel is built as the engine builds it (column left out where it can't be). The AVX2 kernel is built with `cc` into a temporary folder when there is a C compiler and the CPU has AVX2 and
 FMA, and checked against F.linear before any timing; without it the column is left out. Prints one JSON
 document.
 """
@@ -85,6 +86,10 @@ def main() -> None:
     torch.manual_seed(0)
     weights = linear_weights(args.preset)
     packed = [torch.ops.mkldnn._reorder_linear_weight(w, BATCH_HINT) for w in weights]
+    from own_engine.panel_linear import PanelKernel, pack_weight, panel_kernel
+
+    own = panel_kernel()
+    own_packed = [pack_weight(w, own.group) for w in weights] if isinstance(own, PanelKernel) else []
     built = skinny_kernel()
     skinny, max_rows = built if built is not None else (None, 0)
     wbytes = sum(w.numel() * 4 for w in weights)
@@ -97,6 +102,18 @@ def main() -> None:
             "onednn_plain": lambda xs=xs: [torch.ops.mkldnn._linear_pointwise(x, w, None, "none", [], "")
                                            for w, x in zip(weights, xs, strict=True)],
         }
+        if isinstance(own, PanelKernel):
+            def own_linear(x: torch.Tensor, p: torch.Tensor, n: int) -> torch.Tensor:
+                y = torch.empty(x.shape[0], n)
+                own.lib.panel_linear(x.data_ptr(), p.data_ptr(), None, y.data_ptr(), x.shape[0], n, x.shape[1],
+                                     torch.get_num_threads())
+                return y
+
+            for w, p, x in zip(weights[:4], own_packed, xs[:4], strict=False):
+                if not torch.allclose(own_linear(x, p, w.shape[0]), F.linear(x, w), atol=1e-3, rtol=1e-4):
+                    raise SystemExit(f"linear_layouts: the own kernel disagrees with F.linear at {m} rows")
+            cands["own_panel"] = lambda xs=xs, f=own_linear: [f(x, p, w.shape[0])
+                                                              for w, p, x in zip(weights, own_packed, xs, strict=True)]
         if skinny is not None and m <= max_rows:
             for w, x in zip(weights[:4], xs[:4], strict=True):  # every shape once, before any timing
                 if not torch.allclose(skinny(x, w), F.linear(x, w), atol=1e-4, rtol=1e-4):
@@ -120,7 +137,8 @@ def main() -> None:
         results.append(r)
         print(f"{m} rows: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in med.items()), file=sys.stderr)
     print(json.dumps({"preset": args.preset, "threads": args.threads, "rounds": args.rounds, "torch": torch.__version__,
-                      "weights_mb": wbytes / 1e6, "skinny_c": skinny is not None, "results": results}, indent=1))
+                      "weights_mb": wbytes / 1e6, "skinny_c": skinny is not None,
+                      "own_panel": own if isinstance(own, str) else True, "results": results}, indent=1))
 
 
 if __name__ == "__main__":

@@ -139,8 +139,8 @@ def main() -> None:
     ap.add_argument("--bandwidth-mb", type=int, default=1024)
     ap.add_argument("--hf-compare", action="store_true", help="also time transformers generate (default on CUDA)")
     ap.add_argument("--hf-batch-sizes", default="1,64")
-    ap.add_argument("--no-packed-linears", action="store_true",
-                    help="CPU: plain F.linear (MKL) instead of oneDNN packed weights, for comparison")
+    ap.add_argument("--linear-kernels", default="auto", choices=["auto", "panel", "onednn", "torch"],
+                    help="CPU fp32: the linear kernel (own_engine.cpu_linear.pack_linears), for comparison")
     args = ap.parse_args()
 
     path = Path(args.model) if args.model else models_root() / args.preset
@@ -151,7 +151,7 @@ def main() -> None:
     engine = LLMEngine(path, device=args.device, dtype=args.dtype, threads=args.threads,
                        max_num_seqs=max(batches), max_num_batched_tokens=max(batches) * args.context,
                        num_kv_blocks=max(batches) * -(-(args.context + args.decode_steps + 4) // 16) + 8,
-                       packed_linears=not args.no_packed_linears)
+                       linear_kernels=args.linear_kernels)
     dev = engine.device
     bw = measure_bandwidth_gbs(dev, args.bandwidth_mb, args.repeats)
     kernels = engine.describe()["linear_kernels"]

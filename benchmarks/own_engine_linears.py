@@ -1,9 +1,10 @@
-"""A/B of own_engine's CPU linear kernels: oneDNN packed weights (`own_engine.cpu_linear`) against plain F.linear.
+"""A/B of own_engine's CPU linear kernels: its own packed kernel (`own_engine.panel_linear`), oneDNN packed
+weights (`own_engine.cpu_linear`) and plain F.linear.
 
     python benchmarks/own_engine_linears.py --preset small-100m --threads 2
 
-Two engines on the same model in one process, timed in turns (plain, packed,
-plain, ...) so outside load hits both alike: seconds per decode step at each
+One engine per kernel on the same model in one process (the own kernel only where it builds), timed in
+turns (torch, onednn, panel, torch, ...) so outside load hits all alike: seconds per decode step at each
 batch size (every sequence at --context tokens) and one prefill of
 --prefill-len tokens; medians over --repeats. Prints one JSON document.
 """
@@ -30,6 +31,12 @@ _bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_bench)
 
 
+def _panel_builds() -> bool:
+    from own_engine.panel_linear import panel_kernel
+
+    return not isinstance(panel_kernel(), str)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="small-100m")
@@ -46,8 +53,8 @@ def main() -> None:
     blocks = max(batches) * -(-(args.context + args.decode_steps + 4) // 16) + 8
     engines = {kind: LLMEngine(path, device="cpu", threads=args.threads, max_num_seqs=max(batches),
                                max_num_batched_tokens=max(max(batches) * args.context, args.prefill_len),
-                               num_kv_blocks=blocks, packed_linears=kind == "packed")
-               for kind in ("plain", "packed")}
+                               num_kv_blocks=blocks, linear_kernels=kind)
+               for kind in ("torch", "onednn", "panel") if kind != "panel" or _panel_builds()}
     kernels = {kind: e.describe()["linear_kernels"] for kind, e in engines.items()}
     out: dict = {"model": str(path), "threads": args.threads, "kernels": kernels, "decode_step_ms": {},
                  "settings": vars(args)}

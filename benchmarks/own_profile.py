@@ -29,7 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-LINEAR_OPS = ("mkldnn::_linear_pointwise", "aten::addmm", "aten::mm", "aten::linear", "aten::matmul")
+PANEL_OP = "own_engine::panel_linear"  # a range named around each PanelLinear call
+LINEAR_OPS = (PANEL_OP, "mkldnn::_linear_pointwise", "aten::addmm", "aten::mm", "aten::linear", "aten::matmul")
 ATTENTION_OPS = ("aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_scaled_dot_product_attention_math")
 
 
@@ -94,6 +95,7 @@ def main() -> None:
     ap.add_argument("--users", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-profile", action="store_true", help="the timed pass only")
+    ap.add_argument("--linear-kernels", default="auto", choices=["auto", "panel", "onednn", "torch"])
     args = ap.parse_args()
     run_dir, model = Path(args.run), Path(args.model)
     if not model.is_dir():
@@ -106,19 +108,29 @@ def main() -> None:
     from own_engine.cpu_linear import PackedLinear
     from own_engine.llm_engine import LLMEngine
     from own_engine.model import Linear
+    from own_engine.panel_linear import PanelLinear
 
-    engine = LLMEngine(model, device="cpu", dtype="float32", threads=args.threads)
+    engine = LLMEngine(model, device="cpu", dtype="float32", threads=args.threads, linear_kernels=args.linear_kernels)
     replay(engine, requests[: args.users], args.users)  # warm-up: primitives for the common shapes
     out = {"run": str(run_dir), "model": str(model), "users": args.users, "threads": args.threads,
            "requests": len(requests), "torch": torch.__version__, "timed": replay(engine, requests, args.users)}
+    out["linear_kernels"] = engine.linear_kernels
     if not args.no_profile:
+        plain_forward = PanelLinear.forward
+
+        def named_forward(self, x):  # a ctypes call is no torch op: name it, or the profiler can't see it
+            with torch.profiler.record_function(PANEL_OP):
+                return plain_forward(self, x)
+
+        PanelLinear.forward = named_forward
         with tp.profile(activities=[tp.ProfilerActivity.CPU]) as prof:
             replay(engine, requests, args.users)
         shares = op_shares(prof)
         # decoder linears see every prompt token and every token fed back (all but the last of each output); the
         # LM head one row per sampled token
-        sizes = {name: m.weight.shape.numel() if not isinstance(m, PackedLinear) else m.in_features * m.out_features
-                 for name, m in engine.model.named_modules() if isinstance(m, (Linear, PackedLinear))}
+        sizes = {name: m.weight.shape.numel() if not isinstance(m, (PackedLinear, PanelLinear))
+                 else m.in_features * m.out_features
+                 for name, m in engine.model.named_modules() if isinstance(m, (Linear, PackedLinear, PanelLinear))}
         head = sizes.pop("lm_head", engine.model.embed_tokens.numel())
         flop = 2 * (sum(sizes.values()) * sum(i + o - 1 for i, o in requests) + head * sum(o for _, o in requests))
         shares["linears_gflops"] = flop / shares["linears_s"] / 1e9

@@ -1,4 +1,7 @@
-"""oneDNN linear layers for CPU: the model's fp32 weights repacked once into oneDNN's blocked layout.
+"""CPU linear kernels for fp32 models: which one the engine uses (`pack_linears`), and oneDNN's.
+
+own_engine's own AVX-512 kernel (`own_engine.panel_linear`) comes first where it builds; oneDNN with the
+weights repacked once into its blocked layout (below) is the fallback; plain F.linear the last resort.
 
 PyTorch's CPU `F.linear` calls MKL, which on AMD CPUs runs the skinny products
 of decoding far below memory speed: 12 layers of small-100m's weights took
@@ -75,16 +78,46 @@ def onednn_linear_works() -> bool:
         return bool(torch.allclose(out, probe(x), atol=1e-4, rtol=1e-4))
 
 
-def pack_linears(model: LlamaModel) -> int:
-    """Swap every `Linear` of an fp32 CPU model for a `PackedLinear`; how many were swapped (0: left as is)."""
+LINEAR_KERNELS = ("auto", "panel", "onednn", "torch")  # auto: panel where it builds here, else onednn, else torch
+
+
+def pack_linears(model: LlamaModel, kernels: str = "auto") -> tuple[int, str, str | None]:
+    """Swap every `Linear` of an fp32 CPU model for a packed one: (how many were swapped, the kernel the
+    linears now use: `panel-avx512`, `onednn-packed` or `torch`, and why a faster one is not used or None).
+
+    `kernels` names one ("panel": own_engine.panel_linear; "onednn": `PackedLinear`; "torch": plain F.linear);
+    a named one that can't run here is a ValueError, "auto" takes the first that can, in that order.
+    """
+    if kernels not in LINEAR_KERNELS:
+        raise ValueError(f"linear_kernels must be one of {', '.join(LINEAR_KERNELS)}, got {kernels!r}")
+    if kernels == "torch":
+        return 0, "torch", None
     if model.embed_tokens.device.type != "cpu" or model.dtype != torch.float32:
-        return 0
+        if kernels != "auto":
+            raise ValueError(f"linear_kernels={kernels} needs an fp32 model on CPU")
+        return 0, "torch", None
     cap_primitive_caches()  # before the probe: its op is the process's first oneDNN op, usually
-    if not onednn_linear_works():
-        return 0
+    note = None
+    make = None
+    if kernels in ("auto", "panel"):
+        from own_engine.panel_linear import PanelLinear, panel_kernel
+
+        kernel = panel_kernel()
+        if isinstance(kernel, str):
+            if kernels == "panel":
+                raise ValueError(f"linear_kernels=panel: {kernel}")
+            note = kernel
+        else:
+            make, name = (lambda linear: PanelLinear(linear, kernel)), "panel-avx512"  # noqa: E731
+    if make is None:
+        if not onednn_linear_works():
+            if kernels == "onednn":
+                raise ValueError("linear_kernels=onednn: this PyTorch has no packed oneDNN linear")
+            return 0, "torch", note
+        make, name = PackedLinear, "onednn-packed"
     # (parent, name) pairs only: holding the old modules would keep every plain weight alive until the end
-    targets = [(parent, name) for parent in model.modules() for name, child in parent.named_children()
+    targets = [(parent, child_name) for parent in model.modules() for child_name, child in parent.named_children()
                if isinstance(child, Linear)]
-    for parent, name in targets:
-        setattr(parent, name, PackedLinear(getattr(parent, name)))
-    return len(targets)
+    for parent, child_name in targets:
+        setattr(parent, child_name, make(getattr(parent, child_name)))
+    return len(targets), name, note

@@ -72,7 +72,8 @@ class LLMEngine:
     by default enough for `max_num_seqs` sequences of `max_model_len` tokens, but at most
     `kv_cache_memory_fraction` of the memory available when the engine starts (default: 0.8 of free GPU memory
     on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given. On CPU at fp32 the
-    linear layers run through oneDNN with packed weights (`cpu_linear`) unless `packed_linears=False`. On CPU
+    linear layers run through packed weights (`cpu_linear.pack_linears`; `linear_kernels` picks: auto, panel,
+    onednn, torch). On CPU
     (Linux) a freed KV block's pages go back to the OS unless `release_freed_kv=False` (`memory_release`).
     """
 
@@ -81,7 +82,7 @@ class LLMEngine:
                  max_model_len: int | None = None, block_size: int = 16, num_kv_blocks: int | None = None,
                  kv_cache_gb: float | None = None, kv_cache_memory_fraction: float | None = None,
                  threads: int | None = None, seed: int = 0, cuda_graphs: bool | None = None,
-                 packed_linears: bool = True, release_freed_kv: bool = True) -> None:
+                 linear_kernels: str = "auto", release_freed_kv: bool = True) -> None:
         if threads is not None:
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
@@ -94,7 +95,7 @@ class LLMEngine:
         self.model_path = resolve_model(model_path)
         self.device = pick_device(device)
         self.model = load_model(self.model_path, device=self.device, dtype=dtype, max_model_len=max_model_len)
-        self.num_packed_linears = pack_linears(self.model) if packed_linears else 0
+        self.num_packed_linears, self.linear_kernels, self.linear_kernel_note = pack_linears(self.model, linear_kernels)
         cfg = self.model.cfg
         self.config = cfg
         self.max_model_len = self.model.max_model_len
@@ -214,7 +215,7 @@ def describe_model(engine: LLMEngine | StaticBatchEngine) -> dict:
     return {"device": _device_name(engine.device), "precision": precision_name(model.dtype),
             "model_path": str(engine.model_path),
             "threads": engine.num_threads if engine.device.type == "cpu" else None,
-            "linear_kernels": "onednn-packed" if engine.num_packed_linears else "torch",
+            "linear_kernels": engine.linear_kernels, "linear_kernel_note": engine.linear_kernel_note,
             "n_params": model.n_params, "dtype_bytes": model.embed_tokens.element_size(),
             "max_model_len": engine.max_model_len, "pid": os.getpid(),
             "model_config": {k: getattr(cfg, k) for k in (

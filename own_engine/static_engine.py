@@ -67,7 +67,7 @@ class _Batch:
 class StaticBatchEngine:
     def __init__(self, model_path: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
                  max_batch_size: int = 64, max_model_len: int | None = None, threads: int | None = None,
-                 seed: int = 0, packed_linears: bool = True) -> None:
+                 seed: int = 0, linear_kernels: str = "auto") -> None:
         if threads is not None:
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
@@ -78,7 +78,8 @@ class StaticBatchEngine:
         self.model_path = resolve_model(model_path)
         self.device = pick_device(device)
         self.model = load_model(self.model_path, device=self.device, dtype=dtype, max_model_len=max_model_len)
-        self.num_packed_linears = pack_linears(self.model) if packed_linears else 0  # same kernels as LLMEngine
+        # the same kernels as LLMEngine
+        self.num_packed_linears, self.linear_kernels, self.linear_kernel_note = pack_linears(self.model, linear_kernels)
         self.config = self.model.cfg
         self.max_model_len = self.model.max_model_len
         self.max_batch_size = max_batch_size

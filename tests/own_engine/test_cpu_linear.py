@@ -31,8 +31,8 @@ def test_packed_engine_generates_what_the_plain_one_does(tmp_path, preset) -> No
     from own_engine.create import create_model
 
     path = create_model(preset, preset, root=tmp_path)
-    packed = LLMEngine(path, device="cpu", max_num_seqs=4)
-    plain = LLMEngine(path, device="cpu", max_num_seqs=4, packed_linears=False)
+    packed = LLMEngine(path, device="cpu", max_num_seqs=4, linear_kernels="onednn")
+    plain = LLMEngine(path, device="cpu", max_num_seqs=4, linear_kernels="torch")
     assert packed.describe()["linear_kernels"] == "onednn-packed"
     assert plain.describe()["linear_kernels"] == "torch"
     tied = packed.model.lm_head is None
@@ -47,7 +47,7 @@ import os, torch
 from own_engine.cpu_linear import pack_linears
 from own_engine.loader import load_model
 model = load_model({path!r}, device="cpu")
-n = pack_linears(model)
+n, _, _ = pack_linears(model, "onednn")
 print(n, os.environ.get("ONEDNN_PRIMITIVE_CACHE_CAPACITY"), os.environ.get("LRU_CACHE_CAPACITY"))
 """
 

@@ -1,0 +1,130 @@
+"""own_engine's own linear kernel (own_engine.panel_linear): F.linear's results at every shape, the same tokens
+as the other kernels, one OpenMP runtime, and a clear fallback where it can't be built."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from own_engine.llm_engine import LLMEngine
+from own_engine.model import Linear
+from own_engine.panel_linear import PanelLinear, pack_weight, panel_kernel
+from own_engine.sampling_params import SamplingParams
+
+KERNEL = panel_kernel()
+NOT_HERE = ("has no AVX-512F", "no C compiler", "built for Linux on x86-64")  # the machine lacks what it needs
+
+
+@pytest.fixture
+def kernel():
+    """The kernel; a skip only where this machine can't build it, a failure where it builds wrong."""
+    if isinstance(KERNEL, str):
+        if any(s in KERNEL for s in NOT_HERE):
+            pytest.skip(KERNEL)
+        pytest.fail(KERNEL)
+    return KERNEL
+PROMPTS = [list(range(300, 341)), [(i * 31) % 900 + 50 for i in range(90)], [7]]
+
+
+def test_packing_puts_each_output_where_the_layout_says() -> None:
+    w = torch.arange(70 * 5, dtype=torch.float32).reshape(70, 5)
+    packed = pack_weight(w, 64)
+    assert packed.shape == (2, 5, 64)
+    for n in (0, 63, 64, 69):
+        for k in range(5):
+            assert packed[n // 64, k, n % 64] == w[n, k]
+    assert not packed[1, :, 6:].any()  # zeros past N
+
+
+@pytest.mark.parametrize("n,k", [(1, 1), (15, 7), (17, 33), (64, 64), (100, 768), (1280, 1100), (130, 2048)])
+@pytest.mark.parametrize("bias", [False, True])
+def test_the_kernel_equals_f_linear_for_every_row_count(kernel, n, k, bias) -> None:
+    gen = torch.Generator().manual_seed(n * 1000 + k)
+    plain = Linear(k, n, bias, torch.float32)
+    with torch.no_grad():
+        plain.weight.copy_(torch.randn(n, k, generator=gen))
+        if plain.bias is not None:
+            plain.bias.copy_(torch.randn(n, generator=gen))
+        panel = PanelLinear(plain, kernel)
+        for rows in (1, 2, 5, 6, 7, 13, 64, 200):
+            x = torch.randn(rows, k, generator=gen)
+            torch.testing.assert_close(panel(x), plain(x), atol=1e-4 * k ** 0.5, rtol=1e-4)
+        x3 = torch.randn(2, 3, k, generator=gen)[:, ::2]  # batched and not contiguous
+        torch.testing.assert_close(panel(x3), F.linear(x3, plain.weight, plain.bias), atol=1e-4 * k ** 0.5, rtol=1e-4)
+        assert panel(torch.randn(0, k)).shape == (0, n)
+
+
+@pytest.mark.parametrize("preset", ["tiny-llama2", "tiny-qwen2"])  # untied head; q/k/v biases and a tied head
+def test_an_engine_on_the_own_kernel_generates_what_the_others_do(kernel, tmp_path, preset) -> None:
+    from own_engine.create import create_model
+
+    path = create_model(preset, preset, root=tmp_path)
+    engines = {k: LLMEngine(path, device="cpu", max_num_seqs=4, linear_kernels=k) for k in ("auto", "onednn", "torch")}
+    assert engines["auto"].describe()["linear_kernels"] == "panel-avx512"
+    assert engines["auto"].describe()["linear_kernel_note"] is None
+    assert sum(isinstance(m, PanelLinear) for m in engines["auto"].model.modules()) == \
+        engines["auto"].num_packed_linears > 0
+    sp = SamplingParams(max_tokens=24, ignore_eos=True)
+    out = {k: e.generate(PROMPTS, sp) for k, e in engines.items()}
+    assert out["auto"] == out["onednn"] == out["torch"]
+
+
+_PROBE = """
+import torch
+from own_engine.panel_linear import panel_kernel
+from own_engine.llm_engine import LLMEngine
+engine = LLMEngine({path!r}, device="cpu", max_num_seqs=2)
+print(engine.linear_kernels)
+print(engine.linear_kernel_note)
+maps = open("/proc/self/maps").read().split()
+print(sorted({{p for p in maps if "libgomp" in p}}))
+try:
+    LLMEngine({path!r}, device="cpu", max_num_seqs=2, linear_kernels="panel")
+    print("no error")
+except ValueError as e:
+    print(e)
+"""
+
+
+def _probe(path, home, cc: str | None) -> list[str]:
+    env = {**os.environ, "ADVISOR_HOME": str(home)}
+    env.pop("CC", None)
+    if cc is not None:
+        env["CC"] = cc
+    return subprocess.run([sys.executable, "-c", _PROBE.format(path=str(path))], env=env, check=True,
+                          capture_output=True, text=True, timeout=300).stdout.splitlines()
+
+
+def test_the_kernel_runs_on_torchs_own_openmp_runtime(kernel, tmp_path) -> None:
+    from own_engine.create import create_model
+
+    path = create_model("m", "tiny-llama2", root=tmp_path)
+    kernels, note, gomps, named = _probe(path, tmp_path / "home", None)
+    assert (kernels, note, named) == ("panel-avx512", "None", "no error")
+    assert len(eval(gomps)) == 1, gomps  # one libgomp mapped: the kernel's threads are torch's threads
+    assert list((tmp_path / "home" / "kernels").glob("panel_linear-*.so"))  # built into the cache
+
+
+@pytest.mark.parametrize("cc,says", [("no-such-compiler-here", "no C compiler"), ("false", "failed")])
+def test_without_a_working_compiler_the_engine_keeps_onednn_and_says_why(kernel, tmp_path, cc, says) -> None:
+    from own_engine.create import create_model
+
+    path = create_model("m", "tiny-llama2", root=tmp_path)
+    kernels, note, _, named = _probe(path, tmp_path / "home", cc)
+    assert kernels in ("onednn-packed", "torch")
+    assert says in note and says in named and named.startswith("linear_kernels=panel: ")
+    assert not list((tmp_path / "home").glob("kernels/*.so"))
+
+
+def test_a_build_racing_another_leaves_one_whole_kernel(kernel, tmp_path) -> None:
+    code = "from own_engine.panel_linear import panel_kernel; k = panel_kernel(); print(type(k).__name__)"
+    env = {**os.environ, "ADVISOR_HOME": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    assert [p.communicate(timeout=300)[0].strip() for p in procs] == ["PanelKernel"] * 3
+    assert len(list((tmp_path / "kernels").iterdir())) == 1  # no temporary folders left behind
