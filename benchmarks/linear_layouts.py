@@ -86,10 +86,11 @@ def main() -> None:
     torch.manual_seed(0)
     weights = linear_weights(args.preset)
     packed = [torch.ops.mkldnn._reorder_linear_weight(w, BATCH_HINT) for w in weights]
-    from own_engine.panel_linear import PanelKernel, pack_weight, panel_kernel
+    from own_engine.native import NativeKernels, native_kernels
+    from own_engine.panel_linear import pack_weight
 
-    own = panel_kernel()
-    own_packed = [pack_weight(w, own.group) for w in weights] if isinstance(own, PanelKernel) else []
+    own = native_kernels()
+    own_packed = [pack_weight(w, own.group) for w in weights] if isinstance(own, NativeKernels) else []
     built = skinny_kernel()
     skinny, max_rows = built if built is not None else (None, 0)
     wbytes = sum(w.numel() * 4 for w in weights)
@@ -102,7 +103,7 @@ def main() -> None:
             "onednn_plain": lambda xs=xs: [torch.ops.mkldnn._linear_pointwise(x, w, None, "none", [], "")
                                            for w, x in zip(weights, xs, strict=True)],
         }
-        if isinstance(own, PanelKernel):
+        if isinstance(own, NativeKernels):
             def own_linear(x: torch.Tensor, p: torch.Tensor, n: int) -> torch.Tensor:
                 y = torch.empty(x.shape[0], n)
                 own.lib.panel_linear(x.data_ptr(), p.data_ptr(), None, y.data_ptr(), x.shape[0], n, x.shape[1],

@@ -32,9 +32,9 @@ _spec.loader.exec_module(_bench)
 
 
 def _panel_builds() -> bool:
-    from own_engine.panel_linear import panel_kernel
+    from own_engine.native import native_kernels
 
-    return not isinstance(panel_kernel(), str)
+    return not isinstance(native_kernels(), str)
 
 
 def main() -> None:

@@ -100,9 +100,10 @@ def pack_linears(model: LlamaModel, kernels: str = "auto") -> tuple[int, str, st
     note = None
     make = None
     if kernels in ("auto", "panel"):
-        from own_engine.panel_linear import PanelLinear, panel_kernel
+        from own_engine.native import native_kernels
+        from own_engine.panel_linear import PanelLinear
 
-        kernel = panel_kernel()
+        kernel = native_kernels()
         if isinstance(kernel, str):
             if kernels == "panel":
                 raise ValueError(f"linear_kernels=panel: {kernel}")

@@ -19,6 +19,7 @@ from own_engine.block_manager import BlockManager
 from own_engine.cpu_linear import pack_linears
 from own_engine.loader import load_model
 from own_engine.model_runner import ModelRunner, kv_bytes_per_token
+from own_engine.native import NativeKernels, native_kernels
 from own_engine.paths import resolve_model
 from own_engine.sampler import Sampler
 from own_engine.sampling_params import SamplingParams
@@ -117,7 +118,8 @@ class LLMEngine:
         self.cuda_graphs = self.device.type == "cuda" if cuda_graphs is None else cuda_graphs
         self.runner = ModelRunner(self.model, num_blocks=self.num_kv_blocks, block_size=block_size,
                                   sampler=Sampler(cfg.eos_token_ids, seed), cuda_graphs=self.cuda_graphs,
-                                  max_num_seqs=max_num_seqs, release_freed_kv=release_freed_kv)
+                                  max_num_seqs=max_num_seqs, release_freed_kv=release_freed_kv,
+                                  native=self._native())
         if self.runner.release_blocks.enabled:
             self.block_manager.on_free = self.runner.release_blocks
         if self.runner.graphs is not None:
@@ -125,6 +127,13 @@ class LLMEngine:
         self.seqs: dict[int, Sequence] = {}
         self.num_steps = 0
         self.max_batch_seen = 0
+
+    def _native(self) -> NativeKernels | None:
+        """own_engine's native kernels for decode attention: where the linears run on them (CPU, fp32)."""
+        if self.linear_kernels != "panel-avx512":
+            return None
+        kernels = native_kernels()
+        return None if isinstance(kernels, str) else kernels
 
     def _default_num_blocks(self, kv_cache_gb: float | None, fraction: float | None) -> int:
         """Blocks for max_num_seqs full-length sequences, capped by the memory given to the cache."""
@@ -206,7 +215,8 @@ class LLMEngine:
         return {**describe_model(self), "block_size": self.block_size, "kv_blocks_total": self.num_kv_blocks,
                 "kv_cache_bytes": self.num_kv_blocks * self.block_size * kv_bytes_per_token(self.model),
                 "max_num_seqs": self.max_num_seqs, "max_num_batched_tokens": self.max_num_batched_tokens,
-                "cuda_graphs": self.cuda_graphs, "kv_page_release": self.runner.release_blocks.enabled}
+                "cuda_graphs": self.cuda_graphs,
+                "decode_attention": "native" if self.runner.native is not None else "sdpa", "kv_page_release": self.runner.release_blocks.enabled}
 
 
 def describe_model(engine: LLMEngine | StaticBatchEngine) -> dict:

@@ -22,6 +22,7 @@ import torch
 
 from own_engine.memory_release import KVPageRelease, page_aligned_zeros
 from own_engine.model import LlamaModel
+from own_engine.native import NativeKernels
 from own_engine.paged_attention import ChunkMeta, DecodeContext, PagedAttention, PagedMeta
 from own_engine.sampler import Sampler
 from own_engine.scheduler import ScheduledBatch
@@ -44,12 +45,14 @@ def lazy_zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device)
 
 class ModelRunner:
     def __init__(self, model: LlamaModel, *, num_blocks: int, block_size: int, sampler: Sampler,
-                 cuda_graphs: bool = False, max_num_seqs: int = 64, release_freed_kv: bool = True) -> None:
+                 cuda_graphs: bool = False, max_num_seqs: int = 64, release_freed_kv: bool = True,
+                 native: NativeKernels | None = None) -> None:
         cfg = model.cfg
         self.model = model
         self.device = model.embed_tokens.device
         self.block_size = block_size
         self.sampler = sampler
+        self.native = native  # decode rows through own_engine's native attention kernel (CPU fp32)
         # with graphs, one extra block past the BlockManager's range takes the padding rows' writes
         shape = (cfg.num_hidden_layers, num_blocks + int(cuda_graphs), block_size, cfg.num_key_value_heads,
                  cfg.head_dim)
@@ -108,6 +111,11 @@ class ModelRunner:
         """How decode rows read their context (see paged_attention): one call per sequence on CPU unless the
         contexts are all equal, else block tables [B, max_blocks] padded with each row's first block, and a mask."""
         lens = [s.num_computed_tokens + 1 for s in seqs]
+        if self.native is not None:  # one call per layer for every row, blocks read in place
+            width = max(len(s.block_table) for s in seqs)
+            meta.block_tables = self._tensor([s.block_table + [0] * (width - len(s.block_table)) for s in seqs])
+            meta.lens, meta.native = self._tensor(lens), self.native
+            return
         if self.device.type == "cpu" and (len(seqs) == 1 or min(lens) != max(lens)):
             meta.contexts = [self._context(s, n) for s, n in zip(seqs, lens, strict=True)]
             return

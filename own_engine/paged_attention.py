@@ -15,7 +15,10 @@ query rows (GQA without copies), in one of two ways:
   sequences with one at 900 tokens) than as one call per sequence;
 - one SDPA for the whole batch over each sequence's blocks gathered with one
   `index_select` (contiguous block-sized copies), masked when contexts differ:
-  CUDA, its graphs, and CPU batches whose contexts are all equal.
+  CUDA, its graphs, and CPU batches whose contexts are all equal;
+- on CPU with own_engine's native kernels (`own_engine.native`), one call per
+  layer for every decode row and head, reading the blocks in place
+  (`native_decode_attention`): no per-sequence calls, no copies, no mask.
 
 A chunk that starts a prompt attends causally within itself; a later chunk
 gathers its sequence's cached context and attends with a causal mask offset
@@ -36,6 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from own_engine.attention import causal_sdpa, sliding_sdpa
+from own_engine.native import NativeKernels
 
 
 @dataclass
@@ -69,6 +73,8 @@ class PagedMeta:
     max_len: int = 0  # longest decode context
     mask: torch.Tensor | None = None  # [num_decodes, 1, 1, max_len] bool, None when all contexts are max_len
     contexts: list[DecodeContext] | None = None  # per-sequence decode instead of block_tables (see above)
+    lens: torch.Tensor | None = None  # [num_decodes] int64 context lengths, for the native kernel
+    native: NativeKernels | None = None  # decode rows through native_decode_attention (block_tables, lens)
     chunks: list[ChunkMeta] = field(default_factory=list)
 
 
@@ -87,7 +93,9 @@ class PagedAttention:
         kc.view(n_blocks * block_size, hkv, d).index_copy_(0, m.slot_mapping, k)
         vc.view(n_blocks * block_size, hkv, d).index_copy_(0, m.slot_mapping, v)
         parts = []
-        if m.contexts is not None:
+        if m.native is not None and m.num_decodes:
+            parts.append(native_decode_attention(m.native, q[: m.num_decodes], kc, vc, m, window))
+        elif m.contexts is not None:
             parts.append(decode_attention_each(layer, q[: m.num_decodes], kc, vc, m.contexts, window))
         elif m.num_decodes:
             mask = m.mask
@@ -99,6 +107,40 @@ class PagedAttention:
         for c in m.chunks:
             parts.append(chunk_attention(q[c.start:c.end], k[c.start:c.end], v[c.start:c.end], kc, vc, c, window))
         return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+
+def native_decode_attention(native: NativeKernels, q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor,
+                            m: PagedMeta, window: int | None = None) -> torch.Tensor:
+    """q [B, Hq, D] fp32, one query per sequence over its cached context (the last `window` positions of it
+    under a sliding window) -> [B, Hq, D], by `kernels/decode_attention.c` in one call."""
+    assert m.block_tables is not None and m.lens is not None
+    q = q.contiguous()
+    _, block_size, hkv, d = kc.shape
+    b, hq, _ = q.shape
+    out = torch.empty_like(q)
+    native.lib.decode_attention(q.data_ptr(), kc.data_ptr(), vc.data_ptr(), m.block_tables.data_ptr(),
+                                m.lens.data_ptr(), out.data_ptr(), b, hq, hkv, d, block_size,
+                                m.block_tables.shape[1], window or 0, torch.get_num_threads())
+    return out
+
+
+def native_decode_agrees(native: NativeKernels) -> bool:
+    """The native decode against per-sequence SDPA on a probe: GQA, blocks out of order, unequal contexts, a
+    head size that is not a multiple of 16, with and without a window."""
+    gen = torch.Generator().manual_seed(0)
+    blocks, block_size, hkv, hq, d = 9, 4, 2, 6, 40
+    kc, vc = (torch.randn(blocks, block_size, hkv, d, generator=gen) for _ in range(2))
+    tables = [[5, 2, 7], [1, 0, 8]]
+    lens = [11, 3]
+    q = torch.randn(2, hq, d, generator=gen)
+    meta = PagedMeta(slot_mapping=torch.zeros(0, dtype=torch.long), num_decodes=2,
+                     block_tables=torch.tensor(tables), lens=torch.tensor(lens))
+    for window in (None, 5):
+        contexts = [DecodeContext(n, block_ids=torch.tensor(t)) for t, n in zip(tables, lens, strict=True)]
+        want = decode_attention_each(0, q, kc, vc, contexts, window)
+        if not torch.allclose(native_decode_attention(native, q, kc, vc, meta, window), want, atol=1e-5, rtol=1e-4):
+            return False
+    return True
 
 
 def decode_window_mask(m: PagedMeta, window: int, device: torch.device) -> torch.Tensor | None:

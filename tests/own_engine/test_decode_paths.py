@@ -1,5 +1,5 @@
 """Every way a decode row reads its cached context gives transformers' logits: in place (blocks in one run),
-through a gather (scattered blocks), and batched (equal contexts)."""
+through a gather (scattered blocks), batched (equal contexts), and through the native kernel (any of these)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ def _modes(monkeypatch) -> list[str]:
     def spy(self, layer, q, k, v):
         if layer == 0 and self.meta.num_decodes:
             ctx = self.meta.contexts
-            seen.append("batched" if ctx is None else "view" if ctx[0].k is not None else "gather")
+            seen.append("native" if self.meta.native is not None else "batched" if ctx is None
+                        else "view" if ctx[0].k is not None else "gather")
         return inner(self, layer, q, k, v)
 
     monkeypatch.setattr(PagedAttention, "__call__", spy)
@@ -46,14 +47,14 @@ def _modes(monkeypatch) -> list[str]:
 
 def test_unequal_contexts_read_the_cache_in_place(tiny_path, hf_model, monkeypatch) -> None:
     seen = _modes(monkeypatch)
-    _check(LLMEngine(tiny_path, device="cpu", max_num_seqs=4, block_size=4), UNEQUAL, hf_model)
+    _check(LLMEngine(tiny_path, device="cpu", max_num_seqs=4, block_size=4, linear_kernels="onednn"), UNEQUAL, hf_model)
     assert set(seen) == {"view"}
 
 
 def test_scattered_blocks_are_gathered(tiny_path, hf_model, monkeypatch) -> None:
     seen = _modes(monkeypatch)
     monkeypatch.setattr(BlockManager, "_first_free_run", lambda self, n: None)  # never a run: blocks interleave
-    engine = LLMEngine(tiny_path, device="cpu", max_num_seqs=4, block_size=4)
+    engine = LLMEngine(tiny_path, device="cpu", max_num_seqs=4, block_size=4, linear_kernels="onednn")
     _check(engine, UNEQUAL, hf_model)
     assert "gather" in seen
 
@@ -61,5 +62,22 @@ def test_scattered_blocks_are_gathered(tiny_path, hf_model, monkeypatch) -> None
 @pytest.mark.parametrize("cuda_graphs", [False, True])
 def test_equal_contexts_run_as_one_batch(tiny_path, hf_model, monkeypatch, cuda_graphs) -> None:
     seen = _modes(monkeypatch)
-    _check(LLMEngine(tiny_path, device="cpu", block_size=4, cuda_graphs=cuda_graphs), EQUAL, hf_model)
+    _check(LLMEngine(tiny_path, device="cpu", block_size=4, cuda_graphs=cuda_graphs, linear_kernels="onednn"), EQUAL, hf_model)
     assert set(seen) == {"batched"}
+
+
+@pytest.mark.parametrize("scattered", [False, True])
+@pytest.mark.parametrize("prompts", [UNEQUAL, EQUAL], ids=["unequal", "equal"])
+def test_the_native_kernel_reads_every_layout(tiny_path, hf_model, monkeypatch, scattered, prompts) -> None:
+    from own_engine.native import NOT_HERE, native_kernels
+
+    kernels = native_kernels()
+    if isinstance(kernels, str):
+        (pytest.skip if any(s in kernels for s in NOT_HERE) else pytest.fail)(kernels)
+    seen = _modes(monkeypatch)
+    if scattered:
+        monkeypatch.setattr(BlockManager, "_first_free_run", lambda self, n: None)
+    engine = LLMEngine(tiny_path, device="cpu", max_num_seqs=4, block_size=4)
+    assert engine.describe()["decode_attention"] == "native"
+    _check(engine, prompts, hf_model)
+    assert set(seen) == {"native"}

@@ -69,10 +69,11 @@ def test_wheel_installs_outside_the_repository(installed: tuple[Path, Path, dict
     assert all(line.startswith(str(target)) for line in where.split()), where
     names = {s["name"] for s in json.loads(_run([str(target / "bin" / "advisor"), "scenarios", "--json"], work, env))}
     assert {"azure-code-replay", "azure-conv-replay", "copilot"} <= names
-    # own_engine's CPU kernel is C source built at first use: the wheel must carry it
-    src = _run([str(target / "bin" / "python"), "-c", "from own_engine.panel_linear import SOURCE; "
-                "print(SOURCE, SOURCE.is_file())"], work, env).split()
-    assert src[0].startswith(str(target)) and src[1] == "True", src
+    # own_engine's native kernels are C sources built at first use: the wheel must carry them
+    src = _run([str(target / "bin" / "python"), "-c", "from own_engine.native import SOURCES; "
+                "print(*SOURCES)"], work, env).split()
+    assert {p.rsplit("/", 1)[-1] for p in src} == {"panel_linear.c", "decode_attention.c"}, src
+    assert all(p.startswith(str(target)) for p in src), src
 
 
 @pytest.mark.parametrize("scenario", ["azure-code-replay", "azure-conv-replay"])

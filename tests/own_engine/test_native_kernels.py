@@ -1,5 +1,5 @@
-"""own_engine's own linear kernel (own_engine.panel_linear): F.linear's results at every shape, the same tokens
-as the other kernels, one OpenMP runtime, and a clear fallback where it can't be built."""
+"""own_engine's native kernels (own_engine.native, panel_linear, the native decode attention): PyTorch's results at
+every shape, the same tokens as the other kernels, one OpenMP runtime, and a clear fallback where they can't be built."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import torch.nn.functional as F
 
 from own_engine.llm_engine import LLMEngine
 from own_engine.model import Linear
-from own_engine.panel_linear import PanelLinear, pack_weight, panel_kernel
+from own_engine.native import NOT_HERE, native_kernels
+from own_engine.panel_linear import PanelLinear, pack_weight
 from own_engine.sampling_params import SamplingParams
 
-KERNEL = panel_kernel()
-NOT_HERE = ("has no AVX-512F", "no C compiler", "built for Linux on x86-64")  # the machine lacks what it needs
+KERNEL = native_kernels()
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_an_engine_on_the_own_kernel_generates_what_the_others_do(kernel, tmp_pa
 
 _PROBE = """
 import torch
-from own_engine.panel_linear import panel_kernel
+from own_engine.native import native_kernels
 from own_engine.llm_engine import LLMEngine
 engine = LLMEngine({path!r}, device="cpu", max_num_seqs=2)
 print(engine.linear_kernels)
@@ -107,7 +107,7 @@ def test_the_kernel_runs_on_torchs_own_openmp_runtime(kernel, tmp_path) -> None:
     kernels, note, gomps, named = _probe(path, tmp_path / "home", None)
     assert (kernels, note, named) == ("panel-avx512", "None", "no error")
     assert len(eval(gomps)) == 1, gomps  # one libgomp mapped: the kernel's threads are torch's threads
-    assert list((tmp_path / "home" / "kernels").glob("panel_linear-*.so"))  # built into the cache
+    assert list((tmp_path / "home" / "kernels").glob("own_engine-*.so"))  # built into the cache
 
 
 @pytest.mark.parametrize("cc,says", [("no-such-compiler-here", "no C compiler"), ("false", "failed")])
@@ -122,9 +122,33 @@ def test_without_a_working_compiler_the_engine_keeps_onednn_and_says_why(kernel,
 
 
 def test_a_build_racing_another_leaves_one_whole_kernel(kernel, tmp_path) -> None:
-    code = "from own_engine.panel_linear import panel_kernel; k = panel_kernel(); print(type(k).__name__)"
+    code = "from own_engine.native import native_kernels; k = native_kernels(); print(type(k).__name__)"
     env = {**os.environ, "ADVISOR_HOME": str(tmp_path)}
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
              for _ in range(3)]
-    assert [p.communicate(timeout=300)[0].strip() for p in procs] == ["PanelKernel"] * 3
+    assert [p.communicate(timeout=300)[0].strip() for p in procs] == ["NativeKernels"] * 3
     assert len(list((tmp_path / "kernels").iterdir())) == 1  # no temporary folders left behind
+
+
+@pytest.mark.parametrize("hq,hkv,d", [(12, 4, 64), (8, 8, 128), (6, 2, 8), (4, 1, 40)])
+@pytest.mark.parametrize("window", [None, 7, 300])
+def test_native_decode_attention_equals_sdpa_per_sequence(kernel, hq, hkv, d, window) -> None:
+    from own_engine.paged_attention import DecodeContext, PagedMeta, decode_attention_each, native_decode_attention
+
+    gen = torch.Generator().manual_seed(hq * d)
+    blocks, block_size = 80, 16
+    kc, vc = (torch.randn(blocks, block_size, hkv, d, generator=gen) * 3 for _ in range(2))
+    lens = [1, 17, 500, 1000, 64]
+    order = torch.randperm(blocks, generator=gen).tolist()  # blocks out of order, as a busy cache hands them out
+    tables, at = [], 0
+    for n in lens:
+        need = -(-n // block_size)
+        tables.append(order[at:at + need])
+        at = (at + need) % (blocks - 64)
+    width = max(map(len, tables))
+    q = torch.randn(len(lens), hq, d, generator=gen)
+    meta = PagedMeta(slot_mapping=torch.zeros(0, dtype=torch.long), num_decodes=len(lens),
+                     block_tables=torch.tensor([t + [0] * (width - len(t)) for t in tables]), lens=torch.tensor(lens))
+    want = decode_attention_each(0, q, kc, vc, [DecodeContext(n, block_ids=torch.tensor(t))
+                                                for t, n in zip(tables, lens, strict=True)], window)
+    torch.testing.assert_close(native_decode_attention(kernel, q, kc, vc, meta, window), want, atol=1e-5, rtol=1e-4)

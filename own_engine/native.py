@@ -1,0 +1,84 @@
+"""own_engine's native CPU kernels (`kernels/*.c`): built at first use, loaded with ctypes, probed, or a reason why not.
+
+Two kernels, both fp32 and AVX-512F, both run on torch's own OpenMP thread pool:
+- `panel_linear`: the linear layers on one packed layout (`own_engine.panel_linear`);
+- `decode_attention`: every decode row of a step over its paged KV cache in one call per layer
+  (`own_engine.paged_attention`), where PyTorch needs one SDPA call per sequence.
+
+They are C, built once per machine with the machine's C compiler (`$CC`, else `cc`) into
+`$ADVISOR_HOME/kernels/` and loaded after torch (so their libgomp is torch's), so installing advisor needs no
+compiler. Where they can't be used (no compiler, no AVX-512F, not Linux on x86-64, a build error, or a probe
+that disagrees with PyTorch) the engine runs on oneDNN and PyTorch's SDPA and says why in
+`describe()["linear_kernel_note"]`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from own_engine.paths import advisor_home
+
+SOURCES = sorted((Path(__file__).with_name("kernels")).glob("*.c"))
+CFLAGS = ["-O3", "-mavx512f", "-mfma", "-fopenmp", "-shared", "-fPIC"]
+NOT_HERE = ("has no AVX-512F", "no C compiler", "built for Linux on x86-64")  # what a machine may lack: not a fault
+
+_P, _L, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
+
+
+@dataclass(frozen=True)
+class NativeKernels:
+    lib: ctypes.CDLL
+    group: int  # outputs per packed group of `panel_linear`
+
+
+@functools.cache
+def native_kernels() -> NativeKernels | str:
+    """The built and probed kernels, or why there are none (one line). Built once per machine, loaded once
+    per process."""
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        return f"own_engine's native kernels are built for Linux on x86-64, not {platform.system()} {platform.machine()}"
+    cpuinfo = Path("/proc/cpuinfo")
+    if "avx512f" not in (cpuinfo.read_text().split() if cpuinfo.is_file() else []):
+        return "this CPU has no AVX-512F, which own_engine's native kernels need"
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if cc is None:
+        return "no C compiler (cc or $CC) to build own_engine's native kernels"
+    digest = hashlib.sha256(" ".join(CFLAGS).encode())
+    for src in SOURCES:
+        digest.update(src.name.encode() + src.read_bytes())
+    so = advisor_home() / "kernels" / f"own_engine-{digest.hexdigest()[:16]}.so"
+    if not so.is_file():
+        so.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=so.parent) as tmp:
+            out = Path(tmp) / so.name
+            done = subprocess.run([cc, *CFLAGS, "-o", str(out), *map(str, SOURCES), "-lm"], capture_output=True,
+                                  text=True)
+            if done.returncode != 0:
+                first = (done.stderr.strip().splitlines() or ["no message"])[0]
+                return f"building own_engine's native kernels with {cc} failed: {first}"
+            os.replace(out, so)  # atomic: a process building beside this one loads a whole file either way
+    try:
+        lib = ctypes.CDLL(str(so))
+    except OSError as e:
+        return f"loading own_engine's native kernels failed: {e}"
+    lib.panel_linear.argtypes = [_P] * 4 + [_L] * 3 + [_I]
+    lib.panel_linear.restype = None
+    lib.decode_attention.argtypes = [_P] * 6 + [_L] * 7 + [_I]
+    lib.decode_attention.restype = None
+    kernels = NativeKernels(lib, lib.panel_linear_group())
+    from own_engine.paged_attention import native_decode_agrees
+    from own_engine.panel_linear import agrees_with_f_linear
+
+    for name, agrees in (("panel_linear", agrees_with_f_linear), ("decode_attention", native_decode_agrees)):
+        if not agrees(kernels):
+            return f"own_engine's native {name} disagreed with PyTorch on a probe"
+    return kernels
