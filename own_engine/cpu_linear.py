@@ -101,7 +101,7 @@ def pack_linears(model: LlamaModel, kernels: str = "auto") -> tuple[int, str, st
     make = None
     if kernels in ("auto", "panel"):
         from own_engine.native import native_kernels
-        from own_engine.panel_linear import PanelLinear
+        from own_engine.panel_linear import panel_linears_in_one_arena
 
         kernel = native_kernels()
         if isinstance(kernel, str):
@@ -109,7 +109,9 @@ def pack_linears(model: LlamaModel, kernels: str = "auto") -> tuple[int, str, st
                 raise ValueError(f"linear_kernels=panel: {kernel}")
             note = kernel
         else:
-            make, name = (lambda linear: PanelLinear(linear, kernel)), "panel-avx512"  # noqa: E731
+            weights = [m.weight for m in model.modules() if isinstance(m, Linear)]
+            make, name = panel_linears_in_one_arena(weights, kernel), "panel-avx512"
+            del weights
     if make is None:
         if not onednn_linear_works():
             if kernels == "onednn":
@@ -122,3 +124,4 @@ def pack_linears(model: LlamaModel, kernels: str = "auto") -> tuple[int, str, st
     for parent, child_name in targets:
         setattr(parent, child_name, make(getattr(parent, child_name)))
     return len(targets), name, note
+

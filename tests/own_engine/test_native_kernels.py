@@ -69,6 +69,10 @@ def test_an_engine_on_the_own_kernel_generates_what_the_others_do(kernel, tmp_pa
     assert engines["auto"].describe()["linear_kernel_note"] is None
     assert sum(isinstance(m, PanelLinear) for m in engines["auto"].model.modules()) == \
         engines["auto"].num_packed_linears > 0
+    panels = [m.weight for m in engines["auto"].model.modules() if isinstance(m, PanelLinear)]
+    arenas = {w.untyped_storage().data_ptr() for w in panels}
+    assert len(arenas) == 1  # one arena for all packed weights, 2 MiB aligned: huge pages where the OS gives them
+    assert min(w.data_ptr() for w in panels) % (2 << 20) == 0
     sp = SamplingParams(max_tokens=24, ignore_eos=True)
     out = {k: e.generate(PROMPTS, sp) for k, e in engines.items()}
     assert out["auto"] == out["onednn"] == out["torch"]
