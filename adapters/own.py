@@ -69,14 +69,19 @@ class OwnAdapter(Adapter):
         self._front = AsyncLLMEngine(factory=self._make_engine)
         engine = self._engine = self._front.engine
         d = engine.describe()
-        extra = {k: d[k] for k in ("n_params", "model_config", "dtype_bytes")}
+        extra = {k: d[k] for k in ("n_params", "model_config", "dtype_bytes", "linear_kernels")}
+        if "decode_attention" in d:
+            extra["decode_attention"] = d["decode_attention"]
+        # why own_engine's native kernels are not used here (no compiler, no AVX-512F...): in the run, not a log
+        notes = [f"own_engine's native CPU kernels are not used: {d['linear_kernel_note']}"] \
+            if d.get("linear_kernel_note") else []
         if "block_size" in d:
             extra.update(block_size=d["block_size"], kv_blocks_total=d["kv_blocks_total"], cuda_graphs=d["cuda_graphs"])
         return EngineInfo(adapter=self.name, engine="own_engine", version=advisor_version, device=d["device"],
                           model=d["model_path"], format="hf-safetensors", precision=d["precision"],
                           batching=self.batching, threads=d["threads"],  # type: ignore[arg-type]
                           kv_cache_dtype=d["precision"], max_batch=d["max_num_seqs"], vocab_size=engine.config.vocab_size,
-                          max_model_len=d["max_model_len"], pid=d["pid"], extra=extra)
+                          max_model_len=d["max_model_len"], pid=d["pid"], extra=extra, notes=tuple(notes))
 
     async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
         from own_engine.sampling_params import SamplingParams

@@ -1,5 +1,6 @@
 """own_engine's linear layers by row count: its own AVX-512 kernel on its packed layout (`own_engine.panel_linear`,
-the engine's default where it builds), oneDNN on packed weights (the engine's fallback), oneDNN on plain
+the engine's default where it builds; `own_panel` with each weight in its own allocation, `own_panel_huge` in
+one arena advised to transparent huge pages, as the engine keeps them), oneDNN on packed weights (the engine's fallback), oneDNN on plain
 weights, and a plain AVX2 kernel for 1-8 rows (`skinny_linear.c`), on random weights of a preset's shapes.
 
     python benchmarks/linear_layouts.py --preset small-100m --threads 2 --rows 1,2,4,8,16,64,256
@@ -87,10 +88,18 @@ def main() -> None:
     weights = linear_weights(args.preset)
     packed = [torch.ops.mkldnn._reorder_linear_weight(w, BATCH_HINT) for w in weights]
     from own_engine.native import NativeKernels, native_kernels
-    from own_engine.panel_linear import pack_weight
+    from own_engine.panel_linear import huge_page_floats, pack_weight, packed_numel
 
     own = native_kernels()
-    own_packed = [pack_weight(w, own.group) for w in weights] if isinstance(own, NativeKernels) else []
+    own_packed, own_huge = [], []
+    if isinstance(own, NativeKernels):
+        own_packed = [pack_weight(w, own.group) for w in weights]  # each in its own torch allocation (4 KiB pages)
+        arena = huge_page_floats(sum(packed_numel(w, own.group) for w in weights))  # the engine's: one arena
+        at = 0
+        for w in weights:
+            n = packed_numel(w, own.group)
+            own_huge.append(pack_weight(w, own.group, arena[at:at + n]))
+            at += n
     built = skinny_kernel()
     skinny, max_rows = built if built is not None else (None, 0)
     wbytes = sum(w.numel() * 4 for w in weights)
@@ -115,6 +124,8 @@ def main() -> None:
                     raise SystemExit(f"linear_layouts: the own kernel disagrees with F.linear at {m} rows")
             cands["own_panel"] = lambda xs=xs, f=own_linear: [f(x, p, w.shape[0])
                                                               for w, p, x in zip(weights, own_packed, xs, strict=True)]
+            cands["own_panel_huge"] = lambda xs=xs, f=own_linear: [f(x, p, w.shape[0])
+                                                                   for w, p, x in zip(weights, own_huge, xs, strict=True)]
         if skinny is not None and m <= max_rows:
             for w, x in zip(weights[:4], xs[:4], strict=True):  # every shape once, before any timing
                 if not torch.allclose(skinny(x, w), F.linear(x, w), atol=1e-4, rtol=1e-4):

@@ -44,6 +44,13 @@ def test_start_reports_engine_info_and_streams_exact_lengths(tiny, name, batchin
         assert info.extra["model_config"]["hidden_size"] == 128 and info.extra["n_params"] > 0
         if name == "own":
             assert info.extra["kv_blocks_total"] > 0 and info.extra["block_size"] == 16
+        # which kernels ran is in the run; where the native ones can't, a note says why
+        from own_engine.native import native_kernels
+
+        native = not isinstance(native_kernels(), str)
+        assert info.extra["linear_kernels"] == ("panel-avx512" if native else "onednn-packed")
+        assert info.extra.get("decode_attention", "native" if native else "sdpa") == ("native" if native else "sdpa")
+        assert bool(info.notes) == (not native)
         reqs = [RequestSpec(f"r{i}", tuple(range(5, 5 + 3 * i + 1)), max_tokens=5 + i) for i in range(4)]
         results = asyncio.run(_run(adapter, reqs))
         for req, chunks in zip(reqs, results, strict=True):
@@ -133,3 +140,15 @@ def test_the_engine_process_ends_with_its_client(tiny, tmp_path) -> None:
             and psutil.Process(engine_pid).status() != psutil.STATUS_ZOMBIE:
         time.sleep(0.2)
     assert not psutil.pid_exists(engine_pid) or psutil.Process(engine_pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_engine_info_says_why_the_native_kernels_are_not_used(tiny, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("CC", "no-such-compiler-here")
+    monkeypatch.setenv("ADVISOR_HOME", str(tmp_path))  # no kernels built there yet
+    adapter = adapters.create("own", tiny, device="cpu", threads=1, max_batch=2)
+    try:
+        info = adapter.start()
+    finally:
+        adapter.close()
+    assert info.extra["linear_kernels"] == "onednn-packed" and info.extra["decode_attention"] == "sdpa"
+    assert len(info.notes) == 1 and "native CPU kernels are not used" in info.notes[0], info.notes
