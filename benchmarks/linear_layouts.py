@@ -1,7 +1,9 @@
-"""own_engine's linear layers by row count: its own AVX-512 kernel on its packed layout (`own_engine.panel_linear`,
-the engine's default where it builds; `own_panel` with each weight in its own allocation, `own_panel_huge` in
-one arena advised to transparent huge pages, as the engine keeps them), oneDNN on packed weights (the engine's fallback), oneDNN on plain
-weights, and a plain AVX2 kernel for 1-8 rows (`skinny_linear.c`), on random weights of a preset's shapes.
+"""own_engine's linear layers by row count, on random weights of a preset's shapes:
+- its own AVX-512 kernel on its packed layout (`own_engine.panel_linear`, the engine's default where it
+  builds): `own_panel` with each weight in its own allocation, `own_panel_huge` in one arena advised to
+  transparent huge pages, as the engine keeps them;
+- oneDNN on packed weights (the engine's fallback) and on plain weights;
+- a plain AVX2 kernel for 1-8 rows (`skinny_linear.c`).
 
     python benchmarks/linear_layouts.py --preset small-100m --threads 2 --rows 1,2,4,8,16,64,256
 
@@ -9,13 +11,13 @@ For each row count: the time to run that many rows through every linear layer of
 (qkv, o, gate_up, down per layer; 49 products for small-100m), median of --rounds, the candidates in a new
 random order every round (this machine's speed drifts within minutes; a fixed order would hand the drift to
 one of them). At one row, also the time to read the same weights tensor by tensor (a `sum` over each): the
-most a GEMV over separate tensors can hope for. The question it answers: is own_engine's batch-1 step held
-back by its GEMV (the weights are read too slowly) and what would plain weights cost at larger row counts
-(the engine keeps one copy of the weights, packed, because packing pays at 2 rows and more)?
+most a GEMV over separate tensors can hope for. The question it answers: how far is each kernel from reading
+the weights at memory speed, and what does a layout cost at larger row counts (the engine keeps one copy of
+the weights)?
 
-The own kernel is built as the engine builds it (column left out where it can't be). The AVX2 kernel is built with `cc` into a temporary folder when there is a C compiler and the CPU has AVX2 and
-FMA, and checked against F.linear before any timing; without it the column is left out. Prints one JSON
-document.
+The own kernel is built as the engine builds it (`own_engine.native`; its columns are left out where it
+can't be). The AVX2 kernel is built with `cc` into a temporary folder when there is a C compiler and the CPU
+has AVX2 and FMA. Each is checked against F.linear before any timing. Prints one JSON document.
 """
 
 from __future__ import annotations
@@ -124,8 +126,8 @@ def main() -> None:
                     raise SystemExit(f"linear_layouts: the own kernel disagrees with F.linear at {m} rows")
             cands["own_panel"] = lambda xs=xs, f=own_linear: [f(x, p, w.shape[0])
                                                               for w, p, x in zip(weights, own_packed, xs, strict=True)]
-            cands["own_panel_huge"] = lambda xs=xs, f=own_linear: [f(x, p, w.shape[0])
-                                                                   for w, p, x in zip(weights, own_huge, xs, strict=True)]
+            cands["own_panel_huge"] = lambda xs=xs, f=own_linear: [
+                f(x, p, w.shape[0]) for w, p, x in zip(weights, own_huge, xs, strict=True)]
         if skinny is not None and m <= max_rows:
             for w, x in zip(weights[:4], xs[:4], strict=True):  # every shape once, before any timing
                 if not torch.allclose(skinny(x, w), F.linear(x, w), atol=1e-4, rtol=1e-4):

@@ -73,9 +73,10 @@ class LLMEngine:
     by default enough for `max_num_seqs` sequences of `max_model_len` tokens, but at most
     `kv_cache_memory_fraction` of the memory available when the engine starts (default: 0.8 of free GPU memory
     on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given. On CPU at fp32 the
-    linear layers run through packed weights (`cpu_linear.pack_linears`; `linear_kernels` picks: auto, panel,
-    onednn, torch). On CPU
-    (Linux) a freed KV block's pages go back to the OS unless `release_freed_kv=False` (`memory_release`).
+    linear layers run on packed weights (`cpu_linear.pack_linears`; `linear_kernels`: auto, panel, onednn,
+    torch), and with the panel kernel decode attention runs on own_engine's native kernel too
+    (`own_engine.native`). On CPU (Linux) a freed KV block's pages go back to the OS unless
+    `release_freed_kv=False` (`memory_release`).
     """
 
     def __init__(self, model_path: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
@@ -216,7 +217,8 @@ class LLMEngine:
                 "kv_cache_bytes": self.num_kv_blocks * self.block_size * kv_bytes_per_token(self.model),
                 "max_num_seqs": self.max_num_seqs, "max_num_batched_tokens": self.max_num_batched_tokens,
                 "cuda_graphs": self.cuda_graphs,
-                "decode_attention": "native" if self.runner.native is not None else "sdpa", "kv_page_release": self.runner.release_blocks.enabled}
+                "decode_attention": "native" if self.runner.native is not None else "sdpa",
+                "kv_page_release": self.runner.release_blocks.enabled}
 
 
 def describe_model(engine: LLMEngine | StaticBatchEngine) -> dict:

@@ -45,7 +45,8 @@ def native_kernels() -> NativeKernels | str:
     """The built and probed kernels, or why there are none (one line). Built once per machine, loaded once
     per process."""
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
-        return f"own_engine's native kernels are built for Linux on x86-64, not {platform.system()} {platform.machine()}"
+        here = f"{platform.system()} {platform.machine()}"
+        return f"own_engine's native kernels are built for Linux on x86-64, not {here}"
     cpuinfo = Path("/proc/cpuinfo")
     if "avx512f" not in (cpuinfo.read_text().split() if cpuinfo.is_file() else []):
         return "this CPU has no AVX-512F, which own_engine's native kernels need"

@@ -68,8 +68,8 @@ void decode_attention(const float *q, const float *k_cache, const float *v_cache
             __m512 acc = _mm512_setzero_ps();
             for (long i = 0; i < n; i++) {
                 long t = t0 + i, slot = table[t / block_size] * block_size + t % block_size;
-                acc = _mm512_fmadd_ps(_mm512_set1_ps(s[i]), _mm512_maskz_loadu_ps(m, v_cache + (slot * Hkv + g) * D + d),
-                                      acc);
+                const float *vp = v_cache + (slot * Hkv + g) * D + d;
+                acc = _mm512_fmadd_ps(_mm512_set1_ps(s[i]), _mm512_maskz_loadu_ps(m, vp), acc);
             }
             _mm512_mask_storeu_ps(o + d, m, _mm512_mul_ps(acc, _mm512_set1_ps(inv)));
         }

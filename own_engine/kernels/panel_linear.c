@@ -1,4 +1,5 @@
-/* y[M, N] = x[M, K] @ w[N, K]^T (+ b[N]), fp32, AVX-512F, for own_engine's CPU linear layers (own_engine/panel_linear.py).
+/* y[M, N] = x[M, K] @ w[N, K]^T (+ b[N]), fp32, AVX-512F, for own_engine's CPU linear layers
+ * (own_engine/panel_linear.py).
  *
  * The weights are packed once into groups of 64 outputs, k-major inside a group:
  *     wp[(g * K + k) * 64 + j] = w[g * 64 + j, k]      (zero past N)

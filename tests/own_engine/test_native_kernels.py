@@ -1,5 +1,6 @@
-"""own_engine's native kernels (own_engine.native, panel_linear, the native decode attention): PyTorch's results at
-every shape, the same tokens as the other kernels, one OpenMP runtime, and a clear fallback where they can't be built."""
+"""own_engine's native kernels (own_engine.native, panel_linear, the native decode attention): PyTorch's
+results at every shape, the same tokens as the other kernels, one OpenMP runtime, and a clear fallback where
+they can't be built."""
 
 from __future__ import annotations
 
