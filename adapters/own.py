@@ -26,8 +26,9 @@ class OwnStaticOptions(InProcessOptions):
         "auto", description="weights and KV cache precision (auto: bf16 on CUDA, fp32 on CPU)")
     max_model_len: int | None = Field(None, ge=16, description="context length (default: the model's)")
     linear_kernels: Literal["auto", "panel", "onednn", "torch"] = Field(
-        "auto", description="CPU fp32 linear kernel: panel (own_engine's, AVX-512, built at first use with the "
-                            "C compiler), onednn (packed), torch (F.linear); auto: the first that runs here")
+        "auto", description="CPU fp32 kernels: panel (own_engine's native AVX-512 linear and decode-attention "
+                            "kernels, built at first use with the C compiler), onednn (packed oneDNN linears, "
+                            "SDPA), torch (F.linear, SDPA); auto: the first that runs here")
 
 
 class OwnOptions(OwnStaticOptions):
