@@ -97,6 +97,9 @@ def pack_linears(model: LlamaModel, kernels: str = "auto") -> tuple[int, str, st
             raise ValueError(f"linear_kernels={kernels} needs an fp32 model on CPU")
         return 0, "torch", None
     cap_primitive_caches()  # before the probe: its op is the process's first oneDNN op, usually
+    # (parent, name) pairs only: holding the old modules would keep every plain weight alive until the end
+    targets = [(parent, child_name) for parent in model.modules() for child_name, child in parent.named_children()
+               if isinstance(child, Linear)]
     note = None
     make = None
     if kernels in ("auto", "panel"):
@@ -109,18 +112,14 @@ def pack_linears(model: LlamaModel, kernels: str = "auto") -> tuple[int, str, st
                 raise ValueError(f"linear_kernels=panel: {kernel}")
             note = kernel
         else:
-            weights = [m.weight for m in model.modules() if isinstance(m, Linear)]
-            make, name = panel_linears_in_one_arena(weights, kernel), "panel-avx512"
-            del weights
+            make = panel_linears_in_one_arena([getattr(p, n).weight for p, n in targets], kernel)
+            name = "panel-avx512"
     if make is None:
         if not onednn_linear_works():
             if kernels == "onednn":
                 raise ValueError("linear_kernels=onednn: this PyTorch has no packed oneDNN linear")
             return 0, "torch", note
         make, name = PackedLinear, "onednn-packed"
-    # (parent, name) pairs only: holding the old modules would keep every plain weight alive until the end
-    targets = [(parent, child_name) for parent in model.modules() for child_name, child in parent.named_children()
-               if isinstance(child, Linear)]
     for parent, child_name in targets:
         setattr(parent, child_name, make(getattr(parent, child_name)))
     return len(targets), name, note
