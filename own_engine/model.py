@@ -18,6 +18,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from own_engine.config import ModelConfig
+from own_engine.native import NativeKernels
+from own_engine.native_layer import layer_forward
+from own_engine.paged_attention import PagedAttention
 from own_engine.rope import apply_rope, rope_cache
 
 
@@ -100,6 +103,9 @@ class LlamaModel(nn.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, dtype)
         self.lm_head = None if cfg.tie_word_embeddings else Linear(cfg.hidden_size, cfg.vocab_size, False, dtype)
         self.register_buffer("rope", rope_cache(cfg, max_model_len), persistent=False)  # [max_len, 2, D] fp32
+        # set by cpu_linear.pack_linears when every linear is own_engine's panel kernel: then a forward over the
+        # paged cache runs each layer on the native kernels (own_engine.native_layer)
+        self.native: NativeKernels | None = None
 
     @property
     def n_params(self) -> int:
@@ -108,11 +114,15 @@ class LlamaModel(nn.Module):
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, attn: AttentionBackend,
                 logits_indices: torch.Tensor | None = None) -> torch.Tensor:
         """input_ids/positions [T] -> logits [N, vocab] fp32 (N = T when logits_indices is None)."""
-        cs = self.rope[positions].to(self.dtype)  # [T, 2, D]: cos, signed sin (in the model dtype, as HF does)
-        cos, sin = cs[:, :1], cs[:, 1:]
         x = F.embedding(input_ids, self.embed_tokens)
-        for i, layer in enumerate(self.layers):
-            x = layer(i, x, cos, sin, attn)
+        if self.native is not None and isinstance(attn, PagedAttention):
+            for i, layer in enumerate(self.layers):
+                x = layer_forward(self.native, layer, i, x, positions, self.rope, attn)
+        else:
+            cs = self.rope[positions].to(self.dtype)  # [T, 2, D]: cos, signed sin (in the model dtype, as HF does)
+            cos, sin = cs[:, :1], cs[:, 1:]
+            for i, layer in enumerate(self.layers):
+                x = layer(i, x, cos, sin, attn)
         if logits_indices is not None:
             x = x[logits_indices]
         x = self.norm(x)

@@ -92,16 +92,17 @@ class ModelRunner:
             table = seq.block_table
             slots.extend(table[p // bs] * bs + p % bs for p in range(p0, p0 + n))
             chunk = ChunkMeta(start, start + n, p0)
-            if p0:
-                ctx = p0 + n
+            ctx = p0 + n
+            if p0 or self.native is not None:  # the native kernel reads even a first chunk from the cache
                 chunk.block_ids = self._tensor(table[: -(-ctx // bs)])
+            if p0 and self.native is None:
                 rows = torch.arange(p0, ctx, device=self.device)
                 chunk.mask = torch.arange(ctx, device=self.device)[None, :] <= rows[:, None]
             chunks.append(chunk)
             if p0 + n == len(seq):
                 logit_rows.append(start + n - 1)
         host = self._tensor([ids, positions, slots])  # one host-to-device copy for all three
-        meta = PagedMeta(slot_mapping=host[2], num_decodes=nd, chunks=chunks)
+        meta = PagedMeta(slot_mapping=host[2], num_decodes=nd, chunks=chunks, native=self.native)
         if nd:
             self._decode_meta(batch.seqs[:nd], meta)
         every_row = len(logit_rows) == len(ids)
@@ -114,7 +115,7 @@ class ModelRunner:
         if self.native is not None:  # one call per layer for every row, blocks read in place
             width = max(len(s.block_table) for s in seqs)
             meta.block_tables = self._tensor([s.block_table + [0] * (width - len(s.block_table)) for s in seqs])
-            meta.lens, meta.native = self._tensor(lens), self.native
+            meta.lens = self._tensor(lens)
             return
         if self.device.type == "cpu" and (len(seqs) == 1 or min(lens) != max(lens)):
             meta.contexts = [self._context(s, n) for s, n in zip(seqs, lens, strict=True)]

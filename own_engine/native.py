@@ -1,15 +1,19 @@
 """own_engine's native CPU kernels (`kernels/*.c`): built at first use, loaded with ctypes, probed, or a reason why not.
 
-Two kernels, both fp32 and AVX-512F, both run on torch's own OpenMP thread pool:
-- `panel_linear`: the linear layers on one packed layout (`own_engine.panel_linear`);
-- `decode_attention`: every decode row of a step over its paged KV cache in one call per layer
-  (`own_engine.paged_attention`), where PyTorch needs one SDPA call per sequence.
+All fp32 and AVX-512F, all on torch's own OpenMP thread pool:
+- `panel_linear`: the linear layers on one packed layout (`own_engine.panel_linear`), optionally adding into
+  their output (the residual);
+- `decode_attention`: every decode row of a step over its paged KV cache in one call per layer, where PyTorch
+  needs one SDPA call per sequence; `chunk_attention`: a prefill chunk over its cache in one call
+  (`own_engine.paged_attention`);
+- `layer_ops`: RMSNorm, RoPE with the write of the new K/V into the cache, SiLU(gate) * up: the decoder
+  layer's work between its linears (`own_engine.native_layer`).
 
 They are C, built once per machine with the machine's C compiler (`$CC`, else `cc`) into
 `$ADVISOR_HOME/kernels/` and loaded after torch (so their libgomp is torch's), so installing advisor needs no
-compiler. Where they can't be used (no compiler, no AVX-512F, not Linux on x86-64, a build error, or a probe
-that disagrees with PyTorch) the engine runs on oneDNN and PyTorch's SDPA and says why in
-`describe()["linear_kernel_note"]`.
+compiler. Each is probed against PyTorch before use. Where they can't be used (no compiler, no AVX-512F, not
+Linux on x86-64, a build error, or a probe that disagrees with PyTorch) the engine runs on oneDNN, PyTorch's
+ops and SDPA and says why in `describe()["linear_kernel_note"]`.
 """
 
 from __future__ import annotations
@@ -28,10 +32,19 @@ from pathlib import Path
 from own_engine.paths import advisor_home
 
 SOURCES = sorted((Path(__file__).with_name("kernels")).glob("*.c"))
+HEADERS = sorted((Path(__file__).with_name("kernels")).glob("*.h"))  # included by SOURCES: part of the build's hash
 CFLAGS = ["-O3", "-mavx512f", "-mfma", "-fopenmp", "-shared", "-fPIC"]
 NOT_HERE = ("has no AVX-512F", "no C compiler", "built for Linux on x86-64")  # what a machine may lack: not a fault
 
-_P, _L, _I = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
+_P, _L, _I, _F = ctypes.c_void_p, ctypes.c_long, ctypes.c_int, ctypes.c_float
+SIGNATURES = {  # argument types of each kernel function (the C declarations are in kernels/*.c)
+    "panel_linear": [_P] * 4 + [_L] * 3 + [_I, _I],
+    "decode_attention": [_P, _L] + [_P] * 5 + [_L] * 7 + [_I],
+    "chunk_attention": [_P, _L, _P, _P, _P, _L, _L, _P] + [_L] * 6 + [_I],
+    "rms_norm": [_P] * 3 + [_L] * 2 + [_F, _I],
+    "rope_store": [_P, _L, _L, _L, _L, _P, _P, _P, _P, _P, _I],
+    "silu_mul": [_P, _P, _L, _L, _I],
+}
 
 
 @dataclass(frozen=True)
@@ -54,7 +67,7 @@ def native_kernels() -> NativeKernels | str:
     if cc is None:
         return "no C compiler (cc or $CC) to build own_engine's native kernels"
     digest = hashlib.sha256(" ".join(CFLAGS).encode())
-    for src in SOURCES:
+    for src in SOURCES + HEADERS:
         digest.update(src.name.encode() + src.read_bytes())
     so = advisor_home() / "kernels" / f"own_engine-{digest.hexdigest()[:16]}.so"
     if not so.is_file():
@@ -71,15 +84,16 @@ def native_kernels() -> NativeKernels | str:
         lib = ctypes.CDLL(str(so))
     except OSError as e:
         return f"loading own_engine's native kernels failed: {e}"
-    lib.panel_linear.argtypes = [_P] * 4 + [_L] * 3 + [_I]
-    lib.panel_linear.restype = None
-    lib.decode_attention.argtypes = [_P] * 6 + [_L] * 7 + [_I]
-    lib.decode_attention.restype = None
+    for name, argtypes in SIGNATURES.items():
+        getattr(lib, name).argtypes = argtypes
+        getattr(lib, name).restype = None
     kernels = NativeKernels(lib, lib.panel_linear_group())
+    from own_engine.native_layer import layer_ops_agree
     from own_engine.paged_attention import native_decode_agrees
     from own_engine.panel_linear import agrees_with_f_linear
 
-    for name, agrees in (("panel_linear", agrees_with_f_linear), ("decode_attention", native_decode_agrees)):
+    for name, agrees in (("panel_linear", agrees_with_f_linear), ("decode_attention", native_decode_agrees),
+                         ("layer ops", layer_ops_agree)):
         if not agrees(kernels):
             return f"own_engine's native {name} disagreed with PyTorch on a probe"
     return kernels

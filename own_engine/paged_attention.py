@@ -22,7 +22,9 @@ query rows (GQA without copies), in one of two ways:
 
 A chunk that starts a prompt attends causally within itself; a later chunk
 gathers its sequence's cached context and attends with a causal mask offset
-by it.
+by it. With the native kernels every chunk reads its context from the cache
+in place instead (`native_chunk_attention`, 2-3x faster than SDPA on
+small-100m's shapes), and all rows of a step go into one output, no `cat`.
 
 A layer with a sliding window W (Mistral, some Qwen2 layers) passes
 `window=W`: a query at position p then reads keys p-W+1 .. p only. A
@@ -49,8 +51,8 @@ class ChunkMeta:
     start: int
     end: int
     num_cached: int
-    block_ids: torch.Tensor | None = None  # [blocks] int64 holding positions [0, num_cached + n), if num_cached
-    mask: torch.Tensor | None = None  # [n, num_cached + n] bool: query i sees keys 0..num_cached + i
+    block_ids: torch.Tensor | None = None  # [blocks] int64 with positions [0, num_cached + n): num_cached or native
+    mask: torch.Tensor | None = None  # [n, num_cached + n] bool: query i sees keys 0..num_cached + i (SDPA, num_cached)
 
 
 @dataclass
@@ -74,7 +76,7 @@ class PagedMeta:
     mask: torch.Tensor | None = None  # [num_decodes, 1, 1, max_len] bool, None when all contexts are max_len
     contexts: list[DecodeContext] | None = None  # per-sequence decode instead of block_tables (see above)
     lens: torch.Tensor | None = None  # [num_decodes] int64 context lengths, for the native kernel
-    native: NativeKernels | None = None  # decode rows through native_decode_attention (block_tables, lens)
+    native: NativeKernels | None = None  # every row through the native kernels (decodes: block_tables, lens)
     chunks: list[ChunkMeta] = field(default_factory=list)
 
 
@@ -87,15 +89,27 @@ class PagedAttention:
 
     def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                  window: int | None = None) -> torch.Tensor:
-        m = self.meta
         kc, vc = self.k_cache[layer], self.v_cache[layer]  # [blocks, block_size, Hkv, D]
         n_blocks, block_size, hkv, d = kc.shape
-        kc.view(n_blocks * block_size, hkv, d).index_copy_(0, m.slot_mapping, k)
-        vc.view(n_blocks * block_size, hkv, d).index_copy_(0, m.slot_mapping, v)
+        kc.view(n_blocks * block_size, hkv, d).index_copy_(0, self.meta.slot_mapping, k)
+        vc.view(n_blocks * block_size, hkv, d).index_copy_(0, self.meta.slot_mapping, v)
+        return self.attend(layer, q, k, v, window)
+
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               window: int | None = None) -> torch.Tensor:
+        """Attention only, the step's new K/V already in the cache (`own_engine.native_layer` writes them as it
+        rotates them)."""
+        m = self.meta
+        kc, vc = self.k_cache[layer], self.v_cache[layer]
+        if m.native is not None:  # every row by the native kernels, into one output
+            out = q.new_empty(q.shape)
+            if m.num_decodes:
+                native_decode_attention(m.native, q[: m.num_decodes], kc, vc, m, window, out)
+            for c in m.chunks:
+                native_chunk_attention(m.native, q[c.start:c.end], kc, vc, c, window, out[c.start:c.end])
+            return out
         parts = []
-        if m.native is not None and m.num_decodes:
-            parts.append(native_decode_attention(m.native, q[: m.num_decodes], kc, vc, m, window))
-        elif m.contexts is not None:
+        if m.contexts is not None:
             parts.append(decode_attention_each(layer, q[: m.num_decodes], kc, vc, m.contexts, window))
         elif m.num_decodes:
             mask = m.mask
@@ -109,18 +123,42 @@ class PagedAttention:
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
+def _rows_of_heads(q: torch.Tensor) -> torch.Tensor:
+    """q [rows, H, D] whose heads are contiguous within a row (a view of the qkv projection is): the layout the
+    native kernels read, at any row stride."""
+    return q if q.stride(2) == 1 and q.stride(1) == q.shape[2] else q.contiguous()
+
+
 def native_decode_attention(native: NativeKernels, q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor,
-                            m: PagedMeta, window: int | None = None) -> torch.Tensor:
+                            m: PagedMeta, window: int | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
     """q [B, Hq, D] fp32, one query per sequence over its cached context (the last `window` positions of it
-    under a sliding window) -> [B, Hq, D], by `kernels/decode_attention.c` in one call."""
+    under a sliding window) -> [B, Hq, D] (into `out`, contiguous, when given), by `kernels/decode_attention.c`
+    in one call."""
     assert m.block_tables is not None and m.lens is not None
-    q = q.contiguous()
+    q = _rows_of_heads(q)
     _, block_size, hkv, d = kc.shape
     b, hq, _ = q.shape
-    out = torch.empty_like(q)
-    native.lib.decode_attention(q.data_ptr(), kc.data_ptr(), vc.data_ptr(), m.block_tables.data_ptr(),
+    out = q.new_empty((b, hq, d)) if out is None else out
+    native.lib.decode_attention(q.data_ptr(), q.stride(0), kc.data_ptr(), vc.data_ptr(), m.block_tables.data_ptr(),
                                 m.lens.data_ptr(), out.data_ptr(), b, hq, hkv, d, block_size,
                                 m.block_tables.shape[1], window or 0, torch.get_num_threads())
+    return out
+
+
+def native_chunk_attention(native: NativeKernels, q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor,
+                           c: ChunkMeta, window: int | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
+    """q [n, Hq, D] fp32 of one prefill chunk, its K/V already in the cache -> [n, Hq, D] (into `out`, rows of
+    contiguous heads, when given): causal over the cached context and the chunk (within `window` when the layer
+    slides), by `kernels/chunk_attention.c` in one call."""
+    assert c.block_ids is not None
+    q = _rows_of_heads(q)
+    _, block_size, hkv, d = kc.shape
+    n, hq, _ = q.shape
+    out = q.new_empty((n, hq, d)) if out is None else out
+    assert out.stride(2) == 1 and out.stride(1) == d
+    native.lib.chunk_attention(q.data_ptr(), q.stride(0), kc.data_ptr(), vc.data_ptr(), c.block_ids.data_ptr(),
+                               c.num_cached, n, out.data_ptr(), out.stride(0), hq, hkv, d, block_size, window or 0,
+                               torch.get_num_threads())
     return out
 
 

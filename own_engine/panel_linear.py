@@ -79,13 +79,21 @@ class PanelLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.dim() == 2 and x.is_contiguous()  # the engine's case: [tokens, features], kept lean (49 calls a step)
         x2 = x if flat else x.reshape(-1, self.in_features).contiguous()
-        rows = x2.shape[0]
-        y = x2.new_empty((rows, self.out_features))
-        if rows:
-            self.kernel.lib.panel_linear(x2.data_ptr(), self.weight.data_ptr(),
-                                         None if self.bias is None else self.bias.data_ptr(), y.data_ptr(),
-                                         rows, self.out_features, self.in_features, torch.get_num_threads())
+        y = x2.new_empty((x2.shape[0], self.out_features))
+        self._run(x2, y, accumulate=False)
         return y if flat else y.reshape(*x.shape[:-1], self.out_features)
+
+    def add_to(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        """y += self(x) in one pass (the decoder's residual adds): x [rows, in], y [rows, out], both contiguous."""
+        assert x.is_contiguous() and y.is_contiguous() and y.shape == (x.shape[0], self.out_features)
+        self._run(x, y, accumulate=True)
+
+    def _run(self, x: torch.Tensor, y: torch.Tensor, accumulate: bool) -> None:
+        if x.shape[0]:
+            self.kernel.lib.panel_linear(x.data_ptr(), self.weight.data_ptr(),
+                                         None if self.bias is None else self.bias.data_ptr(), y.data_ptr(),
+                                         x.shape[0], self.out_features, self.in_features, int(accumulate),
+                                         torch.get_num_threads())
 
 
 def panel_linears_in_one_arena(weights: list[torch.Tensor], kernel: NativeKernels) -> Callable[[Linear], PanelLinear]:

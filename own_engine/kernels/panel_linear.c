@@ -57,8 +57,10 @@ static void micro_rows(const float *x, long ldx, const float *wg, float *y, long
     }
 }
 
-/* wp as above, N outputs (wp holds ceil(N / 64) groups); b may be NULL */
-void panel_linear(const float *x, const float *wp, const float *b, float *y, long M, long N, long K, int nthreads) {
+/* wp as above, N outputs (wp holds ceil(N / 64) groups); b may be NULL; accumulate: y += x @ w^T (+ b), which
+ * is how the decoder layer adds its residual (own_engine/native_layer.py) */
+void panel_linear(const float *x, const float *wp, const float *b, float *y, long M, long N, long K, int accumulate,
+                  int nthreads) {
     long ng = (N + G - 1) / G;
     #pragma omp parallel for num_threads(nthreads) schedule(static)
     for (long g = 0; g < ng; g++) {
@@ -71,7 +73,8 @@ void panel_linear(const float *x, const float *wp, const float *b, float *y, lon
         for (long k0 = 0; k0 < K; k0 += KC) {
             long k1 = k0 + KC < K ? k0 + KC : K;
             for (long r = 0; r < M; r += MR)
-                micro_rows(x + r * K, K, wg, y + r * N + g * G, N, k0, k1, k0 == 0, mask, M - r < MR ? M - r : MR);
+                micro_rows(x + r * K, K, wg, y + r * N + g * G, N, k0, k1, k0 == 0 && !accumulate, mask,
+                           M - r < MR ? M - r : MR);
         }
         if (b)
             for (long r = 0; r < M; r++)

@@ -30,18 +30,18 @@ def _check(engine: LLMEngine, prompts: list[list[int]], hf_model) -> None:
 
 
 def _modes(monkeypatch) -> list[str]:
-    """Record which decode path each step took."""
+    """Record which decode path each step took (every path attends through `attend`)."""
     seen: list[str] = []
-    inner = PagedAttention.__call__
+    inner = PagedAttention.attend
 
-    def spy(self, layer, q, k, v):
+    def spy(self, layer, q, k, v, window=None):
         if layer == 0 and self.meta.num_decodes:
             ctx = self.meta.contexts
             seen.append("native" if self.meta.native is not None else "batched" if ctx is None
                         else "view" if ctx[0].k is not None else "gather")
-        return inner(self, layer, q, k, v)
+        return inner(self, layer, q, k, v, window)
 
-    monkeypatch.setattr(PagedAttention, "__call__", spy)
+    monkeypatch.setattr(PagedAttention, "attend", spy)
     return seen
 
 

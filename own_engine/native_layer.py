@@ -1,0 +1,92 @@
+"""The decoder layer on own_engine's native kernels: what `LlamaModel.forward` runs on CPU at fp32 when the
+linears are the panel kernel's (`cpu_linear.pack_linears`) and attention is the paged cache's.
+
+The same arithmetic as `DecoderLayer.forward`, in 9 calls instead of ~40 PyTorch ops, with no temporaries
+beyond the linears' outputs:
+
+    RMSNorm                                   kernels/layer_ops.c  rms_norm
+    qkv projection                            panel_linear
+    RoPE on q and k, new K/V into the cache   kernels/layer_ops.c  rope_store
+    attention over the cache                  PagedAttention.attend (native decode rows, SDPA chunks)
+    x += o projection                         panel_linear, accumulating into the residual
+    RMSNorm                                   rms_norm
+    gate/up projection                        panel_linear
+    SiLU(gate) * up                           kernels/layer_ops.c  silu_mul
+    x += down projection                      panel_linear, accumulating
+
+At a decode step every PyTorch op is a few microseconds of dispatch around almost no work, and 12 layers of
+them were ~2.5 ms of a ~9 ms batch-1 step of small-100m; at prefill the ops are passes over memory that one
+kernel makes once (benchmarks/RESULTS.md, "own_engine's decoder layer on native kernels").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+
+from own_engine.native import NativeKernels
+from own_engine.rope import apply_rope
+
+if TYPE_CHECKING:
+    from own_engine.model import DecoderLayer
+    from own_engine.paged_attention import PagedAttention
+
+
+def layer_forward(native: NativeKernels, layer: DecoderLayer, idx: int, x: torch.Tensor, positions: torch.Tensor,
+                  rope: torch.Tensor, attn: PagedAttention) -> torch.Tensor:
+    """x [T, hidden] fp32 contiguous (updated in place and returned); positions [T] int64; rope: the model's
+    [max_len, 2, D] fp32 table; the layer's linears are `PanelLinear`s."""
+    cfg, lib, threads = layer.cfg, native.lib, torch.get_num_threads()
+    t, hidden = x.shape
+    hq, hkv, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    h = torch.empty_like(x)
+    norm = layer.input_layernorm
+    lib.rms_norm(x.data_ptr(), norm.weight.data_ptr(), h.data_ptr(), t, hidden, norm.eps, threads)
+    qkv = layer.qkv_proj(h)
+    kc, vc = attn.k_cache[idx], attn.v_cache[idx]
+    lib.rope_store(qkv.data_ptr(), t, hq, hkv, d, rope.data_ptr(), positions.data_ptr(),
+                   attn.meta.slot_mapping.data_ptr(), kc.data_ptr(), vc.data_ptr(), threads)
+    q = qkv[:, : cfg.q_size].view(t, hq, d)
+    k = qkv[:, cfg.q_size: cfg.q_size + cfg.kv_size].view(t, hkv, d)
+    v = qkv[:, cfg.q_size + cfg.kv_size:].view(t, hkv, d)
+    o = attn.attend(idx, q, k, v, layer.window).reshape(t, cfg.q_size).contiguous()
+    layer.o_proj.add_to(o, x)
+    norm = layer.post_attention_layernorm
+    lib.rms_norm(x.data_ptr(), norm.weight.data_ptr(), h.data_ptr(), t, hidden, norm.eps, threads)
+    gate_up = layer.gate_up_proj(h)
+    act = gate_up.new_empty((t, cfg.intermediate_size))
+    lib.silu_mul(gate_up.data_ptr(), act.data_ptr(), t, cfg.intermediate_size, threads)
+    layer.down_proj.add_to(act, x)
+    return x
+
+
+def layer_ops_agree(native: NativeKernels) -> bool:
+    """rms_norm, rope_store and silu_mul against PyTorch on a probe whose sizes are not multiples of 16."""
+    gen = torch.Generator().manual_seed(0)
+    lib, threads = native.lib, torch.get_num_threads()
+    x, w = torch.randn(5, 40, generator=gen), torch.randn(40, generator=gen)
+    out = torch.empty_like(x)
+    lib.rms_norm(x.data_ptr(), w.data_ptr(), out.data_ptr(), 5, 40, 1e-5, threads)
+    if not torch.allclose(out, F.rms_norm(x, (40,), w, 1e-5), atol=1e-5, rtol=1e-4):
+        return False
+    gate_up = torch.randn(3, 2 * 37, generator=gen) * 4
+    act = torch.empty(3, 37)
+    lib.silu_mul(gate_up.data_ptr(), act.data_ptr(), 3, 37, threads)
+    if not torch.allclose(act, F.silu(gate_up[:, :37]) * gate_up[:, 37:], atol=1e-5, rtol=1e-4):
+        return False
+    t, hq, hkv, d, slots_n, max_len = 3, 6, 2, 40, 9, 50
+    qkv = torch.randn(t, (hq + 2 * hkv) * d, generator=gen)
+    angle = torch.randn(max_len, d // 2, generator=gen)
+    rope = torch.stack([torch.cat([angle.cos()] * 2, -1), torch.cat([-angle.sin(), angle.sin()], -1)], dim=1)
+    positions, slots = torch.tensor([7, 0, 49]), torch.tensor([4, 8, 0])
+    kc, vc = torch.zeros(slots_n, hkv, d), torch.zeros(slots_n, hkv, d)
+    cs = rope[positions]
+    want = apply_rope(qkv[:, : (hq + hkv) * d].view(t, hq + hkv, d), cs[:, :1], cs[:, 1:])
+    want_v = qkv[:, (hq + hkv) * d:].view(t, hkv, d).clone()
+    lib.rope_store(qkv.data_ptr(), t, hq, hkv, d, rope.data_ptr(), positions.data_ptr(), slots.data_ptr(),
+                   kc.data_ptr(), vc.data_ptr(), threads)
+    rotated = qkv[:, : (hq + hkv) * d].view(t, hq + hkv, d)
+    return (torch.allclose(rotated, want, atol=1e-5, rtol=1e-4) and torch.equal(kc[slots], rotated[:, hq:])
+            and torch.equal(vc[slots], want_v))

@@ -1,0 +1,151 @@
+"""own_engine's decoder layer on native kernels (own_engine.native_layer, kernels/layer_ops.c and
+chunk_attention.c): each kernel against PyTorch at shapes with tails, and the engine's layers against the
+PyTorch layer and transformers, with the native path shown to be the one that ran."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from own_engine.llm_engine import LLMEngine
+from own_engine.model import Linear
+from own_engine.native import NOT_HERE, native_kernels
+from own_engine.paged_attention import ChunkMeta, chunk_attention, native_chunk_attention
+from own_engine.panel_linear import PanelLinear
+from own_engine.rope import apply_rope
+from own_engine.sampling_params import SamplingParams
+from tests.own_engine.conftest import hf_logits
+from tests.own_engine.test_correctness import ATOL, LogitRecorder
+
+KERNEL = native_kernels()
+
+
+@pytest.fixture
+def kernel():
+    """The kernels; a skip only where this machine can't build them, a failure where they build wrong."""
+    if isinstance(KERNEL, str):
+        if any(s in KERNEL for s in NOT_HERE):
+            pytest.skip(KERNEL)
+        pytest.fail(KERNEL)
+    return KERNEL
+
+
+@pytest.mark.parametrize("hq,hkv,d", [(12, 4, 64), (8, 8, 128), (6, 2, 8), (4, 1, 40), (16, 2, 64)])
+@pytest.mark.parametrize("n,cached", [(1, 0), (7, 0), (100, 0), (1, 40), (33, 300), (90, 1000)])
+@pytest.mark.parametrize("window", [None, 7, 300])
+def test_native_chunk_attention_equals_sdpa(kernel, hq, hkv, d, n, cached, window) -> None:
+    gen = torch.Generator().manual_seed(hq * d + n + cached)
+    blocks, block_size = 90, 16
+    kc, vc = (torch.randn(blocks, block_size, hkv, d, generator=gen) * 3 for _ in range(2))
+    ctx = cached + n
+    table = torch.randperm(blocks, generator=gen)[: -(-ctx // block_size)]  # blocks out of order
+    slots = torch.tensor([int(table[p // block_size]) * block_size + p % block_size for p in range(cached, ctx)])
+    k, v = kc.view(-1, hkv, d)[slots], vc.view(-1, hkv, d)[slots]
+    qkv = torch.randn(n, hq + 2 * hkv, d, generator=gen) * 3
+    q = qkv[:, :hq]  # a view at the qkv projection's row stride, as the engine passes it
+    meta = ChunkMeta(0, n, cached, block_ids=table)
+    if cached:
+        meta.mask = torch.arange(ctx)[None, :] <= torch.arange(cached, ctx)[:, None]
+    exact = chunk_attention(q.double(), k.double(), v.double(), kc.double(), vc.double(), meta, window)
+    sdpa_error = (chunk_attention(q, k, v, kc, vc, meta, window) - exact).abs().max().item()
+    out = torch.full((n + 2, hq, d), float("nan"))
+    got = native_chunk_attention(kernel, q, kc, vc, meta, window, out[1:n + 1])
+    # peaked softmaxes (scores of ~10): fp32 rounding alone moves outputs by ~1e-5, in SDPA too
+    assert (got - exact).abs().max().item() <= 2 * sdpa_error + 1e-5
+    assert out[0].isnan().all() and out[n + 1].isnan().all()  # wrote its rows only
+
+
+@pytest.mark.parametrize("rows", [1, 3, 100])  # 100 x 768: past the threshold where the ops go parallel
+def test_rms_norm_and_silu_mul_equal_pytorch(kernel, rows) -> None:
+    gen = torch.Generator().manual_seed(rows)
+    for h in (768, 40, 5):
+        x, w = torch.randn(rows, h, generator=gen) * 5, torch.randn(h, generator=gen)
+        out = torch.empty_like(x)
+        kernel.lib.rms_norm(x.data_ptr(), w.data_ptr(), out.data_ptr(), rows, h, 1e-6, torch.get_num_threads())
+        torch.testing.assert_close(out, F.rms_norm(x, (h,), w, 1e-6), atol=1e-5, rtol=1e-5)
+    for i in (2048, 37):
+        gate_up = torch.randn(rows, 2 * i, generator=gen) * 20  # far into both tails of SiLU
+        act = torch.empty(rows, i)
+        kernel.lib.silu_mul(gate_up.data_ptr(), act.data_ptr(), rows, i, torch.get_num_threads())
+        torch.testing.assert_close(act, F.silu(gate_up[:, :i]) * gate_up[:, i:], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [1, 5, 200])
+@pytest.mark.parametrize("hq,hkv,d", [(12, 4, 64), (6, 2, 8), (2, 1, 40)])
+def test_rope_store_rotates_as_apply_rope_and_writes_the_cache(kernel, rows, hq, hkv, d) -> None:
+    from own_engine.config import ModelConfig
+    from own_engine.rope import rope_cache
+
+    cfg = ModelConfig.from_dict(dict(hidden_size=hq * d, num_attention_heads=hq, num_key_value_heads=hkv,
+                                     head_dim=d, intermediate_size=8, num_hidden_layers=1, vocab_size=10,
+                                     rope_theta=10000.0, rope_scaling={"rope_type": "llama3", "factor": 8.0,
+                                                                       "original_max_position_embeddings": 64}))
+    rope = rope_cache(cfg, 512)
+    gen = torch.Generator().manual_seed(rows * d)
+    qkv = torch.randn(rows, (hq + 2 * hkv) * d, generator=gen)
+    positions = torch.randint(0, 512, (rows,), generator=gen)
+    slots = torch.randperm(rows + 9, generator=gen)[:rows]
+    cs = rope[positions]
+    want = apply_rope(qkv[:, : (hq + hkv) * d].view(rows, hq + hkv, d), cs[:, :1], cs[:, 1:])
+    want_v = qkv[:, (hq + hkv) * d:].view(rows, hkv, d).clone()
+    kc, vc = torch.zeros(rows + 9, hkv, d), torch.zeros(rows + 9, hkv, d)
+    kernel.lib.rope_store(qkv.data_ptr(), rows, hq, hkv, d, rope.data_ptr(), positions.data_ptr(), slots.data_ptr(),
+                          kc.data_ptr(), vc.data_ptr(), torch.get_num_threads())
+    rotated = qkv[:, : (hq + hkv) * d].view(rows, hq + hkv, d)
+    torch.testing.assert_close(rotated, want, atol=1e-5, rtol=1e-5)
+    assert torch.equal(kc[slots], rotated[:, hq:]) and torch.equal(vc[slots], want_v)
+    untouched = torch.ones(rows + 9, dtype=torch.bool)
+    untouched[slots] = False
+    assert not kc[untouched].any() and not vc[untouched].any()
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_a_panel_linear_adds_into_its_output(kernel, bias) -> None:
+    gen = torch.Generator().manual_seed(1)
+    plain = Linear(1100, 70, bias, torch.float32)  # K past one k block, N past one group
+    with torch.no_grad():
+        plain.weight.copy_(torch.randn(70, 1100, generator=gen))
+        if plain.bias is not None:
+            plain.bias.copy_(torch.randn(70, generator=gen))
+        panel = PanelLinear(plain, kernel)
+        for rows in (1, 7, 50):
+            x, y = torch.randn(rows, 1100, generator=gen), torch.randn(rows, 70, generator=gen)
+            want = y + plain(x)
+            panel.add_to(x, y)
+            torch.testing.assert_close(y, want, atol=1e-3, rtol=1e-4)
+
+
+@pytest.mark.parametrize("preset", ["tiny-llama2", "tiny-qwen2", "tiny-mistral"])  # plain; q/k/v bias; window
+def test_the_engine_runs_its_layers_natively_and_as_transformers_does(kernel, tmp_path, monkeypatch, preset) -> None:
+    """Decodes beside prefill chunks (a 12-token budget cuts prompts into chunks), prompts past Mistral's
+    64-token window: the native layers' logits equal transformers' and the PyTorch layers' tokens."""
+    import own_engine.model as model_module
+    from own_engine.create import create_model
+    from own_engine.native_layer import layer_forward
+
+    transformers = pytest.importorskip("transformers")
+    path = create_model(preset, preset, root=tmp_path)
+    calls = []
+
+    def spy(*args):
+        calls.append(args[2])
+        return layer_forward(*args)
+
+    monkeypatch.setattr(model_module, "layer_forward", spy)
+    prompts = [list(range(5, 75)), [9, 8, 7], list(range(200, 290, 2))]
+    params = SamplingParams(max_tokens=16, ignore_eos=True)
+    native = LLMEngine(path, device="cpu", max_num_seqs=3, block_size=4, max_num_batched_tokens=12)
+    rec = LogitRecorder(native)
+    out = native.generate(prompts, params)
+    assert calls and set(calls) == set(range(native.config.num_hidden_layers))
+    before = len(calls)
+    plain = LLMEngine(path, device="cpu", max_num_seqs=3, block_size=4, max_num_batched_tokens=12,
+                      linear_kernels="torch")
+    assert plain.generate(prompts, params) == out and len(calls) == before  # the PyTorch layers: same tokens
+    hf = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32).eval()
+    by_seq = sorted({sid for sid, _, _ in rec.rows})
+    for prompt, tokens, sid in zip(prompts, out, by_seq, strict=True):
+        ref = hf_logits(hf, prompt + tokens)
+        for _, n, row in (r for r in rec.rows if r[0] == sid):
+            torch.testing.assert_close(row, ref[n - 1], atol=ATOL, rtol=0)
