@@ -26,9 +26,10 @@ class OwnStaticOptions(InProcessOptions):
         "auto", description="weights and KV cache precision (auto: bf16 on CUDA, fp32 on CPU)")
     max_model_len: int | None = Field(None, ge=16, description="context length (default: the model's)")
     linear_kernels: Literal["auto", "panel", "onednn", "torch"] = Field(
-        "auto", description="CPU fp32 kernels: panel (own_engine's native AVX-512 linear and decode-attention "
-                            "kernels, built at first use with the C compiler), onednn (packed oneDNN linears, "
-                            "SDPA), torch (F.linear, SDPA); auto: the first that runs here")
+        "auto", description="CPU fp32 kernels: panel (own_engine's native AVX-512 kernels for the linears, "
+                            "attention and the decoder layer's other ops, built at first use with the C "
+                            "compiler), onednn (packed oneDNN linears, PyTorch ops, SDPA), torch (F.linear, "
+                            "PyTorch ops, SDPA); auto: the first that runs here")
 
 
 class OwnOptions(OwnStaticOptions):
@@ -71,8 +72,9 @@ class OwnAdapter(Adapter):
         engine = self._engine = self._front.engine
         d = engine.describe()
         extra = {k: d[k] for k in ("n_params", "model_config", "dtype_bytes", "linear_kernels")}
-        if "decode_attention" in d:
-            extra["decode_attention"] = d["decode_attention"]
+        for key in ("decode_attention", "layer_ops"):
+            if key in d:
+                extra[key] = d[key]
         # why own_engine's native kernels are not used here (no compiler, no AVX-512F...): in the run, not a log
         notes = [f"own_engine's native CPU kernels are not used: {d['linear_kernel_note']}"] \
             if d.get("linear_kernel_note") else []

@@ -74,7 +74,7 @@ class LLMEngine:
     `kv_cache_memory_fraction` of the memory available when the engine starts (default: 0.8 of free GPU memory
     on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given. On CPU at fp32 the
     linear layers run on packed weights (`cpu_linear.pack_linears`; `linear_kernels`: auto, panel, onednn,
-    torch), and with the panel kernel decode attention runs on own_engine's native kernel too
+    torch), and with the panel kernel attention and the rest of each layer run on own_engine's native kernels too
     (`own_engine.native`). On CPU (Linux) a freed KV block's pages go back to the OS unless
     `release_freed_kv=False` (`memory_release`).
     """
@@ -130,7 +130,7 @@ class LLMEngine:
         self.max_batch_seen = 0
 
     def _native(self) -> NativeKernels | None:
-        """own_engine's native kernels for decode attention: where the linears run on them (CPU, fp32)."""
+        """own_engine's native kernels for attention: where the linears run on them (CPU, fp32)."""
         if self.linear_kernels != "panel-avx512":
             return None
         kernels = native_kernels()
@@ -217,7 +217,8 @@ class LLMEngine:
                 "kv_cache_bytes": self.num_kv_blocks * self.block_size * kv_bytes_per_token(self.model),
                 "max_num_seqs": self.max_num_seqs, "max_num_batched_tokens": self.max_num_batched_tokens,
                 "cuda_graphs": self.cuda_graphs,
-                "decode_attention": "native" if self.runner.native is not None else "sdpa",
+                "decode_attention": "native" if self.runner.native is not None else "sdpa",  # chunks too
+                "layer_ops": "native" if self.model.native is not None else "torch",
                 "kv_page_release": self.runner.release_blocks.enabled}
 
 
