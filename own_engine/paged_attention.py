@@ -163,21 +163,23 @@ def native_chunk_attention(native: NativeKernels, q: torch.Tensor, kc: torch.Ten
 
 
 def native_decode_agrees(native: NativeKernels) -> bool:
-    """The native decode against per-sequence SDPA on a probe: GQA, blocks out of order, unequal contexts, a
-    head size that is not a multiple of 16, with and without a window."""
+    """The native decode against per-sequence SDPA on a probe: GQA, blocks out of order, unequal contexts, head
+    sizes of both of the kernel's paths (32: in registers; 40: any size), with and without a window."""
     gen = torch.Generator().manual_seed(0)
-    blocks, block_size, hkv, hq, d = 9, 4, 2, 6, 40
-    kc, vc = (torch.randn(blocks, block_size, hkv, d, generator=gen) for _ in range(2))
+    blocks, block_size, hkv, hq = 9, 4, 2, 6
     tables = [[5, 2, 7], [1, 0, 8]]
     lens = [11, 3]
-    q = torch.randn(2, hq, d, generator=gen)
     meta = PagedMeta(slot_mapping=torch.zeros(0, dtype=torch.long), num_decodes=2,
                      block_tables=torch.tensor(tables), lens=torch.tensor(lens))
-    for window in (None, 5):
-        contexts = [DecodeContext(n, block_ids=torch.tensor(t)) for t, n in zip(tables, lens, strict=True)]
-        want = decode_attention_each(0, q, kc, vc, contexts, window)
-        if not torch.allclose(native_decode_attention(native, q, kc, vc, meta, window), want, atol=1e-5, rtol=1e-4):
-            return False
+    for d in (32, 40):
+        kc, vc = (torch.randn(blocks, block_size, hkv, d, generator=gen) for _ in range(2))
+        q = torch.randn(2, hq, d, generator=gen)
+        for window in (None, 5):
+            contexts = [DecodeContext(n, block_ids=torch.tensor(t)) for t, n in zip(tables, lens, strict=True)]
+            want = decode_attention_each(0, q, kc, vc, contexts, window)
+            got = native_decode_attention(native, q, kc, vc, meta, window)
+            if not torch.allclose(got, want, atol=1e-5, rtol=1e-4):
+                return False
     return True
 
 

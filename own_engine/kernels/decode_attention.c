@@ -6,8 +6,12 @@
  * included (already written to the cache); window > 0: only the last `window` positions; out [B, Hq, D]. Query
  * head h reads KV head h / (Hq / Hkv) (GQA). Scores are scaled by 1/sqrt(D), as SDPA's default; softmax in two
  * passes over a per-task buffer of scores (on the stack up to 4096 positions), exp by a degree-6 polynomial
- * (simd_math.h). The cache is walked block by block (one division per block, not per key). OpenMP over the
- * (row, head) pairs, `nthreads` of them, on torch's own libgomp (see panel_linear.c). */
+ * (simd_math.h). The cache is walked block by block (one division per block, not per key).
+ *
+ * Head sizes 16, 32, 64 and 128 (nearly every model): one task per row and up to 4 query heads of one KV group
+ * (2 at 128), their queries and outputs in registers, each K and V row read once for all of them. Any other
+ * head size: one task per (row, query head). OpenMP over the tasks, `nthreads` threads, on torch's own libgomp
+ * (see panel_linear.c). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -23,7 +27,8 @@
 
 #define STACK_SCORES 4096 /* contexts up to this long keep their scores on the stack */
 
-void decode_attention(const float *q, long q_stride, const float *k_cache, const float *v_cache,
+/* any head size: one (row, query head) per task */
+static void each_head(const float *q, long q_stride, const float *k_cache, const float *v_cache,
                       const long *block_tables, const long *lens, float *out, long B, long Hq, long Hkv, long D,
                       long block_size, long max_blocks, long window, int nthreads) {
     const float scale = 1.0f / sqrtf((float)D);
@@ -73,6 +78,99 @@ void decode_attention(const float *q, long q_stride, const float *k_cache, const
         for (long d = 0; d < D; d += 16) {
             __mmask16 m = tail(D - d);
             _mm512_mask_storeu_ps(o + d, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, o + d), _mm512_set1_ps(inv)));
+        }
+        if (s != stack)
+            free(s);
+    }
+}
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* NH query heads of one KV group (GQA) of one row, head size 16 * ND: the heads' queries and outputs stay in
+ * registers and each K and V row is read once for all of them. */
+INLINE void group_heads(const float *q, const float *kg, const float *vg, long row, const long *table,
+                        long block_size, long t0, long len, float scale, float *o, float *s, const int NH,
+                        const int ND) {
+    const long n = len - t0;
+    __m512 qv[4][8], acc[4][8];
+    for (int h = 0; h < NH; h++)
+        for (int d = 0; d < ND; d++)
+            qv[h][d] = _mm512_mul_ps(_mm512_loadu_ps(q + h * 16 * ND + d * 16), _mm512_set1_ps(scale));
+    float mx[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    FOR_EACH_KEY(t0, len, table, block_size, {
+        const float *kp = kg + slot * row;
+        __m512 kv[8];
+        for (int d = 0; d < ND; d++)
+            kv[d] = _mm512_loadu_ps(kp + d * 16);
+        for (int h = 0; h < NH; h++) {
+            __m512 a = _mm512_mul_ps(qv[h][0], kv[0]);
+            for (int d = 1; d < ND; d++)
+                a = _mm512_fmadd_ps(qv[h][d], kv[d], a);
+            float sc = _mm512_reduce_add_ps(a);
+            s[h * n + (t - t0)] = sc;
+            mx[h] = sc > mx[h] ? sc : mx[h];
+        }
+    })
+    float inv[4];
+    for (int h = 0; h < NH; h++) {
+        float *sh = s + h * n;
+        __m512 sum = _mm512_setzero_ps(), m = _mm512_set1_ps(mx[h]);
+        for (long i = 0; i < n; i += 16) {
+            __mmask16 k = tail(n - i);
+            __m512 e = _mm512_maskz_mov_ps(k, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, sh + i), m)));
+            _mm512_mask_storeu_ps(sh + i, k, e);
+            sum = _mm512_add_ps(sum, e);
+        }
+        inv[h] = 1.0f / _mm512_reduce_add_ps(sum);
+        for (int d = 0; d < ND; d++)
+            acc[h][d] = _mm512_setzero_ps();
+    }
+    FOR_EACH_KEY(t0, len, table, block_size, {
+        const float *vp = vg + slot * row;
+        __m512 vv[8];
+        for (int d = 0; d < ND; d++)
+            vv[d] = _mm512_loadu_ps(vp + d * 16);
+        for (int h = 0; h < NH; h++) {
+            __m512 p = _mm512_set1_ps(s[h * n + (t - t0)]);
+            for (int d = 0; d < ND; d++)
+                acc[h][d] = _mm512_fmadd_ps(p, vv[d], acc[h][d]);
+        }
+    })
+    for (int h = 0; h < NH; h++)
+        for (int d = 0; d < ND; d++)
+            _mm512_storeu_ps(o + h * 16 * ND + d * 16, _mm512_mul_ps(acc[h][d], _mm512_set1_ps(inv[h])));
+}
+
+#define GROUP_CASE(nh, nd)                                                                                     \
+    case (nh) * 16 + (nd): group_heads(qv, kg, vg, row, table, block_size, t0, len, scale, o, s, nh, nd); break;
+
+void decode_attention(const float *q, long q_stride, const float *k_cache, const float *v_cache,
+                      const long *block_tables, const long *lens, float *out, long B, long Hq, long Hkv, long D,
+                      long block_size, long max_blocks, long window, int nthreads) {
+    const long nd = D / 16;
+    if (D % 16 || (nd != 1 && nd != 2 && nd != 4 && nd != 8)) {
+        each_head(q, q_stride, k_cache, v_cache, block_tables, lens, out, B, Hq, Hkv, D, block_size, max_blocks,
+                  window, nthreads);
+        return;
+    }
+    const float scale = 1.0f / sqrtf((float)D);
+    const long group = Hq / Hkv, row = Hkv * D, per = nd == 8 ? 2 : 4; /* heads per task: 16 accumulators */
+    const long splits = (group + per - 1) / per;
+    #pragma omp parallel for num_threads(nthreads) schedule(static)
+    for (long task = 0; task < B * Hkv * splits; task++) {
+        long b = task / (Hkv * splits), g = task / splits % Hkv, h0 = g * group + task % splits * per;
+        long nh = g * group + group - h0 < per ? g * group + group - h0 : per;
+        long len = lens[b], t0 = window > 0 && len > window ? len - window : 0, n = len - t0;
+        const long *table = block_tables + b * max_blocks;
+        const float *qv = q + b * q_stride + h0 * D, *kg = k_cache + g * D, *vg = v_cache + g * D;
+        float *o = out + (b * Hq + h0) * D;
+        float stack[STACK_SCORES];
+        float *s = nh * n <= STACK_SCORES ? stack : malloc((size_t)(nh * n) * sizeof(float));
+        switch (nh * 16 + nd) {
+            GROUP_CASE(1, 1) GROUP_CASE(2, 1) GROUP_CASE(3, 1) GROUP_CASE(4, 1)
+            GROUP_CASE(1, 2) GROUP_CASE(2, 2) GROUP_CASE(3, 2) GROUP_CASE(4, 2)
+            GROUP_CASE(1, 4) GROUP_CASE(2, 4) GROUP_CASE(3, 4) GROUP_CASE(4, 4)
+            GROUP_CASE(1, 8) GROUP_CASE(2, 8)
         }
         if (s != stack)
             free(s);

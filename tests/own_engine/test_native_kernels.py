@@ -135,7 +135,10 @@ def test_a_build_racing_another_leaves_one_whole_kernel(kernel, tmp_path) -> Non
     assert len(list((tmp_path / "kernels").iterdir())) == 1  # no temporary folders left behind
 
 
-@pytest.mark.parametrize("hq,hkv,d", [(12, 4, 64), (8, 8, 128), (6, 2, 8), (4, 1, 40)])
+# head sizes 16-128 in registers, in groups of up to 4 heads (2 at 128): groups of 3, 1, 8 (two tasks), 6 (three),
+# 2, 1; any other head size (8, 40) one head per task
+@pytest.mark.parametrize("hq,hkv,d", [(12, 4, 64), (8, 8, 128), (16, 2, 64), (6, 1, 128), (4, 2, 32), (2, 2, 16),
+                                      (6, 2, 8), (4, 1, 40)])
 @pytest.mark.parametrize("window", [None, 7, 300])
 def test_native_decode_attention_equals_sdpa_per_sequence(kernel, hq, hkv, d, window) -> None:
     from own_engine.paged_attention import DecodeContext, PagedMeta, decode_attention_each, native_decode_attention

@@ -1,0 +1,112 @@
+"""own_engine's attention over its paged KV cache: the native kernels against PyTorch's SDPA, per layer call.
+
+    python benchmarks/native_attention.py --threads 2
+
+Two cases, on small-100m's head layout by default (12 query heads, 4 KV heads, head size 64, blocks of 16),
+blocks scattered over the cache as a busy engine hands them out:
+
+- decode: B sequences, one query each, over contexts of the given lengths. PyTorch: one SDPA per sequence on
+  its gathered blocks (`decode_attention_each`, the CPU path without native kernels); native:
+  `native_decode_attention`, one call for all rows;
+- prefill chunk: n new rows after `cached` tokens, causal. PyTorch: `chunk_attention` (SDPA, with a mask when
+  cached > 0); native: `native_chunk_attention`.
+
+Both sides are checked against each other before timing. Each figure: the median of --rounds timings of
+--calls calls, the two sides in a new random order every round (this machine's speed drifts within minutes).
+Prints one line per case and one JSON document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from own_engine.native import native_kernels  # noqa: E402
+from own_engine.paged_attention import (  # noqa: E402
+    ChunkMeta,
+    DecodeContext,
+    PagedMeta,
+    chunk_attention,
+    decode_attention_each,
+    native_chunk_attention,
+    native_decode_attention,
+)
+
+DECODE = ((1, 128), (1, 512), (8, 128), (8, 512))  # (sequences, context of each)
+CHUNKS = ((100, 0), (256, 0), (100, 300), (512, 512))  # (new rows, tokens already cached)
+
+
+def timed(fn, calls: int) -> float:
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t) / calls
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--heads", default="12,4,64", help="query heads, KV heads, head size")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    native = native_kernels()
+    if isinstance(native, str):
+        raise SystemExit(f"native_attention: {native}")
+    hq, hkv, d = map(int, args.heads.split(","))
+    block_size, blocks = 16, 400
+    gen = torch.Generator().manual_seed(0)
+    kc, vc = (torch.randn(blocks, block_size, hkv, d, generator=gen) for _ in range(2))
+    order = torch.randperm(blocks, generator=gen)
+    cases = []
+    for b, ctx in DECODE:
+        need = -(-ctx // block_size)
+        tables = [order[i * need:(i + 1) * need] for i in range(b)]
+        q = torch.randn(b, hq, d, generator=gen)
+        meta = PagedMeta(slot_mapping=torch.zeros(0, dtype=torch.long), num_decodes=b,
+                         block_tables=torch.stack(tables), lens=torch.full((b,), ctx))
+        contexts = [DecodeContext(ctx, block_ids=t) for t in tables]
+        cases.append((f"decode B={b} context={ctx}",
+                      lambda q=q, c=contexts: decode_attention_each(0, q, kc, vc, c),
+                      lambda q=q, m=meta: native_decode_attention(native, q, kc, vc, m)))
+    for n, cached in CHUNKS:
+        ctx = cached + n
+        table = order[: -(-ctx // block_size)]
+        slots = torch.tensor([int(table[p // block_size]) * block_size + p % block_size for p in range(cached, ctx)])
+        k, v = kc.view(-1, hkv, d)[slots], vc.view(-1, hkv, d)[slots]
+        q = torch.randn(n, hq, d, generator=gen)
+        meta = ChunkMeta(0, n, cached, block_ids=table)
+        if cached:
+            meta.mask = torch.arange(ctx)[None, :] <= torch.arange(cached, ctx)[:, None]
+        cases.append((f"chunk n={n} cached={cached}",
+                      lambda q=q, k=k, v=v, m=meta: chunk_attention(q, k, v, kc, vc, m),
+                      lambda q=q, m=meta: native_chunk_attention(native, q, kc, vc, m)))
+    results = []
+    for name, sdpa, own in cases:
+        torch.testing.assert_close(own(), sdpa(), atol=1e-4, rtol=1e-3)
+        times: dict[str, list[float]] = {"sdpa": [], "native": []}
+        for _ in range(args.rounds):
+            for side in random.sample(["sdpa", "native"], 2):
+                times[side].append(timed(sdpa if side == "sdpa" else own, args.calls))
+        row = {"case": name, **{f"{s}_us": 1e6 * statistics.median(t) for s, t in times.items()}}
+        row["sdpa_over_native"] = row["sdpa_us"] / row["native_us"]
+        results.append(row)
+        print(f"{name}: SDPA {row['sdpa_us']:.0f} us, native {row['native_us']:.0f} us, "
+              f"{row['sdpa_over_native']:.2f}x", flush=True)
+    print(json.dumps({"threads": args.threads, "heads": [hq, hkv, d], "block_size": block_size,
+                      "rounds": args.rounds, "calls": args.calls, "torch": torch.__version__, "results": results},
+                     indent=1))
+
+
+if __name__ == "__main__":
+    main()
