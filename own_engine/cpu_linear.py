@@ -122,7 +122,7 @@ def pack_linears(model: LlamaModel, kernels: str = "auto") -> tuple[int, str, st
         make, name = PackedLinear, "onednn-packed"
     for parent, child_name in targets:
         setattr(parent, child_name, make(getattr(parent, child_name)))
-    if name == "panel-avx512":
+    if name == "panel-avx512" and model.cfg.head_dim % 2 == 0:  # rope_store rotates halves of an even head
         model.native = kernel  # every layer's linears are PanelLinears: the layers can run natively
     return len(targets), name, note
 

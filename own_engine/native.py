@@ -45,6 +45,7 @@ SIGNATURES = {  # argument types of each kernel function (the C declarations are
     "rope_store": [_P, _L, _L, _L, _L, _P, _P, _P, _P, _P, _I],
     "silu_mul": [_P, _P, _L, _L, _I],
 }
+RETURN_STATUS = {"decode_attention", "chunk_attention"}  # 0, or -1 when a buffer could not be allocated
 
 
 @dataclass(frozen=True)
@@ -86,14 +87,14 @@ def native_kernels() -> NativeKernels | str:
         return f"loading own_engine's native kernels failed: {e}"
     for name, argtypes in SIGNATURES.items():
         getattr(lib, name).argtypes = argtypes
-        getattr(lib, name).restype = None
+        getattr(lib, name).restype = _I if name in RETURN_STATUS else None
     kernels = NativeKernels(lib, lib.panel_linear_group())
     from own_engine.native_layer import layer_ops_agree
-    from own_engine.paged_attention import native_decode_agrees
+    from own_engine.paged_attention import native_chunk_agrees, native_decode_agrees
     from own_engine.panel_linear import agrees_with_f_linear
 
     for name, agrees in (("panel_linear", agrees_with_f_linear), ("decode_attention", native_decode_agrees),
-                         ("layer ops", layer_ops_agree)):
+                         ("chunk_attention", native_chunk_agrees), ("layer ops", layer_ops_agree)):
         if not agrees(kernels):
             return f"own_engine's native {name} disagreed with PyTorch on a probe"
     return kernels

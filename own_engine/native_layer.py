@@ -41,6 +41,7 @@ def layer_forward(native: NativeKernels, layer: DecoderLayer, idx: int, x: torch
     cfg, lib, threads = layer.cfg, native.lib, torch.get_num_threads()
     t, hidden = x.shape
     hq, hkv, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    assert x.dtype == torch.float32 and x.is_contiguous() and rope.shape[-1] == d  # the kernels' layout
     h = torch.empty_like(x)
     norm = layer.input_layernorm
     lib.rms_norm(x.data_ptr(), norm.weight.data_ptr(), h.data_ptr(), t, hidden, norm.eps, threads)

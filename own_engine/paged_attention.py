@@ -104,7 +104,7 @@ class PagedAttention:
         if m.native is not None:  # every row by the native kernels, into one output
             out = q.new_empty(q.shape)
             if m.num_decodes:
-                native_decode_attention(m.native, q[: m.num_decodes], kc, vc, m, window, out)
+                native_decode_attention(m.native, q[: m.num_decodes], kc, vc, m, window, out[: m.num_decodes])
             for c in m.chunks:
                 native_chunk_attention(m.native, q[c.start:c.end], kc, vc, c, window, out[c.start:c.end])
             return out
@@ -139,9 +139,11 @@ def native_decode_attention(native: NativeKernels, q: torch.Tensor, kc: torch.Te
     _, block_size, hkv, d = kc.shape
     b, hq, _ = q.shape
     out = q.new_empty((b, hq, d)) if out is None else out
-    native.lib.decode_attention(q.data_ptr(), q.stride(0), kc.data_ptr(), vc.data_ptr(), m.block_tables.data_ptr(),
-                                m.lens.data_ptr(), out.data_ptr(), b, hq, hkv, d, block_size,
-                                m.block_tables.shape[1], window or 0, torch.get_num_threads())
+    assert out.is_contiguous() and out.shape == (b, hq, d)
+    if native.lib.decode_attention(q.data_ptr(), q.stride(0), kc.data_ptr(), vc.data_ptr(),
+                                   m.block_tables.data_ptr(), m.lens.data_ptr(), out.data_ptr(), b, hq, hkv, d,
+                                   block_size, m.block_tables.shape[1], window or 0, torch.get_num_threads()):
+        raise MemoryError("own_engine's native decode attention could not allocate its scores buffer")
     return out
 
 
@@ -156,10 +158,32 @@ def native_chunk_attention(native: NativeKernels, q: torch.Tensor, kc: torch.Ten
     n, hq, _ = q.shape
     out = q.new_empty((n, hq, d)) if out is None else out
     assert out.stride(2) == 1 and out.stride(1) == d
-    native.lib.chunk_attention(q.data_ptr(), q.stride(0), kc.data_ptr(), vc.data_ptr(), c.block_ids.data_ptr(),
-                               c.num_cached, n, out.data_ptr(), out.stride(0), hq, hkv, d, block_size, window or 0,
-                               torch.get_num_threads())
+    if native.lib.chunk_attention(q.data_ptr(), q.stride(0), kc.data_ptr(), vc.data_ptr(), c.block_ids.data_ptr(),
+                                  c.num_cached, n, out.data_ptr(), out.stride(0), hq, hkv, d, block_size,
+                                  window or 0, torch.get_num_threads()):
+        raise MemoryError("own_engine's native chunk attention could not allocate its buffers")
     return out
+
+
+def native_chunk_agrees(native: NativeKernels) -> bool:
+    """The native chunk kernel against SDPA on a probe: GQA, blocks out of order, a first chunk and a later one,
+    a head size that is not a multiple of 16, with and without a window."""
+    gen = torch.Generator().manual_seed(1)
+    blocks, block_size, hkv, hq, d = 9, 4, 2, 6, 40
+    kc, vc = (torch.randn(blocks, block_size, hkv, d, generator=gen) for _ in range(2))
+    table = torch.tensor([5, 2, 7, 1, 0, 8])
+    for n, cached in ((7, 0), (9, 13)):
+        ctx = cached + n
+        slots = table[torch.arange(cached, ctx) // block_size] * block_size + torch.arange(cached, ctx) % block_size
+        k, v = kc.view(-1, hkv, d)[slots], vc.view(-1, hkv, d)[slots]
+        mask = torch.arange(ctx)[None, :] <= torch.arange(cached, ctx)[:, None] if cached else None
+        c = ChunkMeta(0, n, cached, block_ids=table[: -(-ctx // block_size)], mask=mask)
+        q = torch.randn(n, hq, d, generator=gen)
+        for window in (None, 5):
+            if not torch.allclose(native_chunk_attention(native, q, kc, vc, c, window),
+                                  chunk_attention(q, k, v, kc, vc, c, window), atol=1e-5, rtol=1e-4):
+                return False
+    return True
 
 
 def native_decode_agrees(native: NativeKernels) -> bool:

@@ -12,7 +12,8 @@
  * like panel_linear's products: for each d, one load of 16 keys' K values serves up to 6 query vectors (the
  * rows x heads of a tile that share a KV head), with no horizontal sums. Then an exact softmax per query
  * vector over its own keys, and P @ V with each 16-wide slice of a V row loaded once for the same 6 vectors.
- * OpenMP over (KV head, row tile) tasks, `nthreads` of them, on torch's own libgomp (see panel_linear.c). */
+ * Returns 0, or -1 when a buffer could not be allocated (the output is then incomplete). OpenMP over (KV head,
+ * row tile) tasks, `nthreads` of them, on torch's own libgomp (see panel_linear.c). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -91,12 +92,15 @@ static void tile(const QueryVec *vec, int nv, const float *kt, long ctx_pad, con
     }
 }
 
-void chunk_attention(const float *q, long q_stride, const float *k_cache, const float *v_cache, const long *table,
+int chunk_attention(const float *q, long q_stride, const float *k_cache, const float *v_cache, const long *table,
                      long num_cached, long n, float *out, long out_stride, long Hq, long Hkv, long D,
                      long block_size, long window, int nthreads) {
     const long ctx = num_cached + n, ctx_pad = (ctx + 15) & ~15L, group = Hq / Hkv, row = Hkv * D;
     const float scale = 1.0f / sqrtf((float)D);
     float *kt = malloc((size_t)(Hkv * D * ctx_pad) * sizeof(float));
+    if (!kt)
+        return -1;
+    int failed = 0;
     #pragma omp parallel for num_threads(nthreads) schedule(static)
     for (long g = 0; g < Hkv; g++) { /* Kt[g] = K[:, g, :]^T, zero past ctx */
         float *ktg = kt + g * D * ctx_pad;
@@ -116,6 +120,13 @@ void chunk_attention(const float *q, long q_stride, const float *k_cache, const 
         long r1 = r0 + rows_per_tile < n ? r0 + rows_per_tile : n;
         float *qs = malloc((size_t)(MV * D) * sizeof(float));
         float *s = malloc((size_t)(MV * (ctx_pad + 16)) * sizeof(float));
+        if (!qs || !s) {
+            #pragma omp atomic write
+            failed = 1;
+            free(qs);
+            free(s);
+            continue;
+        }
         QueryVec vec[MV];
         int nv = 0;
         for (long r = r0; r < r1; r++)
@@ -137,4 +148,5 @@ void chunk_attention(const float *q, long q_stride, const float *k_cache, const 
         free(s);
     }
     free(kt);
+    return failed ? -1 : 0;
 }

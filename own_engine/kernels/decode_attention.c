@@ -11,7 +11,8 @@
  * Head sizes 16, 32, 64 and 128 (nearly every model): one task per row and up to 4 query heads of one KV group
  * (2 at 128), their queries and outputs in registers, each K and V row read once for all of them. Any other
  * head size: one task per (row, query head). OpenMP over the tasks, `nthreads` threads, on torch's own libgomp
- * (see panel_linear.c). */
+ * (see panel_linear.c). Returns 0, or -1 when a scores buffer could not be allocated (contexts past 4096
+ * positions; the output is then incomplete). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -28,11 +29,12 @@
 #define STACK_SCORES 4096 /* contexts up to this long keep their scores on the stack */
 
 /* any head size: one (row, query head) per task */
-static void each_head(const float *q, long q_stride, const float *k_cache, const float *v_cache,
+static int each_head(const float *q, long q_stride, const float *k_cache, const float *v_cache,
                       const long *block_tables, const long *lens, float *out, long B, long Hq, long Hkv, long D,
                       long block_size, long max_blocks, long window, int nthreads) {
     const float scale = 1.0f / sqrtf((float)D);
     const long group = Hq / Hkv, row = Hkv * D;
+    int failed = 0;
     #pragma omp parallel for num_threads(nthreads) schedule(static)
     for (long task = 0; task < B * Hq; task++) {
         long b = task / Hq, h = task % Hq, g = h / group;
@@ -42,6 +44,11 @@ static void each_head(const float *q, long q_stride, const float *k_cache, const
         float *o = out + (b * Hq + h) * D;
         float stack[STACK_SCORES];
         float *s = n <= STACK_SCORES ? stack : malloc((size_t)n * sizeof(float));
+        if (!s) {
+            #pragma omp atomic write
+            failed = 1;
+            continue;
+        }
         const float *kg = k_cache + g * D, *vg = v_cache + g * D;
         float mx = -INFINITY;
         FOR_EACH_KEY(t0, len, table, block_size, {
@@ -82,6 +89,7 @@ static void each_head(const float *q, long q_stride, const float *k_cache, const
         if (s != stack)
             free(s);
     }
+    return failed ? -1 : 0;
 }
 
 #define INLINE static inline __attribute__((always_inline))
@@ -144,18 +152,18 @@ INLINE void group_heads(const float *q, const float *kg, const float *vg, long r
 #define GROUP_CASE(nh, nd)                                                                                     \
     case (nh) * 16 + (nd): group_heads(qv, kg, vg, row, table, block_size, t0, len, scale, o, s, nh, nd); break;
 
-void decode_attention(const float *q, long q_stride, const float *k_cache, const float *v_cache,
+int decode_attention(const float *q, long q_stride, const float *k_cache, const float *v_cache,
                       const long *block_tables, const long *lens, float *out, long B, long Hq, long Hkv, long D,
                       long block_size, long max_blocks, long window, int nthreads) {
     const long nd = D / 16;
     if (D % 16 || (nd != 1 && nd != 2 && nd != 4 && nd != 8)) {
-        each_head(q, q_stride, k_cache, v_cache, block_tables, lens, out, B, Hq, Hkv, D, block_size, max_blocks,
-                  window, nthreads);
-        return;
+        return each_head(q, q_stride, k_cache, v_cache, block_tables, lens, out, B, Hq, Hkv, D, block_size,
+                         max_blocks, window, nthreads);
     }
     const float scale = 1.0f / sqrtf((float)D);
     const long group = Hq / Hkv, row = Hkv * D, per = nd == 8 ? 2 : 4; /* heads per task: 16 accumulators */
     const long splits = (group + per - 1) / per;
+    int failed = 0;
     #pragma omp parallel for num_threads(nthreads) schedule(static)
     for (long task = 0; task < B * Hkv * splits; task++) {
         long b = task / (Hkv * splits), g = task / splits % Hkv, h0 = g * group + task % splits * per;
@@ -166,6 +174,11 @@ void decode_attention(const float *q, long q_stride, const float *k_cache, const
         float *o = out + (b * Hq + h0) * D;
         float stack[STACK_SCORES];
         float *s = nh * n <= STACK_SCORES ? stack : malloc((size_t)(nh * n) * sizeof(float));
+        if (!s) {
+            #pragma omp atomic write
+            failed = 1;
+            continue;
+        }
         switch (nh * 16 + nd) {
             GROUP_CASE(1, 1) GROUP_CASE(2, 1) GROUP_CASE(3, 1) GROUP_CASE(4, 1)
             GROUP_CASE(1, 2) GROUP_CASE(2, 2) GROUP_CASE(3, 2) GROUP_CASE(4, 2)
@@ -175,4 +188,5 @@ void decode_attention(const float *q, long q_stride, const float *k_cache, const
         if (s != stack)
             free(s);
     }
+    return failed ? -1 : 0;
 }

@@ -11,7 +11,7 @@ static inline __mmask16 tail(long left) { return left >= 16 ? (__mmask16)0xFFFF 
  * next to the largest one (1), and denormals are slow: multiplying by them costs a microcode assist each, which
  * made the engine's decode attention 2-3x slower on peaked softmaxes. */
 static inline __m512 exp512(__m512 x) {
-    const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
+    const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_NLT_UQ) /* NaN too */;
     x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.3762626647949f)), _mm512_set1_ps(-87.3f));
     __m512 fx = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
                                      _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);

@@ -172,3 +172,18 @@ def test_a_peaked_softmax_and_silu_tails_equal_pytorch(kernel) -> None:
     act = torch.empty(1, 4)
     kernel.lib.silu_mul(gate_up.data_ptr(), act.data_ptr(), 1, 4, torch.get_num_threads())
     torch.testing.assert_close(act, F.silu(gate_up[:, :4]), atol=1e-30, rtol=1e-6)
+
+
+def test_a_nan_reaches_the_output_as_in_sdpa(kernel) -> None:
+    """A NaN score is not dropped as weight 0 (it would hide upstream corruption): the output is NaN, as SDPA's."""
+    from own_engine.paged_attention import PagedMeta, native_decode_attention
+
+    kc, vc = torch.randn(2, 16, 1, 64), torch.randn(2, 16, 1, 64)
+    q = torch.randn(1, 2, 64)
+    q[0, 1, 3] = float("nan")
+    meta = PagedMeta(slot_mapping=torch.zeros(0, dtype=torch.long), num_decodes=1, block_tables=torch.tensor([[1, 0]]),
+                     lens=torch.tensor([20]))
+    out = native_decode_attention(kernel, q, kc, vc, meta)
+    assert out[0, 1].isnan().all() and not out[0, 0].isnan().any()
+    c = ChunkMeta(0, 1, 19, block_ids=torch.tensor([1, 0]))
+    assert native_chunk_attention(kernel, q, kc, vc, c)[0, 1].isnan().all()
