@@ -32,3 +32,17 @@ def hf_greedy(hf_model, ids: list[int], n: int) -> list[int]:
         out = hf_model.generate(torch.tensor([ids]), max_new_tokens=n, min_new_tokens=n, do_sample=False,
                                 pad_token_id=2)
     return out[0, len(ids):].tolist()
+
+
+@pytest.fixture
+def kernel():
+    """own_engine's native kernels; a skip only where this machine can't build them, a failure where they build
+    wrong."""
+    from own_engine.native import NOT_HERE, native_kernels
+
+    kernels = native_kernels()
+    if isinstance(kernels, str):
+        if any(s in kernels for s in NOT_HERE):
+            pytest.skip(kernels)
+        pytest.fail(kernels)
+    return kernels

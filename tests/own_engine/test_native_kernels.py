@@ -14,21 +14,9 @@ import torch.nn.functional as F
 
 from own_engine.llm_engine import LLMEngine
 from own_engine.model import Linear
-from own_engine.native import NOT_HERE, native_kernels
 from own_engine.panel_linear import PanelLinear, pack_weight
 from own_engine.sampling_params import SamplingParams
 
-KERNEL = native_kernels()
-
-
-@pytest.fixture
-def kernel():
-    """The kernel; a skip only where this machine can't build it, a failure where it builds wrong."""
-    if isinstance(KERNEL, str):
-        if any(s in KERNEL for s in NOT_HERE):
-            pytest.skip(KERNEL)
-        pytest.fail(KERNEL)
-    return KERNEL
 PROMPTS = [list(range(300, 341)), [(i * 31) % 900 + 50 for i in range(90)], [7]]
 
 

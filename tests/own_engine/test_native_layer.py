@@ -10,25 +10,12 @@ import torch.nn.functional as F
 
 from own_engine.llm_engine import LLMEngine
 from own_engine.model import Linear
-from own_engine.native import NOT_HERE, native_kernels
 from own_engine.paged_attention import ChunkMeta, chunk_attention, native_chunk_attention
 from own_engine.panel_linear import PanelLinear
 from own_engine.rope import apply_rope
 from own_engine.sampling_params import SamplingParams
 from tests.own_engine.conftest import hf_logits
 from tests.own_engine.test_correctness import ATOL, LogitRecorder
-
-KERNEL = native_kernels()
-
-
-@pytest.fixture
-def kernel():
-    """The kernels; a skip only where this machine can't build them, a failure where they build wrong."""
-    if isinstance(KERNEL, str):
-        if any(s in KERNEL for s in NOT_HERE):
-            pytest.skip(KERNEL)
-        pytest.fail(KERNEL)
-    return KERNEL
 
 
 @pytest.mark.parametrize("hq,hkv,d", [(12, 4, 64), (8, 8, 128), (6, 2, 8), (4, 1, 40), (16, 2, 64)])
