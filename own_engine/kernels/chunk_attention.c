@@ -21,14 +21,6 @@
 
 #define MV 6 /* query vectors per micro tile */
 
-/* the cache row of position t, walked block by block (one division per block) */
-#define FOR_EACH_KEY(from, to, table, block_size, BODY)                                                        \
-    for (long t = (from); t < (to);) {                                                                         \
-        long base = (table)[t / (block_size)] * (block_size), off = t % (block_size);                          \
-        long stop = t + (block_size) - off < (to) ? t + (block_size) - off : (to);                             \
-        for (long slot = base + off; t < stop; t++, slot++) { BODY }                                           \
-    }
-
 typedef struct {
     const float *q; /* D floats, already scaled */
     float *out;     /* D floats */

@@ -18,14 +18,6 @@
 
 #include "simd_math.h"
 
-/* the cache row of position t: blocks are walked in order, so the division happens once per block */
-#define FOR_EACH_KEY(t0, len, table, block_size, BODY)                                                         \
-    for (long t = (t0); t < (len);) {                                                                          \
-        long base = (table)[t / (block_size)] * (block_size), off = t % (block_size);                          \
-        long stop = t + (block_size) - off < (len) ? t + (block_size) - off : (len);                           \
-        for (long slot = base + off; t < stop; t++, slot++) { BODY }                                           \
-    }
-
 #define STACK_SCORES 4096 /* contexts up to this long keep their scores on the stack */
 
 /* any head size: one (row, query head) per task */
@@ -91,8 +83,6 @@ static int each_head(const float *q, long q_stride, const float *k_cache, const 
     }
     return failed ? -1 : 0;
 }
-
-#define INLINE static inline __attribute__((always_inline))
 
 /* NH query heads of one KV group (GQA) of one row, head size 16 * ND: the heads' queries and outputs stay in
  * registers and each K and V row is read once for all of them. */

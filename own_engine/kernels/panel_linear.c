@@ -13,12 +13,11 @@
  * Threads: OpenMP over the groups, `nthreads` of them. Built with -fopenmp it needs libgomp.so.1, which
  * resolves to the copy torch has already loaded (its SONAME), so it runs on torch's own thread pool: no
  * second pool spinning against it. */
-#include <immintrin.h>
+#include "simd_math.h"
 
 #define G 64    /* outputs per group: 4 vectors of 16 */
 #define MR 6    /* rows per micro-kernel call */
 #define KC 1024 /* k block */
-#define INLINE static inline __attribute__((always_inline))
 
 int panel_linear_group(void) { return G; }
 

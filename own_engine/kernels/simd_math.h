@@ -1,7 +1,19 @@
-/* What more than one kernel needs: a masked tail and exp, 16 floats at a time (AVX-512F). */
+/* What more than one kernel needs: a masked tail and exp, 16 floats at a time (AVX-512F), forced inlining, and
+ * the walk over a sequence's keys in its paged KV cache. */
 #ifndef OWN_ENGINE_SIMD_MATH_H
 #define OWN_ENGINE_SIMD_MATH_H
 #include <immintrin.h>
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* BODY for every position t in [from, to) of a sequence whose block ids are `table`, with `slot` the cache row
+ * of position t; blocks are walked in order, so the division happens once per block, not per key */
+#define FOR_EACH_KEY(from, to, table, block_size, BODY)                                                        \
+    for (long t = (from); t < (to);) {                                                                         \
+        long base = (table)[t / (block_size)] * (block_size), off = t % (block_size);                          \
+        long stop = t + (block_size) - off < (to) ? t + (block_size) - off : (to);                             \
+        for (long slot = base + off; t < stop; t++, slot++) { BODY }                                           \
+    }
 
 /* the lanes of a 16-wide step that are inside `left` remaining elements */
 static inline __mmask16 tail(long left) { return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1); }
