@@ -19,7 +19,7 @@ from torch import nn
 
 from own_engine.config import ModelConfig
 from own_engine.native import NativeKernels
-from own_engine.native_layer import layer_forward
+from own_engine.native_layer import native_forward
 from own_engine.paged_attention import PagedAttention
 from own_engine.rope import apply_rope, rope_cache
 
@@ -106,6 +106,7 @@ class LlamaModel(nn.Module):
         # set by cpu_linear.pack_linears when every linear is own_engine's panel kernel: then a forward over the
         # paged cache runs each layer on the native kernels (own_engine.native_layer)
         self.native: NativeKernels | None = None
+        self.native_table: tuple[tuple[int, int], torch.Tensor] | None = None  # native_layer.decode_layers_forward's
 
     @property
     def n_params(self) -> int:
@@ -116,8 +117,7 @@ class LlamaModel(nn.Module):
         """input_ids/positions [T] -> logits [N, vocab] fp32 (N = T when logits_indices is None)."""
         x = F.embedding(input_ids, self.embed_tokens)
         if self.native is not None and isinstance(attn, PagedAttention):
-            for i, layer in enumerate(self.layers):
-                x = layer_forward(self.native, layer, i, x, positions, self.rope, attn)
+            x = native_forward(self.native, self, x, positions, attn)
         else:
             cs = self.rope[positions].to(self.dtype)  # [T, 2, D]: cos, signed sin (in the model dtype, as HF does)
             cos, sin = cs[:, :1], cs[:, 1:]

@@ -7,7 +7,9 @@ All fp32 and AVX-512F, all on torch's own OpenMP thread pool:
   needs one SDPA call per sequence; `chunk_attention`: a prefill chunk over its cache in one call
   (`own_engine.paged_attention`);
 - `layer_ops`: RMSNorm, RoPE with the write of the new K/V into the cache, SiLU(gate) * up: the decoder
-  layer's work between its linears (`own_engine.native_layer`).
+  layer's work between its linears (`own_engine.native_layer`);
+- `decode_layers`: all of the above for every layer of a decode step in one call and one parallel region
+  (`own_engine.native_layer.decode_layers_forward`).
 
 They are C, built once per machine with the machine's C compiler (`$CC`, else `cc`) into
 `$ADVISOR_HOME/kernels/` and loaded after torch (so their libgomp is torch's), so installing advisor needs no
@@ -44,8 +46,10 @@ SIGNATURES = {  # argument types of each kernel function (the C declarations are
     "rms_norm": [_P] * 3 + [_L] * 2 + [_F, _I],
     "rope_store": [_P, _L, _L, _L, _L, _P, _P, _P, _P, _P, _I],
     "silu_mul": [_P, _P, _L, _L, _I],
+    "decode_layers": [_P, _L, _L, _P] + [_L] * 5 + [_F] + [_P] * 4 + [_L, _P, _L, _P, _I],
+    "decode_layer_fields": [],
 }
-RETURN_STATUS = {"decode_attention", "chunk_attention"}  # 0, or -1 when a buffer could not be allocated
+RETURN_STATUS = {"decode_attention", "chunk_attention", "decode_layers"}  # 0, or -1 when a buffer could not be allocated
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ def native_kernels() -> NativeKernels | str:
         return f"loading own_engine's native kernels failed: {e}"
     for name, argtypes in SIGNATURES.items():
         getattr(lib, name).argtypes = argtypes
-        getattr(lib, name).restype = _I if name in RETURN_STATUS else None
+        getattr(lib, name).restype = _I if name in RETURN_STATUS else _L if name == "decode_layer_fields" else None
     kernels = NativeKernels(lib, lib.panel_linear_group())
     from own_engine.native_layer import layer_ops_agree
     from own_engine.paged_attention import native_chunk_agrees, native_decode_agrees

@@ -17,6 +17,11 @@ beyond the linears' outputs:
 At a decode step every PyTorch op is a few microseconds of dispatch around almost no work, and 12 layers of
 them were ~2.5 ms of a ~9 ms batch-1 step of small-100m; at prefill the ops are passes over memory that one
 kernel makes once (benchmarks/RESULTS.md, "own_engine's decoder layer on native kernels").
+
+A decode step (one new token per sequence, no prefill chunk) goes further: `decode_layers_forward` runs every
+layer in one call and one OpenMP parallel region (`kernels/decode_step.c`), the same units of work as the 9
+calls, bit for bit, without 108 calls from Python and as many parallel regions a step (benchmarks/RESULTS.md,
+"One call per decode step").
 """
 
 from __future__ import annotations
@@ -30,8 +35,52 @@ from own_engine.native import NativeKernels
 from own_engine.rope import apply_rope
 
 if TYPE_CHECKING:
-    from own_engine.model import DecoderLayer
+    from own_engine.model import DecoderLayer, LlamaModel
     from own_engine.paged_attention import PagedAttention
+
+
+def native_forward(native: NativeKernels, model: LlamaModel, x: torch.Tensor, positions: torch.Tensor,
+                   attn: PagedAttention) -> torch.Tensor:
+    """Every decoder layer of `model` over x [T, hidden] fp32 on the native kernels: a decode step in one call,
+    any other step (prefill chunks in it) a layer at a time."""
+    m = attn.meta
+    if m.native is not None and not m.chunks and m.num_decodes == x.shape[0]:
+        return decode_layers_forward(native, model, x, positions, attn)
+    for i, layer in enumerate(model.layers):
+        x = layer_forward(native, layer, i, x, positions, model.rope, attn)
+    return x
+
+
+def _ptr(t: torch.Tensor | None) -> int:
+    return 0 if t is None else t.data_ptr()
+
+
+def decode_layers_forward(native: NativeKernels, model: LlamaModel, x: torch.Tensor, positions: torch.Tensor,
+                          attn: PagedAttention) -> torch.Tensor:
+    """x [B, hidden] fp32 contiguous, one decode row per sequence (updated in place and returned): every layer
+    by `kernels/decode_step.c` in one call. The layers' pointers are gathered once per KV cache."""
+    cfg, m = model.cfg, attn.meta
+    assert x.dtype == torch.float32 and x.is_contiguous() and m.block_tables is not None and m.lens is not None
+    key = (attn.k_cache.data_ptr(), attn.v_cache.data_ptr())
+    if model.native_table is None or model.native_table[0] != key:
+        rows = [[_ptr(layer.input_layernorm.weight), _ptr(layer.qkv_proj.weight), _ptr(layer.qkv_proj.bias),
+                 _ptr(layer.o_proj.weight), _ptr(layer.o_proj.bias), _ptr(layer.post_attention_layernorm.weight),
+                 _ptr(layer.gate_up_proj.weight), _ptr(layer.gate_up_proj.bias), _ptr(layer.down_proj.weight),
+                 _ptr(layer.down_proj.bias), _ptr(attn.k_cache[i]), _ptr(attn.v_cache[i]), layer.window or 0]
+                for i, layer in enumerate(model.layers)]
+        assert len(rows[0]) == native.lib.decode_layer_fields()
+        model.native_table = (key, torch.tensor(rows, dtype=torch.int64))
+    table = model.native_table[1]
+    b, hidden = x.shape
+    hq, hkv, d, inter = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cfg.intermediate_size
+    scratch = x.new_empty(b * (hidden + (hq + 2 * hkv) * d + hq * d + 3 * inter))
+    if native.lib.decode_layers(x.data_ptr(), b, len(model.layers), table.data_ptr(), hidden, hq, hkv, d, inter,
+                                cfg.rms_norm_eps, model.rope.data_ptr(), positions.data_ptr(),
+                                m.slot_mapping.data_ptr(), m.block_tables.data_ptr(), m.block_tables.shape[1],
+                                m.lens.data_ptr(), attn.k_cache.shape[2], scratch.data_ptr(),
+                                torch.get_num_threads()):
+        raise MemoryError("own_engine's native decode attention could not allocate its scores buffer")
+    return x
 
 
 def layer_forward(native: NativeKernels, layer: DecoderLayer, idx: int, x: torch.Tensor, positions: torch.Tensor,

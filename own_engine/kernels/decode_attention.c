@@ -16,72 +16,59 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "kernel_parts.h"
 #include "simd_math.h"
 
 #define STACK_SCORES 4096 /* contexts up to this long keep their scores on the stack */
 
-/* any head size: one (row, query head) per task */
-static int each_head(const float *q, long q_stride, const float *k_cache, const float *v_cache,
-                      const long *block_tables, const long *lens, float *out, long B, long Hq, long Hkv, long D,
-                      long block_size, long max_blocks, long window, int nthreads) {
+/* any head size: task = one (row, query head); s: room for the row's scores */
+static void each_head(long task, const float *q, long q_stride, const float *k_cache, const float *v_cache,
+                      const long *block_tables, const long *lens, float *out, long Hq, long Hkv, long D,
+                      long block_size, long max_blocks, long window, float *s) {
     const float scale = 1.0f / sqrtf((float)D);
     const long group = Hq / Hkv, row = Hkv * D;
-    int failed = 0;
-    #pragma omp parallel for num_threads(nthreads) schedule(static)
-    for (long task = 0; task < B * Hq; task++) {
-        long b = task / Hq, h = task % Hq, g = h / group;
-        long len = lens[b], t0 = window > 0 && len > window ? len - window : 0, n = len - t0;
-        const long *table = block_tables + b * max_blocks;
-        const float *qv = q + b * q_stride + h * D;
-        float *o = out + (b * Hq + h) * D;
-        float stack[STACK_SCORES];
-        float *s = n <= STACK_SCORES ? stack : malloc((size_t)n * sizeof(float));
-        if (!s) {
-            #pragma omp atomic write
-            failed = 1;
-            continue;
-        }
-        const float *kg = k_cache + g * D, *vg = v_cache + g * D;
-        float mx = -INFINITY;
-        FOR_EACH_KEY(t0, len, table, block_size, {
-            const float *kp = kg + slot * row;
-            __m512 acc = _mm512_setzero_ps();
-            for (long d = 0; d < D; d += 16) {
-                __mmask16 m = tail(D - d);
-                acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qv + d), _mm512_maskz_loadu_ps(m, kp + d), acc);
-            }
-            float sc = _mm512_reduce_add_ps(acc) * scale;
-            s[t - t0] = sc;
-            mx = sc > mx ? sc : mx;
-        })
-        __m512 sum = _mm512_setzero_ps();
-        for (long i = 0; i < n; i += 16) {
-            __mmask16 m = tail(n - i);
-            __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), _mm512_set1_ps(mx)));
-            e = _mm512_maskz_mov_ps(m, e);
-            _mm512_mask_storeu_ps(s + i, m, e);
-            sum = _mm512_add_ps(sum, e);
-        }
-        const float inv = 1.0f / _mm512_reduce_add_ps(sum);
-        for (long d = 0; d < D; d += 16) /* the output accumulates in place: any D */
-            _mm512_mask_storeu_ps(o + d, tail(D - d), _mm512_setzero_ps());
-        FOR_EACH_KEY(t0, len, table, block_size, {
-            const float *vp = vg + slot * row;
-            __m512 p = _mm512_set1_ps(s[t - t0]);
-            for (long d = 0; d < D; d += 16) {
-                __mmask16 m = tail(D - d);
-                _mm512_mask_storeu_ps(o + d, m, _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(m, vp + d),
-                                                                _mm512_maskz_loadu_ps(m, o + d)));
-            }
-        })
+    long b = task / Hq, h = task % Hq, g = h / group;
+    long len = lens[b], t0 = window > 0 && len > window ? len - window : 0, n = len - t0;
+    const long *table = block_tables + b * max_blocks;
+    const float *qv = q + b * q_stride + h * D;
+    float *o = out + (b * Hq + h) * D;
+    const float *kg = k_cache + g * D, *vg = v_cache + g * D;
+    float mx = -INFINITY;
+    FOR_EACH_KEY(t0, len, table, block_size, {
+        const float *kp = kg + slot * row;
+        __m512 acc = _mm512_setzero_ps();
         for (long d = 0; d < D; d += 16) {
             __mmask16 m = tail(D - d);
-            _mm512_mask_storeu_ps(o + d, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, o + d), _mm512_set1_ps(inv)));
+            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qv + d), _mm512_maskz_loadu_ps(m, kp + d), acc);
         }
-        if (s != stack)
-            free(s);
+        float sc = _mm512_reduce_add_ps(acc) * scale;
+        s[t - t0] = sc;
+        mx = sc > mx ? sc : mx;
+    })
+    __m512 sum = _mm512_setzero_ps();
+    for (long i = 0; i < n; i += 16) {
+        __mmask16 m = tail(n - i);
+        __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), _mm512_set1_ps(mx)));
+        e = _mm512_maskz_mov_ps(m, e);
+        _mm512_mask_storeu_ps(s + i, m, e);
+        sum = _mm512_add_ps(sum, e);
     }
-    return failed ? -1 : 0;
+    const float inv = 1.0f / _mm512_reduce_add_ps(sum);
+    for (long d = 0; d < D; d += 16) /* the output accumulates in place: any D */
+        _mm512_mask_storeu_ps(o + d, tail(D - d), _mm512_setzero_ps());
+    FOR_EACH_KEY(t0, len, table, block_size, {
+        const float *vp = vg + slot * row;
+        __m512 p = _mm512_set1_ps(s[t - t0]);
+        for (long d = 0; d < D; d += 16) {
+            __mmask16 m = tail(D - d);
+            _mm512_mask_storeu_ps(o + d, m, _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(m, vp + d),
+                                                            _mm512_maskz_loadu_ps(m, o + d)));
+        }
+    })
+    for (long d = 0; d < D; d += 16) {
+        __mmask16 m = tail(D - d);
+        _mm512_mask_storeu_ps(o + d, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, o + d), _mm512_set1_ps(inv)));
+    }
 }
 
 /* NH query heads of one KV group (GQA) of one row, head size 16 * ND: the heads' queries and outputs stay in
@@ -142,41 +129,62 @@ INLINE void group_heads(const float *q, const float *kg, const float *vg, long r
 #define GROUP_CASE(nh, nd)                                                                                     \
     case (nh) * 16 + (nd): group_heads(qv, kg, vg, row, table, block_size, t0, len, scale, o, s, nh, nd); break;
 
-int decode_attention(const float *q, long q_stride, const float *k_cache, const float *v_cache,
-                      const long *block_tables, const long *lens, float *out, long B, long Hq, long Hkv, long D,
-                      long block_size, long max_blocks, long window, int nthreads) {
+/* query heads per task (GQA group path), or 0: one task per (row, query head) */
+static long heads_per_task(long D) {
     const long nd = D / 16;
-    if (D % 16 || (nd != 1 && nd != 2 && nd != 4 && nd != 8)) {
-        return each_head(q, q_stride, k_cache, v_cache, block_tables, lens, out, B, Hq, Hkv, D, block_size,
-                         max_blocks, window, nthreads);
-    }
-    const float scale = 1.0f / sqrtf((float)D);
-    const long group = Hq / Hkv, row = Hkv * D, per = nd == 8 ? 2 : 4; /* heads per task: 16 accumulators */
-    const long splits = (group + per - 1) / per;
-    int failed = 0;
-    #pragma omp parallel for num_threads(nthreads) schedule(static)
-    for (long task = 0; task < B * Hkv * splits; task++) {
-        long b = task / (Hkv * splits), g = task / splits % Hkv, h0 = g * group + task % splits * per;
-        long nh = g * group + group - h0 < per ? g * group + group - h0 : per;
-        long len = lens[b], t0 = window > 0 && len > window ? len - window : 0, n = len - t0;
+    return D % 16 || (nd != 1 && nd != 2 && nd != 4 && nd != 8) ? 0 : nd == 8 ? 2 : 4; /* 16 accumulators */
+}
+
+long decode_attention_tasks(long B, long Hq, long Hkv, long D) {
+    const long per = heads_per_task(D);
+    return per ? B * Hkv * ((Hq / Hkv + per - 1) / per) : B * Hq;
+}
+
+int decode_attention_task(long task, const float *q, long q_stride, const float *k_cache, const float *v_cache,
+                          const long *block_tables, const long *lens, float *out, long Hq, long Hkv, long D,
+                          long block_size, long max_blocks, long window) {
+    const long per = heads_per_task(D), group = Hq / Hkv, splits = per ? (group + per - 1) / per : 1;
+    const long b = per ? task / (Hkv * splits) : task / Hq;
+    const long g = per ? task / splits % Hkv : 0, h0 = g * group + task % splits * per;
+    const long nh = !per ? 1 : g * group + group - h0 < per ? g * group + group - h0 : per;
+    const long len = lens[b], t0 = window > 0 && len > window ? len - window : 0, n = len - t0;
+    float stack[STACK_SCORES];
+    float *s = nh * n <= STACK_SCORES ? stack : malloc((size_t)(nh * n) * sizeof(float));
+    if (!s)
+        return -1;
+    if (!per) {
+        each_head(task, q, q_stride, k_cache, v_cache, block_tables, lens, out, Hq, Hkv, D, block_size, max_blocks,
+                  window, s);
+    } else {
+        const float scale = 1.0f / sqrtf((float)D);
         const long *table = block_tables + b * max_blocks;
         const float *qv = q + b * q_stride + h0 * D, *kg = k_cache + g * D, *vg = v_cache + g * D;
+        const long row = Hkv * D, nd = D / 16;
         float *o = out + (b * Hq + h0) * D;
-        float stack[STACK_SCORES];
-        float *s = nh * n <= STACK_SCORES ? stack : malloc((size_t)(nh * n) * sizeof(float));
-        if (!s) {
-            #pragma omp atomic write
-            failed = 1;
-            continue;
-        }
         switch (nh * 16 + nd) {
             GROUP_CASE(1, 1) GROUP_CASE(2, 1) GROUP_CASE(3, 1) GROUP_CASE(4, 1)
             GROUP_CASE(1, 2) GROUP_CASE(2, 2) GROUP_CASE(3, 2) GROUP_CASE(4, 2)
             GROUP_CASE(1, 4) GROUP_CASE(2, 4) GROUP_CASE(3, 4) GROUP_CASE(4, 4)
             GROUP_CASE(1, 8) GROUP_CASE(2, 8)
         }
-        if (s != stack)
-            free(s);
+    }
+    if (s != stack)
+        free(s);
+    return 0;
+}
+
+int decode_attention(const float *q, long q_stride, const float *k_cache, const float *v_cache,
+                     const long *block_tables, const long *lens, float *out, long B, long Hq, long Hkv, long D,
+                     long block_size, long max_blocks, long window, int nthreads) {
+    const long tasks = decode_attention_tasks(B, Hq, Hkv, D);
+    int failed = 0;
+    #pragma omp parallel for num_threads(nthreads) schedule(static)
+    for (long task = 0; task < tasks; task++) {
+        if (decode_attention_task(task, q, q_stride, k_cache, v_cache, block_tables, lens, out, Hq, Hkv, D,
+                                  block_size, max_blocks, window)) {
+            #pragma omp atomic write
+            failed = 1;
+        }
     }
     return failed ? -1 : 0;
 }

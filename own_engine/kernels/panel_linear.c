@@ -13,9 +13,10 @@
  * Threads: OpenMP over the groups, `nthreads` of them. Built with -fopenmp it needs libgomp.so.1, which
  * resolves to the copy torch has already loaded (its SONAME), so it runs on torch's own thread pool: no
  * second pool spinning against it. */
+#include "kernel_parts.h"
 #include "simd_math.h"
 
-#define G 64    /* outputs per group: 4 vectors of 16 */
+#define G PANEL_GROUP
 #define MR 6    /* rows per micro-kernel call */
 #define KC 1024 /* k block */
 
@@ -56,28 +57,33 @@ static void micro_rows(const float *x, long ldx, const float *wg, float *y, long
     }
 }
 
+/* group g of y = x @ w^T (+ b) (or y += when accumulate), for rows [0, M): the unit of work the threads share
+ * (panel_linear below, and the fused decode step, kernels/decode_step.c) */
+void panel_group(const float *x, const float *wp, const float *b, float *y, long M, long N, long K, int accumulate,
+                 long g) {
+    __mmask16 mask[4];
+    for (int p = 0; p < 4; p++) {
+        long left = N - g * G - p * 16;
+        mask[p] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
+    }
+    const float *wg = wp + g * K * G;
+    for (long k0 = 0; k0 < K; k0 += KC) {
+        long k1 = k0 + KC < K ? k0 + KC : K;
+        for (long r = 0; r < M; r += MR)
+            micro_rows(x + r * K, K, wg, y + r * N + g * G, N, k0, k1, k0 == 0 && !accumulate, mask,
+                       M - r < MR ? M - r : MR);
+    }
+    if (b)
+        for (long r = 0; r < M; r++)
+            for (long j = g * G; j < N && j < (g + 1) * G; j++)
+                y[r * N + j] += b[j];
+}
+
 /* wp as above, N outputs (wp holds ceil(N / 64) groups); b may be NULL; accumulate: y += x @ w^T (+ b), which
  * is how the decoder layer adds its residual (own_engine/native_layer.py) */
 void panel_linear(const float *x, const float *wp, const float *b, float *y, long M, long N, long K, int accumulate,
                   int nthreads) {
-    long ng = (N + G - 1) / G;
     #pragma omp parallel for num_threads(nthreads) schedule(static)
-    for (long g = 0; g < ng; g++) {
-        __mmask16 mask[4];
-        for (int p = 0; p < 4; p++) {
-            long left = N - g * G - p * 16;
-            mask[p] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
-        }
-        const float *wg = wp + g * K * G;
-        for (long k0 = 0; k0 < K; k0 += KC) {
-            long k1 = k0 + KC < K ? k0 + KC : K;
-            for (long r = 0; r < M; r += MR)
-                micro_rows(x + r * K, K, wg, y + r * N + g * G, N, k0, k1, k0 == 0 && !accumulate, mask,
-                           M - r < MR ? M - r : MR);
-        }
-        if (b)
-            for (long r = 0; r < M; r++)
-                for (long j = g * G; j < N && j < (g + 1) * G; j++)
-                    y[r * N + j] += b[j];
-    }
+    for (long g = 0; g < PANEL_GROUPS(N); g++)
+        panel_group(x, wp, b, y, M, N, K, accumulate, g);
 }

@@ -30,9 +30,18 @@ def _check(engine: LLMEngine, prompts: list[list[int]], hf_model) -> None:
 
 
 def _modes(monkeypatch) -> list[str]:
-    """Record which decode path each step took (every path attends through `attend`)."""
+    """Record which decode path each step took (every path attends through `attend`, but a decode-only step on
+    the native kernels, which runs its layers in one call)."""
+    import own_engine.native_layer as native_layer
+
     seen: list[str] = []
-    inner = PagedAttention.attend
+    inner, one_call = PagedAttention.attend, native_layer.decode_layers_forward
+
+    def spy_step(*args):
+        seen.append("native")
+        return one_call(*args)
+
+    monkeypatch.setattr(native_layer, "decode_layers_forward", spy_step)
 
     def spy(self, layer, q, k, v, window=None):
         if layer == 0 and self.meta.num_decodes:

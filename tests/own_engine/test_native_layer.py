@@ -1,6 +1,7 @@
-"""own_engine's decoder layer on native kernels (own_engine.native_layer, kernels/layer_ops.c and
-chunk_attention.c): each kernel against PyTorch at shapes with tails, and the engine's layers against the
-PyTorch layer and transformers, with the native path shown to be the one that ran."""
+"""own_engine's decoder layer on native kernels (own_engine.native_layer, kernels/layer_ops.c,
+chunk_attention.c and decode_step.c): each kernel against PyTorch at shapes with tails, the engine's layers
+against the PyTorch layer and transformers, with the native paths shown to be the ones that ran, and the
+one-call decode step against the per-layer path."""
 
 from __future__ import annotations
 
@@ -103,39 +104,89 @@ def test_a_panel_linear_adds_into_its_output(kernel, bias) -> None:
             torch.testing.assert_close(y, want, atol=1e-3, rtol=1e-4)
 
 
+def _spy_native_paths(monkeypatch) -> dict[str, list]:
+    """Counts the native layer paths as they run: the per-layer one (a layer index per call) and the one-call
+    decode step."""
+    import own_engine.native_layer as native_layer
+
+    calls: dict[str, list] = {"layer": [], "decode_step": []}
+    layer, step = native_layer.layer_forward, native_layer.decode_layers_forward
+
+    def spy_layer(*args):
+        calls["layer"].append(args[2])
+        return layer(*args)
+
+    def spy_step(*args):
+        calls["decode_step"].append(args[2].shape[0])
+        return step(*args)
+
+    monkeypatch.setattr(native_layer, "layer_forward", spy_layer)
+    monkeypatch.setattr(native_layer, "decode_layers_forward", spy_step)
+    return calls
+
+
 @pytest.mark.parametrize("preset", ["tiny-llama2", "tiny-qwen2", "tiny-mistral"])  # plain; q/k/v bias; window
 def test_the_engine_runs_its_layers_natively_and_as_transformers_does(kernel, tmp_path, monkeypatch, preset) -> None:
-    """Decodes beside prefill chunks (a 12-token budget cuts prompts into chunks), prompts past Mistral's
-    64-token window: the native layers' logits equal transformers' and the PyTorch layers' tokens."""
-    import own_engine.model as model_module
+    """Decodes beside prefill chunks (a 12-token budget cuts prompts into chunks), then decode-only steps,
+    prompts past Mistral's 64-token window: the native layers' logits (both paths) equal transformers' and the
+    PyTorch layers' tokens."""
     from own_engine.create import create_model
-    from own_engine.native_layer import layer_forward
 
     transformers = pytest.importorskip("transformers")
     path = create_model(preset, preset, root=tmp_path)
-    calls = []
-
-    def spy(*args):
-        calls.append(args[2])
-        return layer_forward(*args)
-
-    monkeypatch.setattr(model_module, "layer_forward", spy)
+    calls = _spy_native_paths(monkeypatch)
     prompts = [list(range(5, 75)), [9, 8, 7], list(range(200, 290, 2))]
     params = SamplingParams(max_tokens=16, ignore_eos=True)
     native = LLMEngine(path, device="cpu", max_num_seqs=3, block_size=4, max_num_batched_tokens=12)
     rec = LogitRecorder(native)
     out = native.generate(prompts, params)
-    assert calls and set(calls) == set(range(native.config.num_hidden_layers))
-    before = len(calls)
+    assert set(calls["layer"]) == set(range(native.config.num_hidden_layers))  # steps with chunks
+    assert set(calls["decode_step"]) >= {1, 3}  # decode-only steps, of one row and of all three
+    before = len(calls["layer"]) + len(calls["decode_step"])
     plain = LLMEngine(path, device="cpu", max_num_seqs=3, block_size=4, max_num_batched_tokens=12,
                       linear_kernels="torch")
-    assert plain.generate(prompts, params) == out and len(calls) == before  # the PyTorch layers: same tokens
+    assert plain.generate(prompts, params) == out  # the PyTorch layers: same tokens
+    assert len(calls["layer"]) + len(calls["decode_step"]) == before
     hf = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32).eval()
     by_seq = sorted({sid for sid, _, _ in rec.rows})
     for prompt, tokens, sid in zip(prompts, out, by_seq, strict=True):
         ref = hf_logits(hf, prompt + tokens)
         for _, n, row in (r for r in rec.rows if r[0] == sid):
             torch.testing.assert_close(row, ref[n - 1], atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("preset", ["tiny-qwen2", "tiny-mistral"])  # biases and tied embeddings; a window
+def test_a_decode_step_in_one_call_equals_the_per_layer_path_bit_for_bit(kernel, tmp_path, monkeypatch,
+                                                                         preset) -> None:
+    """kernels/decode_step.c shares out the per-layer kernels' own units of work (kernel_parts.h), so every
+    logit of every decode step is the same float, at 1, 2 and 4 rows of unequal contexts (past the window)."""
+    import own_engine.native_layer as native_layer
+    from own_engine.create import create_model
+
+    path = create_model(preset, preset, root=tmp_path)
+    prompts = [list(range(5, 95)), [9, 8, 7], list(range(200, 290, 2)), list(range(40, 47))]
+    params = [SamplingParams(max_tokens=n, ignore_eos=True) for n in (24, 6, 12, 30)]
+    logits = []
+    for one_call in (True, False):
+        if not one_call:
+            monkeypatch.setattr(native_layer, "decode_layers_forward", _layer_by_layer)
+        engine = LLMEngine(path, device="cpu", max_num_seqs=4, block_size=4)
+        rec = LogitRecorder(engine)
+        engine.generate(prompts, params)
+        first = min(sid for sid, _, _ in rec.rows)  # sequence ids count on across engines
+        logits.append([(sid - first, n, row) for sid, n, row in rec.rows])
+    ones, layered = logits
+    assert len(ones) == len(layered) == 72
+    for (sid, n, a), (sid2, n2, b) in zip(ones, layered, strict=True):
+        assert (sid, n) == (sid2, n2) and torch.equal(a, b), (sid, n)
+
+
+def _layer_by_layer(native, model, x, positions, attn):
+    from own_engine.native_layer import layer_forward
+
+    for i, layer in enumerate(model.layers):
+        x = layer_forward(native, layer, i, x, positions, model.rope, attn)
+    return x
 
 
 def test_a_peaked_softmax_and_silu_tails_equal_pytorch(kernel) -> None:

@@ -69,7 +69,7 @@ def test_wheel_installs_outside_the_repository(installed: tuple[Path, Path, dict
     assert all(line.startswith(str(target)) for line in where.split()), where
     names = {s["name"] for s in json.loads(_run([str(target / "bin" / "advisor"), "scenarios", "--json"], work, env))}
     assert {"azure-code-replay", "azure-conv-replay", "copilot"} <= names
-    # own_engine's native kernels are C sources (and a header) built at first use: the wheel must carry them,
+    # own_engine's native kernels are C sources (and headers) built at first use: the wheel must carry them,
     # and where this machine can build them, they build from the installed copy
     *src, built = _run([str(target / "bin" / "python"), "-c", "from own_engine.native import HEADERS, NOT_HERE, "
                         "SOURCES, native_kernels; k = native_kernels(); print(*SOURCES, *HEADERS); "
@@ -77,7 +77,8 @@ def test_wheel_installs_outside_the_repository(installed: tuple[Path, Path, dict
                         "else k)"], work, env).splitlines()
     src = " ".join(src).split()
     assert {p.rsplit("/", 1)[-1] for p in src} == {"panel_linear.c", "decode_attention.c", "chunk_attention.c",
-                                                  "layer_ops.c", "simd_math.h"}, src
+                                                  "layer_ops.c", "decode_step.c", "simd_math.h",
+                                                  "kernel_parts.h"}, src
     assert all(p.startswith(str(target)) for p in src), src
     assert built in ("built", "not here"), built
 
