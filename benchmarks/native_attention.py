@@ -58,12 +58,20 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--heads", default="12,4,64", help="query heads, KV heads, head size")
+    ap.add_argument("--chunks", default=",".join(f"{n}:{c}" for n, c in CHUNKS),
+                    help="prefill-chunk cases, NEW_ROWS:CACHED,... (contexts up to 6400)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     native = native_kernels()
     if isinstance(native, str):
         raise SystemExit(f"native_attention: {native}")
     hq, hkv, d = map(int, args.heads.split(","))
+    try:
+        chunks = [tuple(map(int, c.split(":"))) for c in args.chunks.split(",")]
+    except ValueError:
+        raise SystemExit(f"native_attention: --chunks wants NEW_ROWS:CACHED,..., got {args.chunks!r}") from None
+    if any(n < 1 or c < 0 or n + c > 6400 for n, c in chunks):
+        raise SystemExit("native_attention: every --chunks case needs NEW_ROWS >= 1, CACHED >= 0, a sum <= 6400")
     block_size, blocks = 16, 400
     gen = torch.Generator().manual_seed(0)
     kc, vc = (torch.randn(blocks, block_size, hkv, d, generator=gen) for _ in range(2))
@@ -79,7 +87,7 @@ def main() -> None:
         cases.append((f"decode B={b} context={ctx}",
                       lambda q=q, c=contexts: decode_attention_each(0, q, kc, vc, c),
                       lambda q=q, m=meta: native_decode_attention(native, q, kc, vc, m)))
-    for n, cached in CHUNKS:
+    for n, cached in chunks:
         ctx = cached + n
         table = order[: -(-ctx // block_size)]
         slots = torch.tensor([int(table[p // block_size]) * block_size + p % block_size for p in range(cached, ctx)])
