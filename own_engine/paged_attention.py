@@ -23,10 +23,10 @@ query rows (GQA without copies), in one of two ways:
 A chunk that starts a prompt attends causally within itself; a later chunk
 gathers its sequence's cached context and attends with a causal mask offset
 by it. With the native kernels every chunk reads its context from the cache
-in place instead (`native_chunk_attention`: 1.7-2.7x faster than SDPA on
-chunks of 100-256 rows of small-100m's shapes, not established as faster at
-512 rows after 512 cached; benchmarks/native_attention.py), and all rows of
-a step go into one output, no `cat`.
+in place instead (`native_chunk_attention`: 1.4-2.5x faster than SDPA on
+small-100m's shapes, chunks of 100-512 rows after 0-3584 cached;
+benchmarks/native_attention.py), and all rows of a step go into one output,
+no `cat`.
 
 A layer with a sliding window W (Mistral, some Qwen2 layers) passes
 `window=W`: a query at position p then reads keys p-W+1 .. p only. A

@@ -12,8 +12,9 @@
  * like panel_linear's products: for each d, one load of 16 keys' K values serves up to 6 query vectors (the
  * rows x heads of a tile that share a KV head), 32 keys at a time, with no horizontal sums. Then an exact
  * softmax per query vector over its own keys, and P @ V with 64-wide slices of each V row loaded once for the
- * same 6 vectors. Register-blocked this way (32 keys, 64 outputs, 6 vectors) it ran 1.65x faster than with
- * 16 and 16 at 512 rows after 3584 cached (benchmarks/RESULTS.md, "Prefill-chunk attention, register-blocked").
+ * same 6 vectors. Register-blocked this way (32 keys, 64 outputs, 6 vectors) it ran 1.27-1.39x faster than with
+ * 16 and 16 at 512 rows after 512-3584 cached, in one run (benchmarks/RESULTS.md, "Prefill-chunk attention,
+ * register-blocked").
  * Returns 0, or -1 when a buffer could not be allocated (the output is then incomplete). OpenMP over (KV head,
  * row tile) tasks, `nthreads` of them, on torch's own libgomp (see panel_linear.c). */
 #include <math.h>
