@@ -20,7 +20,9 @@ from tests.own_engine.test_correctness import ATOL, LogitRecorder
 
 
 @pytest.mark.parametrize("hq,hkv,d", [(12, 4, 64), (8, 8, 128), (6, 2, 8), (4, 1, 40), (16, 2, 64)])
-@pytest.mark.parametrize("n,cached", [(1, 0), (7, 0), (100, 0), (1, 40), (33, 300), (90, 1000)])
+# contexts of every kind against the kernel's 32-key steps from a 16-aligned key: 32 and 64 exactly (the padding
+# at its tightest), one past, and others
+@pytest.mark.parametrize("n,cached", [(1, 0), (7, 0), (100, 0), (1, 40), (16, 16), (31, 33), (33, 300), (90, 1000)])
 @pytest.mark.parametrize("window", [None, 7, 300])
 def test_native_chunk_attention_equals_sdpa(kernel, hq, hkv, d, n, cached, window) -> None:
     gen = torch.Generator().manual_seed(hq * d + n + cached)
@@ -39,8 +41,10 @@ def test_native_chunk_attention_equals_sdpa(kernel, hq, hkv, d, n, cached, windo
     sdpa_error = (chunk_attention(q, k, v, kc, vc, meta, window) - exact).abs().max().item()
     out = torch.full((n + 2, hq, d), float("nan"))
     got = native_chunk_attention(kernel, q, kc, vc, meta, window, out[1:n + 1])
-    # peaked softmaxes (scores of ~10): fp32 rounding alone moves outputs by ~1e-5, in SDPA too
-    assert (got - exact).abs().max().item() <= 2 * sdpa_error + 1e-5
+    # peaked softmaxes (scores of ~10): fp32 rounding alone moves outputs by ~1e-5 at head size 16, in SDPA too,
+    # and a D-term dot product's rounding grows as sqrt(D) (at D=128, n=16 after 16 cached, SDPA's error is 1.3e-5
+    # and the kernel's 3.8e-5, the same as the kernel before the 32-key steps gave)
+    assert (got - exact).abs().max().item() <= 2 * sdpa_error + 1e-5 * (d / 16) ** 0.5
     assert out[0].isnan().all() and out[n + 1].isnan().all()  # wrote its rows only
 
 
