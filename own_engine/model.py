@@ -106,7 +106,7 @@ class LlamaModel(nn.Module):
         # set by cpu_linear.pack_linears when every linear is own_engine's panel kernel: then a forward over the
         # paged cache runs each layer on the native kernels (own_engine.native_layer)
         self.native: NativeKernels | None = None
-        self.native_table: tuple[tuple[int, int], torch.Tensor] | None = None  # native_layer.decode_layers_forward's
+        self.native_table: tuple[tuple, torch.Tensor] | None = None  # native_layer.decode_layers_forward: key, table
 
     @property
     def n_params(self) -> int:

@@ -13,7 +13,8 @@ All fp32 and AVX-512F, all on torch's own OpenMP thread pool:
 
 They are C, built once per machine with the machine's C compiler (`$CC`, else `cc`) into
 `$ADVISOR_HOME/kernels/` and loaded after torch (so their libgomp is torch's), so installing advisor needs no
-compiler. Each is probed against PyTorch before use. Where they can't be used (no compiler, no AVX-512F, not
+compiler. Each is probed against PyTorch before use (the one-call decode step against the per-layer kernels, bit
+for bit). Where they can't be used (no compiler, no AVX-512F, not
 Linux on x86-64, a build error, or a probe that disagrees with PyTorch) the engine runs on oneDNN, PyTorch's
 ops and SDPA and says why in `describe()["linear_kernel_note"]`.
 """
@@ -93,12 +94,14 @@ def native_kernels() -> NativeKernels | str:
         getattr(lib, name).argtypes = argtypes
         getattr(lib, name).restype = _I if name in RETURN_STATUS else _L if name == "decode_layer_fields" else None
     kernels = NativeKernels(lib, lib.panel_linear_group())
-    from own_engine.native_layer import layer_ops_agree
+    from own_engine.native_layer import decode_layers_agree, layer_ops_agree
     from own_engine.paged_attention import native_chunk_agrees, native_decode_agrees
     from own_engine.panel_linear import agrees_with_f_linear
 
-    for name, agrees in (("panel_linear", agrees_with_f_linear), ("decode_attention", native_decode_agrees),
-                         ("chunk_attention", native_chunk_agrees), ("layer ops", layer_ops_agree)):
+    for name, agrees, reference in (
+            ("panel_linear", agrees_with_f_linear, "PyTorch"), ("decode_attention", native_decode_agrees, "PyTorch"),
+            ("chunk_attention", native_chunk_agrees, "PyTorch"), ("layer ops", layer_ops_agree, "PyTorch"),
+            ("decode step", decode_layers_agree, "the per-layer native kernels")):
         if not agrees(kernels):
-            return f"own_engine's native {name} disagreed with PyTorch on a probe"
+            return f"own_engine's native {name} disagreed with {reference} on a probe"
     return kernels

@@ -61,7 +61,8 @@ def decode_layers_forward(native: NativeKernels, model: LlamaModel, x: torch.Ten
     by `kernels/decode_step.c` in one call. The layers' pointers are gathered once per KV cache."""
     cfg, m = model.cfg, attn.meta
     assert x.dtype == torch.float32 and x.is_contiguous() and m.block_tables is not None and m.lens is not None
-    key = (attn.k_cache.data_ptr(), attn.v_cache.data_ptr())
+    # a layer's cache pointer moves with the cache's base and shape: both are the key
+    key = tuple((c.data_ptr(), tuple(c.shape), c.stride()) for c in (attn.k_cache, attn.v_cache))
     if model.native_table is None or model.native_table[0] != key:
         rows = [[_ptr(layer.input_layernorm.weight), _ptr(layer.qkv_proj.weight), _ptr(layer.qkv_proj.bias),
                  _ptr(layer.o_proj.weight), _ptr(layer.o_proj.bias), _ptr(layer.post_attention_layernorm.weight),
@@ -140,3 +141,46 @@ def layer_ops_agree(native: NativeKernels) -> bool:
     rotated = qkv[:, : (hq + hkv) * d].view(t, hq + hkv, d)
     return (torch.allclose(rotated, want, atol=1e-5, rtol=1e-4) and torch.equal(kc[slots], rotated[:, hq:])
             and torch.equal(vc[slots], want_v))
+
+
+def decode_layers_agree(native: NativeKernels) -> bool:
+    """The one-call decode step against the per-layer path on a 2-layer model with random weights: biases on
+    every linear, a window on one layer, head size 40 (the any-size attention path), 3 rows of unequal contexts
+    over scattered blocks. The hidden states and both caches must be equal bit for bit."""
+    from own_engine.config import ModelConfig
+    from own_engine.model import Linear, LlamaModel
+    from own_engine.paged_attention import PagedAttention, PagedMeta
+    from own_engine.panel_linear import PanelLinear
+
+    gen = torch.Generator().manual_seed(0)
+    cfg = ModelConfig(hidden_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                      head_dim=40, intermediate_size=72, vocab_size=8, max_position_embeddings=64, qkv_bias=True,
+                      o_bias=True, mlp_bias=True, layer_windows=(None, 5))
+    model = LlamaModel(cfg, torch.float32, 64)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen))
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, Linear):
+                setattr(parent, name, PanelLinear(child, native))
+    blocks, block_size, lens = 12, 4, [9, 2, 17]
+    tables = torch.tensor([[7, 2, 9, 0, 0], [4, 0, 0, 0, 0], [11, 1, 5, 8, 3]])
+    slots = torch.tensor([int(t[(n - 1) // block_size]) * block_size + (n - 1) % block_size
+                          for t, n in zip(tables, lens, strict=True)])
+    caches = [torch.randn(2, blocks, block_size, 2, 40, generator=gen) for _ in range(2)]
+    x = torch.randn(3, 48, generator=gen)
+    positions = torch.tensor(lens) - 1
+    outs = []
+    for one_call in (True, False):
+        meta = PagedMeta(slot_mapping=slots, num_decodes=3, block_tables=tables, lens=torch.tensor(lens),
+                         native=native)
+        attn = PagedAttention(caches[0].clone(), caches[1].clone(), meta)
+        h = x.clone()
+        if one_call:
+            h = decode_layers_forward(native, model, h, positions, attn)
+        else:
+            for i, layer in enumerate(model.layers):
+                h = layer_forward(native, layer, i, h, positions, model.rope, attn)
+        outs.append((h, attn.k_cache, attn.v_cache))
+    return all(torch.equal(a, b) for a, b in zip(*outs, strict=True)) and bool(outs[0][0].isfinite().all())
