@@ -14,9 +14,9 @@ All fp32 and AVX-512F, all on torch's own OpenMP thread pool:
 They are C, built once per machine with the machine's C compiler (`$CC`, else `cc`) into
 `$ADVISOR_HOME/kernels/` and loaded after torch (so their libgomp is torch's), so installing advisor needs no
 compiler. Each is probed against PyTorch before use (the one-call decode step against the per-layer kernels, bit
-for bit). Where they can't be used (no compiler, no AVX-512F, not
-Linux on x86-64, a build error, or a probe that disagrees with PyTorch) the engine runs on oneDNN, PyTorch's
-ops and SDPA and says why in `describe()["linear_kernel_note"]`.
+for bit). Where they can't be used (no compiler, no AVX-512F, not Linux on x86-64, a build error, or a probe
+that disagrees) the engine runs on oneDNN, PyTorch's ops and SDPA and says why in
+`describe()["linear_kernel_note"]`.
 """
 
 from __future__ import annotations
