@@ -53,26 +53,31 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=12)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--mb", type=int, default=352, help="bytes read per pass (small-100m's weights: 351 MB)")
-    ap.add_argument("--file", action="store_true",
-                    help="also read the same bytes as a file's page-cache pages, in turns with the anonymous buffer "
-                         "each second (half a second each): is a slow phase the memory's or the machine's?")
+    ap.add_argument("--file", nargs="?", const="", default=None, metavar="PATH",
+                    help="also read --mb of a file's page-cache pages, in turns with the anonymous buffer each second "
+                         "(half a second each): a new file written just before (no PATH) or an existing one (PATH, "
+                         "e.g. a model's weights, pages that have lived in the page cache for a while)")
     args = ap.parse_args()
     floats = args.mb * 1_000_000 // 4
+    if args.file and (not Path(args.file).is_file() or Path(args.file).stat().st_size < floats * 4):
+        sys.exit(f"memory_drift.py: --file {args.file} is not a file of at least --mb {args.mb} MB")
     with tempfile.TemporaryDirectory() as tmp:
-        path = ""
-        if args.file:
+        path = args.file or ""
+        if args.file == "":
             path = str(Path(tmp) / "pages")
             Path(path).write_bytes(b"\0" * (floats * 4))  # now in the page cache
+        elif args.file:
+            Path(path).read_bytes()  # in the page cache before the first process
         code = ONE.format(threads=args.threads, floats=floats, seconds=args.seconds, bytes=floats * 4, file=path)
         runs = []
         for i in range(args.processes):
             out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
             gbs = json.loads(out.stdout)
             runs.append(gbs)
-            fmt = (lambda g: f"{g[0]:.0f}/{g[1]:.0f}") if args.file else (lambda g: f"{g:.0f}")
-            print(f"process {i}: " + " ".join(fmt(g) for g in gbs) + (" GB/s (anonymous/file)" if args.file else " GB/s"),
+            fmt = (lambda g: f"{g[0]:.0f}/{g[1]:.0f}") if args.file is not None else (lambda g: f"{g:.0f}")
+            print(f"process {i}: " + " ".join(fmt(g) for g in gbs) + (" GB/s (anonymous/file)" if args.file is not None else " GB/s"),
                   flush=True)
-    flat = [v for r in runs for g in r for v in (g if args.file else [g])]
+    flat = [v for r in runs for g in r for v in (g if args.file is not None else [g])]
     print(json.dumps({"threads": args.threads, "mb": args.mb, "seconds": args.seconds, "file": args.file, "gb_s": runs,
                       "fastest_s": max(flat), "slowest_s": min(flat), "median_s": statistics.median(flat),
                       "fastest_over_slowest": max(flat) / min(flat)}, indent=1))
