@@ -7,7 +7,7 @@ decode-only steps are timed in rounds of 5, the two paths in turns (the order fl
 the machine falls on both):
 
 - `one_call`: the engine as it ships: a decode step's layers in one call (`kernels/decode_step.c`);
-- `per_layer`: the same kernels called a layer at a time, 9 calls each (`native_layer.layer_forward`), as before.
+- `per_layer`: the same kernels called a layer at a time, 9 calls each (`native_layer.layer_by_layer`), as before.
 
 And the floor under both: the step's 49 linears alone on a random row, timed in the same rounds (what a step
 would cost if everything but reading the weights were free). Prints, per batch size, the median step of each in
@@ -25,14 +25,6 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-
-def per_layer(native, model, x, positions, attn):
-    from own_engine.native_layer import layer_forward
-
-    for i, layer in enumerate(model.layers):
-        x = layer_forward(native, layer, i, x, positions, model.rope, attn)
-    return x
 
 
 def main() -> None:
@@ -69,7 +61,7 @@ def main() -> None:
         times: dict[str, list[float]] = {"one_call": [], "per_layer": [], "linears": []}
         for r in range(args.rounds):
             for name in ("one_call", "per_layer", "linears") if r % 2 else ("linears", "per_layer", "one_call"):
-                native_layer.decode_layers_forward = per_layer if name == "per_layer" else one_call
+                native_layer.decode_layers_forward = native_layer.layer_by_layer if name == "per_layer" else one_call
                 t0 = time.perf_counter()
                 for _ in range(5):
                     if name == "linears":

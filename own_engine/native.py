@@ -48,7 +48,6 @@ SIGNATURES = {  # argument types of each kernel function (the C declarations are
     "rope_store": [_P, _L, _L, _L, _L, _P, _P, _P, _P, _P, _I],
     "silu_mul": [_P, _P, _L, _L, _I],
     "decode_layers": [_P, _L, _L, _P] + [_L] * 5 + [_F] + [_P] * 4 + [_L, _P, _L, _P, _I],
-    "decode_layer_fields": [],
 }
 RETURN_STATUS = {"decode_attention", "chunk_attention", "decode_layers"}  # 0, or -1 when a buffer could not be allocated
 
@@ -92,7 +91,7 @@ def native_kernels() -> NativeKernels | str:
         return f"loading own_engine's native kernels failed: {e}"
     for name, argtypes in SIGNATURES.items():
         getattr(lib, name).argtypes = argtypes
-        getattr(lib, name).restype = _I if name in RETURN_STATUS else _L if name == "decode_layer_fields" else None
+        getattr(lib, name).restype = _I if name in RETURN_STATUS else None
     kernels = NativeKernels(lib, lib.panel_linear_group())
     from own_engine.native_layer import decode_layers_agree, layer_ops_agree
     from own_engine.paged_attention import native_chunk_agrees, native_decode_agrees

@@ -46,6 +46,13 @@ def native_forward(native: NativeKernels, model: LlamaModel, x: torch.Tensor, po
     m = attn.meta
     if m.native is not None and not m.chunks and m.num_decodes == x.shape[0]:
         return decode_layers_forward(native, model, x, positions, attn)
+    return layer_by_layer(native, model, x, positions, attn)
+
+
+def layer_by_layer(native: NativeKernels, model: LlamaModel, x: torch.Tensor, positions: torch.Tensor,
+                   attn: PagedAttention) -> torch.Tensor:
+    """Every decoder layer, a layer at a time (`layer_forward`): any step, and the reference for the one-call
+    decode step."""
     for i, layer in enumerate(model.layers):
         x = layer_forward(native, layer, i, x, positions, model.rope, attn)
     return x
@@ -177,10 +184,6 @@ def decode_layers_agree(native: NativeKernels) -> bool:
                          native=native)
         attn = PagedAttention(caches[0].clone(), caches[1].clone(), meta)
         h = x.clone()
-        if one_call:
-            h = decode_layers_forward(native, model, h, positions, attn)
-        else:
-            for i, layer in enumerate(model.layers):
-                h = layer_forward(native, layer, i, h, positions, model.rope, attn)
+        h = (decode_layers_forward if one_call else layer_by_layer)(native, model, h, positions, attn)
         outs.append((h, attn.k_cache, attn.v_cache))
     return all(torch.equal(a, b) for a, b in zip(*outs, strict=True)) and bool(outs[0][0].isfinite().all())

@@ -31,9 +31,6 @@ typedef struct {
     long lo, hi;    /* keys [lo, hi) */
 } QueryVec;
 
-/* the lanes of a 16-wide step that are inside `left` remaining elements, none when left <= 0 */
-INLINE __mmask16 lanes(long left) { return left > 0 ? tail(left) : (__mmask16)0; }
-
 /* NV query vectors (a compile-time count, so their accumulators stay in registers) against the keys of Kt: scores
  * 32 keys at a time (two loads of K feed 2 NV multiply-adds per d), the softmax of each vector over its own keys,
  * then P @ V 64 outputs at a time (four loads of a V row feed 4 NV multiply-adds per key). */
@@ -48,7 +45,7 @@ INLINE void tile_n(const QueryVec *vec, const float *kt, long ctx_pad, const flo
      * vector's row of s is `stride` long */
     long a0 = klo & ~15L, width = khi - a0, stride = (width + 31) & ~31L;
     for (long j0 = a0; j0 < khi; j0 += 32) {
-        __m512 acc[6][2];
+        __m512 acc[MV][2];
         for (int m = 0; m < NV; m++)
             acc[m][0] = acc[m][1] = _mm512_setzero_ps();
         const float *kd = kt + j0;
@@ -65,7 +62,7 @@ INLINE void tile_n(const QueryVec *vec, const float *kt, long ctx_pad, const flo
             _mm512_storeu_ps(s + m * stride + (j0 - a0) + 16, acc[m][1]);
         }
     }
-    float inv[6];
+    float inv[MV];
     for (int m = 0; m < NV; m++) { /* softmax over the vector's own keys; the others get weight 0 */
         float *sm = s + m * stride;
         long lo = vec[m].lo - a0, hi = vec[m].hi - a0;
@@ -86,7 +83,7 @@ INLINE void tile_n(const QueryVec *vec, const float *kt, long ctx_pad, const flo
         __mmask16 dm[NSL];
         for (int k = 0; k < NSL; k++)
             dm[k] = lanes(D - d - 16 * k);
-        __m512 acc[6][NSL];
+        __m512 acc[MV][NSL];
         for (int m = 0; m < NV; m++)
             for (int k = 0; k < NSL; k++)
                 acc[m][k] = _mm512_setzero_ps();

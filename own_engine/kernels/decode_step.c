@@ -30,7 +30,7 @@ enum { IN_NORM, QKV_W, QKV_B, O_W, O_B, POST_NORM, GATE_UP_W, GATE_UP_B, DOWN_W,
 
 #define SPAN 256 /* SiLU * up: floats per task */
 
-long decode_layer_fields(void) { return LAYER_FIELDS; }
+int decode_layer_fields(void) { return LAYER_FIELDS; }
 
 int decode_layers(float *x, long B, long L, const long *layers, long H, long Hq, long Hkv, long D, long I, float eps,
                   const float *rope, const long *positions, const long *slots, const long *block_tables,

@@ -62,10 +62,8 @@ static void micro_rows(const float *x, long ldx, const float *wg, float *y, long
 void panel_group(const float *x, const float *wp, const float *b, float *y, long M, long N, long K, int accumulate,
                  long g) {
     __mmask16 mask[4];
-    for (int p = 0; p < 4; p++) {
-        long left = N - g * G - p * 16;
-        mask[p] = left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
-    }
+    for (int p = 0; p < 4; p++)
+        mask[p] = lanes(N - g * G - p * 16);
     const float *wg = wp + g * K * G;
     for (long k0 = 0; k0 < K; k0 += KC) {
         long k1 = k0 + KC < K ? k0 + KC : K;

@@ -18,6 +18,9 @@
 /* the lanes of a 16-wide step that are inside `left` remaining elements */
 static inline __mmask16 tail(long left) { return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1); }
 
+/* the same, none when left <= 0 (a slice wholly past the end) */
+static inline __mmask16 lanes(long left) { return left > 0 ? tail(left) : (__mmask16)0; }
+
 /* e^x by a degree-6 polynomial after range reduction (Cephes' expf, ~1e-7 relative); x clamped to 88.38 above.
  * Exactly 0 below -87.3, where e^x would be a denormal (< 2^-126): a softmax weight that small is nothing
  * next to the largest one (1), and denormals are slow: multiplying by them costs a microcode assist each, which

@@ -173,7 +173,7 @@ def test_a_decode_step_in_one_call_equals_the_per_layer_path_bit_for_bit(kernel,
     logits = []
     for one_call in (True, False):
         if not one_call:
-            monkeypatch.setattr(native_layer, "decode_layers_forward", _layer_by_layer)
+            monkeypatch.setattr(native_layer, "decode_layers_forward", native_layer.layer_by_layer)
         engine = LLMEngine(path, device="cpu", max_num_seqs=4, block_size=4)
         rec = LogitRecorder(engine)
         engine.generate(prompts, params)
@@ -183,14 +183,6 @@ def test_a_decode_step_in_one_call_equals_the_per_layer_path_bit_for_bit(kernel,
     assert len(ones) == len(layered) == 72
     for (sid, n, a), (sid2, n2, b) in zip(ones, layered, strict=True):
         assert (sid, n) == (sid2, n2) and torch.equal(a, b), (sid, n)
-
-
-def _layer_by_layer(native, model, x, positions, attn):
-    from own_engine.native_layer import layer_forward
-
-    for i, layer in enumerate(model.layers):
-        x = layer_forward(native, layer, i, x, positions, model.rope, attn)
-    return x
 
 
 def test_a_peaked_softmax_and_silu_tails_equal_pytorch(kernel) -> None:
