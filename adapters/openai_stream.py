@@ -16,7 +16,12 @@ A chunk's token count comes from the first of these sources that exists
 
 Whatever the source, counts are never negative and sum to the server's final
 total when it gave one: a residual is spread over the chunks (largest
-remainder, by text length), never put on one chunk. Every chunk keeps its own
+remainder, by text length), never put on one chunk. Where the counts are the
+client's estimate (sources 2-4), a chunk that carried text never gets 0
+tokens while the total allows one per such chunk: the server made a token to
+send it (a token the tokenizer ends in the next chunk, or text the tokenizer
+splits differently, such as invalid UTF-8 replaced by U+FFFD, would otherwise
+move the first token, and TTFT, to a later chunk). Every chunk keeps its own
 arrival time; the counts are settled when the stream ends, so chunks are
 handed over then.
 """
@@ -59,6 +64,23 @@ def spread(counts: Sequence[int], total: int, weights: Sequence[float]) -> list[
     sign = 1 if diff > 0 else -1
     out = [c + sign * s for c, s in zip(out, shares, strict=True)]
     assert min(out) >= 0 and sum(out) == total, (out, total)
+    return out
+
+
+def at_least_one(counts: Sequence[int], texts: Sequence[str]) -> list[int]:
+    """`counts` with every chunk that has text given >= 1 token, each taken from the nearest chunk after it
+    holding more than one (else the nearest before it); earlier chunks first, as far as the total allows."""
+    out = list(counts)
+    for i, (c, text) in enumerate(zip(out, texts, strict=True)):
+        if c or not text:
+            continue
+        donor = next((j for j in range(i + 1, len(out)) if out[j] > 1), None)
+        if donor is None:
+            donor = next((j for j in range(i - 1, -1, -1) if out[j] > 1), None)
+        if donor is None:
+            break  # fewer tokens than chunks with text: the rest keep 0
+        out[donor] -= 1
+        out[i] = 1
     return out
 
 
@@ -232,6 +254,8 @@ class StreamCounter:
             self.source = "client_chunks"
         if total is not None:
             counts = spread(counts, total, [float(len(t)) for t in texts])
+        if self.source != "server_per_chunk" and 0 in counts:  # the server's own per-chunk counts are kept
+            counts = at_least_one(counts, texts)
         if sum(counts) == 0:
             raise AdapterError("stream", "stream ended without any output token (the server counted 0)")
         client = len(self.token_ends("".join(texts))) if self.token_ends is not None else len(texts) - texts.count("")

@@ -18,6 +18,7 @@ from advisor.metrics.per_request import (
     meets_slos,
     ntpot_ms,
     tpot_ms,
+    tpot_n_minus_1_ms,
     ttft_ms,
     ttft_sched_ms,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "ntpot_ms",
     "summarize",
     "tpot_ms",
+    "tpot_n_minus_1_ms",
     "ttft_ms",
     "ttft_sched_ms",
     "verdict",

@@ -1,7 +1,7 @@
 """Per-request metrics from one raw `RequestRecord`, exactly as docs/metrics.md defines them.
 
 Each function returns None where the metric is undefined for that record (never
-sent, no output token, n_out < 2 for TPOT, ...). They do not look at `ok`:
+sent, no output token, no token after the first chunk for TPOT, ...). They do not look at `ok`:
 `summarize` decides which records enter which distribution.
 """
 
@@ -54,8 +54,29 @@ def e2e_sched_ms(rec: RequestRecord) -> float | None:
     return (t_last - rec.t_sched_ns) / _NS_PER_MS
 
 
+def first_chunk_tokens(rec: RequestRecord) -> int:
+    """Tokens the first token-carrying chunk held (0: no such chunk)."""
+    for n in rec.chunk_tokens:
+        if n > 0:
+            return n
+    return 0
+
+
 def tpot_ms(rec: RequestRecord) -> float | None:
-    """(t_last - t_first) / (n_out - 1), with n_out the engine's count; None for n_out < 2."""
+    """(t_last - t_first) / (n_out - n_first_chunk): the time per token after the first chunk, with n_out the
+    engine's count; None when no token came after the first chunk. The SLOs use this one (docs/metrics.md)."""
+    t_first, t_last = rec.t_first_ns, rec.t_last_ns
+    if t_first is None or t_last is None:
+        return None
+    after_first = rec.n_out - first_chunk_tokens(rec)
+    if after_first < 1:
+        return None
+    return (t_last - t_first) / after_first / _NS_PER_MS
+
+
+def tpot_n_minus_1_ms(rec: RequestRecord) -> float | None:
+    """(t_last - t_first) / (n_out - 1): other tools' TPOT, short of `tpot_ms` when the first chunk held
+    several tokens; None for n_out < 2."""
     t_first, t_last = rec.t_first_ns, rec.t_last_ns
     if t_first is None or t_last is None or rec.n_out < 2:
         return None
@@ -100,8 +121,8 @@ def meets_slos(rec: RequestRecord, slos: SLOs) -> bool:
     """A 'good' request: it succeeded and met every per-request limit that is set.
 
     TTFT and E2E are measured from t_send (the verdict separately checks that the
-    client sent on time). A request with n_out < 2 has no TPOT and so cannot break
-    the TPOT limit.
+    client sent on time). A request whose tokens all came in its first chunk has no
+    TPOT and so cannot break the TPOT limit.
     """
     if not rec.ok:
         return False

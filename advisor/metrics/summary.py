@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -34,11 +34,15 @@ PER_REQUEST: dict[str, Callable[[RequestRecord], float | None]] = {
     "e2e_ms": pr.e2e_ms,
     "e2e_sched_ms": pr.e2e_sched_ms,
     "tpot_ms": pr.tpot_ms,
+    "tpot_n_minus_1_ms": pr.tpot_n_minus_1_ms,
     "ntpot_ms": pr.ntpot_ms,
     "interactivity_tps": pr.interactivity_tps,
 }
 DISTRIBUTION_KEYS = ("ttft_ms", "ttft_sched_ms", "e2e_ms", "e2e_sched_ms", "tpot_ms", "ntpot_ms", "itl_ms",
-                     "client_queue_ms", "interactivity_tps")
+                     "client_queue_ms", "interactivity_tps", "tpot_n_minus_1_ms")
+# How `tpot_ms` was computed: since the first chunk's tokens are left out, "after_first_chunk"; a summary written
+# before (no `tpot_n_minus_1_ms` in it) holds the (n_out - 1) form under `tpot_ms`, and says so when loaded.
+TpotDefinition = Literal["after_first_chunk", "n_out_minus_1"]
 SLO_METRICS = (("ttft", "ttft_ms"), ("tpot", "tpot_ms"), ("e2e", "e2e_ms"))
 
 
@@ -79,6 +83,10 @@ class RunSummary:
     lag_check: LagCheck | None = None  # open loop: did the load generator keep up (advisor.metrics.lag)
     token_sources: dict[str, int] | None = None  # successful measured requests per token-count source
     sessions: SessionStats | None = None  # multi-turn runs: TTFT and prompt length by turn, context drops
+    # (t_last - t_first) / (n_out - 1): other tools' TPOT, beside ours; a summary from before it existed reads
+    # it from its own `tpot_ms` (then computed this way), and its `tpot_definition` says so
+    tpot_n_minus_1_ms: Distribution = Distribution(n=0)
+    tpot_definition: TpotDefinition = "after_first_chunk"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict with the schema's keys (no NaN or inf: missing values are None)."""
@@ -100,7 +108,8 @@ class RunSummary:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunSummary:
         """Inverse of `to_dict`; a summary without `saturation_signals` loads with None there."""
-        optional = ("saturation_signals", "lag_check", "token_sources", "sessions")
+        d = _with_tpot_forms(d)
+        optional = ("saturation_signals", "lag_check", "token_sources", "sessions", "tpot_definition")
         required = [f.name for f in fields(cls) if f.name not in optional]
         missing = [k for k in required if k not in d]
         if missing:
@@ -108,6 +117,7 @@ class RunSummary:
         kw: dict[str, Any] = {k: d[k] for k in required}
         for k in DISTRIBUTION_KEYS:
             kw[k] = Distribution.from_dict(d[k])
+        kw["tpot_definition"] = d.get("tpot_definition", "after_first_chunk")
         for k in ("error_rate", "window_s", "offered_rps", "requests_per_s", "input_tokens_per_s",
                   "output_tokens_per_s", "total_tokens_per_s", "peak_output_tokens_per_s", "goodput_rps",
                   "slo_attainment"):
@@ -134,7 +144,15 @@ class RunSummary:
         mode = d.get("mode", mode)
         if mode is None:
             raise ValueError("neither the summary nor the schedule says the run's mode")
-        return cls.from_dict({**_ABSENT, "mode": mode, **d})
+        return cls.from_dict({**_ABSENT, "mode": mode, **_with_tpot_forms(d)})
+
+
+def _with_tpot_forms(d: dict[str, Any]) -> dict[str, Any]:
+    """A summary written before `tpot_n_minus_1_ms` existed computed its `tpot_ms` that way: both names read it,
+    and `tpot_definition` says that `tpot_ms` is the (n_out - 1) form (its records give the new one)."""
+    if "tpot_n_minus_1_ms" in d or "tpot_ms" not in d:
+        return d
+    return {**d, "tpot_n_minus_1_ms": d["tpot_ms"], "tpot_definition": "n_out_minus_1"}
 
 
 _ABSENT: dict[str, Any] = {

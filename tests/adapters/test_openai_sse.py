@@ -7,7 +7,7 @@ import json
 import pytest
 
 from adapters.base import AdapterError, Chunk
-from adapters.openai_stream import StreamCounter, align, spread
+from adapters.openai_stream import StreamCounter, align, at_least_one, spread
 from adapters.sse import SSEDecoder
 
 
@@ -49,11 +49,41 @@ def test_per_chunk_usage_counts_several_tokens_in_one_chunk():
 
 
 def test_tokenizer_counts_are_aligned_to_the_chunk_where_each_token_ends():
-    # tokens "ab|cd|e" over chunks "a", "bcd", "e": ab ends in chunk 1, cd in chunk 1, e in chunk 2
-    c = StreamCounter("completions", token_ends=lambda text: [2, 4, 5])
-    out = _counts(c, [(_event("a"), 10), (_event("bcd"), 20), (_event("e"), 30)])
-    assert [x.n_tokens for x in out] == [0, 2, 1] and [x.t_ns for x in out] == [10, 20, 30]
-    assert out[-1].n_out_client == 3 and {x.token_source for x in out} == {"tokenizer_aligned"}
+    # tokens "ab|cd|e|fg" over chunks "a", "bcd", "e", "fg": ab and cd end in chunk 1, e in 2, fg in 3
+    c = StreamCounter("completions", token_ends=lambda text: [2, 4, 5, 7])
+    out = _counts(c, [(_event("a"), 10), (_event("bcd"), 20), (_event("e"), 30), (_event("fg"), 40)])
+    # chunk 0 carried text, so the server made a token to send it: it takes one from chunk 1, never 0
+    assert [x.n_tokens for x in out] == [1, 1, 1, 1] and [x.t_ns for x in out] == [10, 20, 30, 40]
+    assert out[-1].n_out_client == 4 and {x.token_source for x in out} == {"tokenizer_aligned"}
+
+
+def test_a_chunk_with_text_never_gets_0_tokens():
+    assert at_least_one([0, 3, 1], ["a", "b", "c"]) == [1, 2, 1]  # from the nearest chunk after it
+    assert at_least_one([2, 1, 0], ["a", "b", "c"]) == [1, 1, 1]  # else from the nearest before it
+    assert at_least_one([0, 0, 1], ["", "b", "c"]) == [0, 0, 1]  # a chunk without text may hold none
+    assert at_least_one([0, 0, 2], ["a", "b", "c"]) == [1, 0, 1]  # too few tokens: the earliest chunks first
+
+
+def test_invalid_utf8_in_the_stream_leaves_the_first_token_in_the_first_chunk():
+    """A first chunk of invalid UTF-8 (U+FFFD, 3 byte-level tokens under the client's tokenizer) in a stream
+    of 1 token per chunk whose usage says 4: removing the 2 extra tokens used to leave a later chunk with 0
+    and could leave the first with 0 (its TTFT then moved to the second chunk); every chunk holds 1 now."""
+    invalid = bytes([0xFF, 0xFE])  # not UTF-8: decoded as two U+FFFD
+    reads = [b'data: {"choices": [{"index": 0, "text": "%b"}]}\n\n' % w for w in (invalid, b" hello", b" big",
+                                                                                b" world")]
+    reads += [b'data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4}}\n\n',
+              b"data: [DONE]\n\n"]
+
+    def token_ends(text: str) -> list[int]:  # byte-level BPE: each U+FFFD is 3 tokens, words one each
+        assert text.startswith("\ufffd\ufffd")
+        return [1, 1, 1, 2, 2, 2] + [text.index(w) + len(w) for w in (" hello", " big", " world")]
+
+    c, d = StreamCounter("completions", token_ends), SSEDecoder()
+    for t, raw in enumerate(reads):
+        if not (d.idle() and c.feed_read(raw, t)):
+            c.feed_many(d.feed(raw), t)
+    out = c.finish()
+    assert [x.n_tokens for x in out] == [1, 1, 1, 1] and [x.t_ns for x in out] == [0, 1, 2, 3]
 
 
 def test_final_usage_is_spread_by_text_length_when_there_is_no_tokenizer():

@@ -13,6 +13,7 @@ from advisor.metrics import (
     meets_slos,
     ntpot_ms,
     tpot_ms,
+    tpot_n_minus_1_ms,
     ttft_ms,
     ttft_sched_ms,
 )
@@ -41,15 +42,33 @@ def test_single_token_chunks_and_one_double_chunk():
 def test_first_chunk_with_several_tokens_has_no_itl():
     r = rec(0, 0, [(20, 3), (30, 1), (54, 2)])
     assert ttft_ms(r) == approx(20.0)
-    assert tpot_ms(r) == approx(34.0 / 5)  # (54 - 20) / (6 - 1)
+    assert tpot_ms(r) == approx(34.0 / 3)  # (54 - 20) / (6 - 3): the first chunk's 3 tokens are not free
+    assert tpot_n_minus_1_ms(r) == approx(34.0 / 5)  # (54 - 20) / (6 - 1): other tools' form, kept beside it
     assert ntpot_ms(r) == approx(9.0)  # 54 / 6
+    assert interactivity_tps(r) == approx(3000.0 / 34)  # 1000 / TPOT
     assert itl_ms(r) == approx([10.0, 12.0, 12.0])  # 3 values for the 3 tokens after the first chunk
+    assert sum(itl_ms(r)) / len(itl_ms(r)) == approx(tpot_ms(r))  # per request, mean ITL is TPOT
+
+
+def test_tpot_of_k_tokens_per_chunk_is_the_per_token_gap():
+    # a server writing 4 tokens every 32 ms (8 ms per token), 64 tokens: TPOT is 8 ms, not 8 x 60/63
+    r = rec(0, 0, [(40 + 32 * i, 4) for i in range(16)])
+    assert tpot_ms(r) == approx(8.0)
+    assert tpot_n_minus_1_ms(r) == approx(8.0 * 60 / 63)
+    assert sum(itl_ms(r)) / len(itl_ms(r)) == approx(8.0)
+
+
+def test_every_token_in_the_first_chunk_has_no_tpot():
+    r = rec(0, 0, [(20, 5)])
+    assert tpot_ms(r) is None and interactivity_tps(r) is None
+    assert tpot_n_minus_1_ms(r) == approx(0.0)  # the (n_out - 1) form calls it infinitely fast
+    assert meets_slos(r, SLOs(tpot_ms=1))
 
 
 def test_tpot_uses_the_engine_count_not_the_chunks():
     # the server said 5 tokens while only 3 chunks of 1 were streamed (e.g. batched usage)
     r = rec(0, 0, [(10, 1), (20, 1), (30, 1)], n_out=5)
-    assert tpot_ms(r) == approx(5.0)  # (30 - 10) / 4
+    assert tpot_ms(r) == approx(5.0)  # (30 - 10) / (5 - 1)
     assert ntpot_ms(r) == approx(6.0)
 
 
@@ -57,7 +76,7 @@ def test_single_token_has_no_tpot_itl_or_interactivity():
     r = rec(0, 1, [(11, 1)])
     assert ttft_ms(r) == approx(10.0)
     assert e2e_ms(r) == approx(10.0)
-    assert tpot_ms(r) is None
+    assert tpot_ms(r) is None and tpot_n_minus_1_ms(r) is None
     assert interactivity_tps(r) is None
     assert itl_ms(r) == []
     assert ntpot_ms(r) == approx(10.0)

@@ -133,7 +133,8 @@ def test_bad_arguments_name_the_fix():
 
 def test_round_trip_through_json(summary):
     d = summary.to_dict()
-    assert set(d) == SCHEMA_KEYS | {"saturation_signals", "lag_check", "token_sources", "sessions"}
+    assert set(d) == SCHEMA_KEYS | {"saturation_signals", "lag_check", "token_sources", "sessions",
+                                    "tpot_n_minus_1_ms", "tpot_definition"}
     text = json.dumps(d, allow_nan=False)
     back = RunSummary.from_dict(json.loads(text))
     assert back == summary
@@ -143,6 +144,21 @@ def test_round_trip_through_json(summary):
     assert RunSummary.from_dict(d).saturation_signals is None
     with pytest.raises(ValueError, match="missing keys"):
         RunSummary.from_dict({"n_requests": 1})
+
+
+def test_a_summary_from_before_the_two_tpot_forms_reads_its_tpot_as_the_n_minus_1_form():
+    # a multi-token first chunk: TPOT (after the first chunk) 10 ms, the (n_out - 1) form 30/4 = 7.5 ms
+    s = summarize([rec(0, 0, [(10, 2), (20, 1), (30, 1), (40, 1)], idx=i) for i in range(3)], mode="closed",
+                  slos=SLOs(tpot_ms=9), window_ns=None)
+    assert s.tpot_ms.p50 == approx(10.0) and s.tpot_n_minus_1_ms.p50 == approx(7.5)
+    assert s.slo_met["tpot"] is False  # the SLO is judged on TPOT after the first chunk: 10 > 9
+    old = s.to_dict()
+    old["tpot_ms"] = old.pop("tpot_n_minus_1_ms")  # what the old advisor wrote under tpot_ms
+    del old["tpot_definition"]
+    for back in (RunSummary.from_dict(old), RunSummary.from_saved(old)):
+        assert back.tpot_definition == "n_out_minus_1"
+        assert back.tpot_ms.p50 == back.tpot_n_minus_1_ms.p50 == approx(7.5)
+    assert RunSummary.from_dict(s.to_dict()).tpot_definition == "after_first_chunk"
 
 
 def test_window_edges_are_inclusive_and_short_windows_have_a_peak():
