@@ -10,6 +10,8 @@ close-delimited bodies, gzip/deflate, TLS through the event loop. It parses
 nothing of the body: every read is kept as (arrival perf_counter_ns, bytes)
 and handed over when the response has ended, or early when a read holds the
 caller's `wake_on` marker (an error event inside a stream that stays open).
+With `kernel_stamps` (plain HTTP on Linux), a read's arrival is the kernel's
+receive stamp (`adapters.kernel_stamps`), else the time its callback ran.
 Written by hand because no maintained client exposes its reads that cheaply.
 Not handled, never needed against an inference server: redirects, proxies,
 HTTP/2, `Expect: 100-continue` (a stray 1xx head is skipped).
@@ -27,6 +29,7 @@ from collections import deque
 
 from adapters.deadlines import EXPIRED, Deadlines
 from adapters.http_response import HTTPError, HTTPTimeout, Response, parse_head_cached, wake
+from adapters.kernel_stamps import ArrivalClock, kernel_stamps_work, open_stamped
 
 __all__ = ["HTTPError", "HTTPTimeout", "Pool", "Response"]
 
@@ -67,7 +70,10 @@ class _Conn(asyncio.Protocol):
         self._fail(HTTPError(why))
 
     def data_received(self, data: bytes) -> None:
-        t_ns = time.perf_counter_ns()
+        self.received(data, time.perf_counter_ns())
+
+    def received(self, data: bytes, t_ns: int) -> None:
+        """One read that arrived at t_ns (perf_counter_ns)."""
         resp = self.resp
         if resp is None:
             self.transport.abort()  # bytes nobody asked for: the connection is unusable
@@ -233,7 +239,7 @@ def _expire(item: tuple[_Conn, Response] | None) -> None:
 class Pool:
     """Keep-alive connections to one server, bound to the event loop that made it."""
 
-    def __init__(self, url: str, limit: int = 0, timeout_s: float = 0) -> None:
+    def __init__(self, url: str, limit: int = 0, timeout_s: float = 0, kernel_stamps: bool = False) -> None:
         p = urllib.parse.urlsplit(url)
         self.url = url
         self.host = p.hostname or "127.0.0.1"
@@ -242,6 +248,9 @@ class Pool:
         self.host_header = p.netloc.rpartition("@")[2]
         self.limit = limit  # most open connections (0: none)
         self.timeout_s = timeout_s  # an exchange not ended this long after send() began fails with HTTPTimeout (0: none)
+        # where reads' arrival times come from: the kernel's receive stamp, or the loop's callback (TLS, elsewhere)
+        self.arrival_clock: ArrivalClock = "kernel" if kernel_stamps and not self.tls and kernel_stamps_work() \
+            else "loop"
         self.loop = asyncio.get_running_loop()
         self._deadlines = Deadlines(timeout_s, _expire) if timeout_s > 0 else None
         self._idle: list[_Conn] = []
@@ -329,8 +338,12 @@ class Pool:
                     return conn
         self._connecting += 1
         try:
-            _, conn = await self.loop.create_connection(lambda: _Conn(self), self.host, self.port, ssl=self._ssl,
-                                                        server_hostname=self.host if self.tls else None)
+            if self.arrival_clock == "kernel":
+                conn = _Conn(self)
+                await open_stamped(self.loop, self.host, self.port, conn)
+            else:
+                _, conn = await self.loop.create_connection(lambda: _Conn(self), self.host, self.port, ssl=self._ssl,
+                                                            server_hostname=self.host if self.tls else None)
         except OSError as e:
             raise HTTPError(f"cannot connect to {self.host}:{self.port}: {type(e).__name__}: {e}") from e
         finally:
@@ -373,5 +386,7 @@ class Pool:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+                if isinstance(sock, socket.socket):  # a stamped transport's own socket: nothing else closes it
+                    sock.close()
         self._open.clear()
         self._idle.clear()

@@ -39,6 +39,7 @@ from adapters.base import (
     WorkerClient,
 )
 from adapters.http_stream import HTTPError, Pool, Response
+from adapters.kernel_stamps import ArrivalClock, arrival_clock_info
 from adapters.openai_request import RequestShape
 from adapters.openai_stream import StreamCounter
 from adapters.sse import SSEDecoder
@@ -77,6 +78,8 @@ class OpenAIOptions(EngineOptions):
     log_dir: str | None = Field(None, description="folder for a launched server's log")
     health_timeout_s: float = Field(300, gt=0, description="how long a launched server may take to be healthy")
     max_connections: int = Field(0, ge=0, description="HTTP connection cap (0: none)")
+    arrival_clock: ArrivalClock = Field("kernel", description="stamp reads with the kernel's receive time "
+                                        "(Linux, plain HTTP; else the loop's) or when the event loop ran them")
 
 
 class OpenAIAdapter(Adapter):
@@ -113,6 +116,7 @@ class OpenAIAdapter(Adapter):
         self.log_dir = o.log_dir
         self.health_timeout_s = float(o.health_timeout_s)
         self.max_connections = int(o.max_connections)
+        self.arrival_clock = o.arrival_clock
         self.shape = RequestShape(self.endpoint, self.prompt_mode)  # what we send, and what the server refused
         self._notes = self.shape.notes
         self.short_requests = 0  # ignore_eos asked, fewer/more tokens came back
@@ -165,7 +169,8 @@ class OpenAIAdapter(Adapter):
         version = str(version_doc.get("version", "unknown")) if isinstance(version_doc, dict) else "unknown"
         if self.tokenizer_path:
             self._tok = _load_tokenizer(self.tokenizer_path)
-        extra.update({"endpoint": self.endpoint, "owned_by": owner, "served_model": self.served_model})
+        extra.update({"endpoint": self.endpoint, "owned_by": owner, "served_model": self.served_model,
+                      **arrival_clock_info(self.arrival_clock == "kernel" and self.url.startswith("http://"))})
         return EngineInfo(adapter="openai", engine=_OWNERS.get(owner.lower(), "openai-compatible"), version=version,
                           device=public_url(self.url), model=str(self.model or self.served_model), format="server",
                           precision="unknown", batching="unknown", pid=pid,
@@ -332,7 +337,8 @@ class OpenAIAdapter(Adapter):
             _raise_open_files_limit()
             if pool is not None:
                 pool.detach()  # belongs to another (finished) loop
-            pool = self._http = Pool(self.url, self.max_connections, self.timeout_s)
+            pool = self._http = Pool(self.url, self.max_connections, self.timeout_s,
+                                     kernel_stamps=self.arrival_clock == "kernel")
         return pool
 
     def _find_metrics(self) -> str | None:

@@ -3,11 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gzip
+import socket
+import threading
+import time
 
 import pytest
 
+from adapters import http_stream
 from adapters.http_stream import HTTPError, Pool
+from adapters.kernel_stamps import RealtimeOffset, kernel_stamps_work
+
+STAMPS = [False, pytest.param(True, marks=pytest.mark.skipif(not kernel_stamps_work(),
+                                                             reason="no kernel receive stamps here"))]
+
+
+@pytest.fixture(autouse=True, params=STAMPS, ids=["loop-stamps", "kernel-stamps"])
+def stamps(request, monkeypatch) -> bool:
+    """Every test here runs on both transports: the loop's, and the kernel-stamped socket."""
+    monkeypatch.setitem(globals(), "Pool", functools.partial(http_stream.Pool, kernel_stamps=request.param))
+    return request.param
 
 SSE = b"data: a\n\ndata: b\n\n"
 
@@ -130,9 +146,6 @@ def test_connection_cap_queues_requests_instead_of_opening_more():
 
 
 def test_detach_after_the_loop_ended_closes_the_connection_without_raising():
-    import socket
-    import threading
-
     listener = socket.create_server(("127.0.0.1", 0))
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     eof = threading.Event()
@@ -199,3 +212,63 @@ def test_response_heads_are_parsed_once_per_distinct_head():
     assert parse_head_cached(bytes(head)) is first and head in HEADS_CACHE
     with pytest.raises(HTTPError, match="not an HTTP/1.x response"):
         parse_head_cached(b"SPDY/3 200 OK")
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_read_is_stamped_when_it_arrived_not_when_a_busy_loop_got_to_it(stamps, loop):
+    """The server writes while the client's loop is blocked for 80 ms: the kernel's stamp falls inside the
+    server's write, the loop's stamp after the block."""
+    factory = pytest.importorskip("uvloop").new_event_loop if loop == "uvloop" else None
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    written: list[tuple[int, int]] = []
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while not data.endswith(b"{}"):
+                data += conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(SSE))
+            time.sleep(0.02)  # the client is blocked by now
+            before = time.perf_counter_ns()
+            conn.sendall(SSE)
+            written.append((before, time.perf_counter_ns()))
+            time.sleep(0.2)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+
+    async def go():
+        pool = Pool(url)
+        assert pool.arrival_clock == ("kernel" if stamps else "loop")
+        sending = asyncio.ensure_future(_post(pool))
+        while not pool._open or not any(c.got_bytes for c in pool._open):
+            await asyncio.sleep(0.001)
+        time.sleep(0.08)  # a busy client: the loop runs nothing meanwhile
+        resp = await sending
+        pool.close()
+        return resp
+
+    with asyncio.Runner(loop_factory=factory) as runner:
+        resp = runner.run(go())
+    t.join(5)
+    listener.close()
+    (before, after), = written
+    t_read = resp.reads[-1][0]
+    if stamps:
+        assert before - 1_000_000 <= t_read <= after + 1_000_000, (t_read - before) / 1e6
+    else:
+        assert t_read - after > 40_000_000  # the loop's stamp carries the block
+
+
+def test_the_realtime_offset_is_read_again_when_a_stamp_cannot_be_right(monkeypatch):
+    clock = RealtimeOffset()
+    now = time.perf_counter_ns()
+    real = now + clock.offset_ns
+    assert abs(clock.to_perf(real - 5_000, now) - (now - 5_000)) <= 2 * clock.error_ns + 1_000
+    clock.offset_ns -= 3_000_000  # the wall clock stepped back 3 ms: stamps look 3 ms in the future
+    n = clock.n_measured
+    assert clock.to_perf(real - 10_000, now) <= now and clock.n_measured == n + 1  # measured again
+    assert abs(clock.offset_ns - (real - now)) < 1_000_000
+    assert clock.to_perf(real + 10**9, now) == now and clock.n_clamped == 1  # never later than its read
