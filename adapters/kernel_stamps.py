@@ -49,6 +49,7 @@ class RealtimeOffset:
         self.min_offset_ns: int | None = None
         self.max_offset_ns: int | None = None
         self.n_clamped = 0  # stamps later than their read even after a fresh offset: the read's own time used
+        self.n_unstamped = 0  # reads that came without a kernel stamp: the read's own time used
         self._at_ns = 0
         self.measure()
 
@@ -82,7 +83,7 @@ class RealtimeOffset:
         """What a run records about the conversion."""
         spread = (self.max_offset_ns or 0) - (self.min_offset_ns or 0)
         return {"offset_error_ns": self.error_ns, "offset_readings": self.n_measured, "offset_spread_ns": spread,
-                "stamps_clamped": self.n_clamped}
+                "stamps_clamped": self.n_clamped, "reads_unstamped": self.n_unstamped}
 
 
 _OFFSET: RealtimeOffset | None = None
@@ -112,22 +113,43 @@ def _option() -> tuple[int, struct.Struct] | None:
     return _WORKS
 
 
+# Linux turns receive stamping on for the whole machine while any socket asks for it, and turns it on later
+# (deferred work) when the first one does: until then packets arrive unstamped. One socket of this process
+# keeps asking from the self-test on, so a connection opened after the last one closed is stamped from its first
+# packet too.
+_KEEP: list[socket.socket] = []
+
+
 def _self_test(opt: int, layout: struct.Struct) -> bool:
-    """Does a loopback TCP read with `opt` on come with a stamp within a second of the wall clock?"""
+    """Does a loopback TCP read with `opt` on come with a stamp within a second of the wall clock? Tried for up
+    to half a second: the machine-wide switch may still be on its way."""
+    try:
+        keep = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        keep.setsockopt(socket.SOL_SOCKET, opt, 1)
+    except OSError:
+        return False
     try:
         with socket.create_server(("127.0.0.1", 0)) as srv, \
                 socket.create_connection(srv.getsockname(), timeout=2) as cli:
             cli.setsockopt(socket.SOL_SOCKET, opt, 1)
             peer, _ = srv.accept()
             with peer:
-                peer.sendall(b"x")
-                _, anc, _, _ = cli.recvmsg(16, _CMSG_SPACE)
+                deadline = time.monotonic() + 0.5
+                while time.monotonic() < deadline:
+                    peer.sendall(b"x")
+                    _, anc, _, _ = cli.recvmsg(16, _CMSG_SPACE)
+                    for level, kind, data in anc:
+                        if level == socket.SOL_SOCKET and kind == opt and len(data) >= layout.size:
+                            sec, nsec = layout.unpack_from(data)
+                            if abs(sec * 1_000_000_000 + nsec - time.time_ns()) < 1_000_000_000:
+                                _KEEP.append(keep)
+                                return True
+                            keep.close()
+                            return False
+                    time.sleep(0.002)
     except OSError:
-        return False
-    for level, kind, data in anc:
-        if level == socket.SOL_SOCKET and kind == opt and len(data) >= layout.size:
-            sec, nsec = layout.unpack_from(data)
-            return abs(sec * 1_000_000_000 + nsec - time.time_ns()) < 1_000_000_000
+        pass
+    keep.close()
     return False
 
 
@@ -177,11 +199,14 @@ class StampedTransport:
             self._lost(None)  # the server closed the connection
             return
         now = time.perf_counter_ns()
-        t = now
+        t = 0
         for level, kind, stamp in anc:
             if kind == self._opt and level == socket.SOL_SOCKET:
                 sec, nsec = self._layout.unpack_from(stamp)
                 t = self._clock.to_perf(sec * 1_000_000_000 + nsec, now)
+        if not t:
+            self._clock.n_unstamped += 1
+            t = now
         if t < self._last_ns:  # offsets read at different times may differ by their error: keep reads in order
             t = self._last_ns
         self._last_ns = t

@@ -40,6 +40,7 @@ from adapters.base import (
 )
 from adapters.http_stream import HTTPError, Pool, Response
 from adapters.kernel_stamps import ArrivalClock, arrival_clock_info
+from adapters.kernel_stamps import offset as kernel_offset
 from adapters.openai_request import RequestShape
 from adapters.openai_stream import StreamCounter
 from adapters.sse import SSEDecoder
@@ -179,7 +180,11 @@ class OpenAIAdapter(Adapter):
                           max_model_len=_first_int(data, "max_model_len"), extra=extra, notes=tuple(self._notes))
 
     def stats(self) -> dict[str, float]:
-        return {"running": float(self._running), "short_requests": float(self.short_requests)}
+        out = {"running": float(self._running), "short_requests": float(self.short_requests)}
+        if self._http is not None and self._http.arrival_clock == "kernel":  # reads that fell back to the loop's time
+            clock = kernel_offset()
+            out.update(reads_unstamped=float(clock.n_unstamped), stamps_clamped=float(clock.n_clamped))
+        return out
 
     def worker_client(self) -> WorkerClient:
         options = self.options.model_copy(update={"launch": None, "log_dir": None})  # the server is up already

@@ -1,8 +1,10 @@
-"""ITL and token counts against what the server really did, for 1 to 8 tokens per chunk.
+"""ITL, TPOT and token counts against what the server really did, for 1 to 8 tokens per chunk.
 
 The fault server runs in its own process, streams k tokens per chunk and logs when it wrote every chunk.
 A real `advisor bench` measures it; each request is matched to the server's log by its send time
-(one monotonic clock for both processes) and compared chunk by chunk and by percentile.
+(one monotonic clock for both processes) and compared chunk by chunk and by percentile. The ITL tail is
+also checked at 40 and 100 req/s, where the client's event loop runs late (its reads are stamped by the
+kernel, `adapters.kernel_stamps`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import numpy as np
 import pytest
 
-from advisor.metrics.per_request import itl_ms
+from advisor.metrics.per_request import itl_ms, tpot_ms, tpot_n_minus_1_ms
 from advisor.store import load_run
 from tests.faults.conftest import advisor, write_scenario
 
@@ -21,26 +23,32 @@ pytestmark = pytest.mark.faults
 TPOT_MS = 8.0
 
 
-def _bench(server, model_dir, tmp_path, scenario) -> object:
+def _bench(server, model_dir, tmp_path, scenario, *opts: str) -> object:
     res = advisor("bench", "--scenario", str(scenario), "--engine", "openai", "--url", server.url, "--model",
-                  model_dir, "--out", str(tmp_path / "runs"), "--json")
+                  model_dir, "--out", str(tmp_path / "runs"), "--json", *opts)
     assert res.returncode == 0, res.stderr
     return load_run(json.loads(res.stdout)["path"])
 
 
-def _matched(run, server):
-    """(client record, server request) pairs, matched by send time on the shared monotonic clock."""
+def _matched(run, server, within_ms: float = 50):
+    """(client record, server request) pairs, matched by send time on the shared monotonic clock: each
+    record to the first request the server received after its send (within_ms) that no earlier record took."""
     t0 = run.loadgen.t0_perf_counter_ns
     served = sorted(server.requests(), key=lambda r: r["t_recv_ns"])
-    pairs = []
-    for rec in run.records():
-        if not rec.ok:
-            continue
+    pairs, used = [], set()
+    for rec in sorted((r for r in run.records() if r.ok), key=lambda r: r.t_send_ns):
         sent = t0 + rec.t_send_ns
-        srv = min(served, key=lambda r: abs(r["t_recv_ns"] - sent))
-        assert 0 <= srv["t_recv_ns"] - sent < 50e6, "no server request near this send"
-        pairs.append((rec, srv))
+        i = next((i for i, r in enumerate(served) if i not in used and r["t_recv_ns"] >= sent), None)
+        assert i is not None and served[i]["t_recv_ns"] - sent < within_ms * 1e6, "no server request near this send"
+        used.add(i)
+        pairs.append((rec, served[i]))
     return pairs
+
+
+def _server_tpot(srv) -> float:
+    """The server's own TPOT: from its first to its last chunk, per token after the first chunk."""
+    (t_first, n_first), (t_last, _) = srv["chunks"][0], srv["chunks"][-1]
+    return (t_last - t_first) / (sum(n for _, n in srv["chunks"]) - n_first) / 1e6
 
 
 def _server_itl(srv) -> list[float]:
@@ -63,6 +71,8 @@ def test_itl_matches_the_servers_own_per_token_gaps(fault_server, model_dir, tmp
                                                          else "tokenizer_aligned")
         client_itl += itl_ms(rec)
         server_itl += _server_itl(srv)
+        # TPOT per request is the server's: the tokens after the first chunk over the time they took
+        assert tpot_ms(rec) == pytest.approx(_server_tpot(srv), rel=0.05, abs=0.3)
         t_client = np.diff(rec.chunk_t_ns) / 1e6
         t_server = np.diff([t for t, _ in srv["chunks"]]) / 1e6
         gap_diff_ms += list(t_client - t_server)
@@ -98,3 +108,46 @@ def test_without_a_tokenizer_the_final_total_is_spread_by_text_length(fault_serv
         assert sum(rec.chunk_tokens) == rec.n_out == 24 and min(rec.chunk_tokens) >= 0
         assert max(rec.chunk_tokens) <= 6  # the residual is spread, never dumped on one chunk
         assert rec.token_source == "text_proportional"
+
+
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_tpot_matches_the_servers_per_token_time(fault_server, model_dir, tmp_path, k):
+    """256 in, 64 out, TTFT 40 ms, 8 ms per token, k tokens per chunk: TPOT leaves the first chunk's k tokens
+    out, as the server spent no decode time between chunks on them; the (n_out - 1) form stays beside it,
+    short by (64 - k) / 63 (-4.8% at k=4, -11.1% at k=8, what TPOT itself was before)."""
+    server = fault_server(tokenizer=model_dir, tokens_per_chunk=k, tpot_ms=TPOT_MS, ttft_ms=40, usage="final")
+    scenario = write_scenario(tmp_path / "s.yaml", n_in=256, n_out=64, duration_s=4.0)
+    run = _bench(server, model_dir, tmp_path, scenario)
+    pairs = _matched(run, server)
+    assert len(pairs) >= 12
+    client = np.array([tpot_ms(rec) for rec, _ in pairs])
+    server_tpot = np.array([_server_tpot(srv) for _, srv in pairs])
+    # per request, the client's TPOT is the server's to within 1% (both ends are single chunk arrivals)
+    assert np.median(np.abs(client / server_tpot - 1)) <= 0.01, (client[:5], server_tpot[:5])
+    c50, s50 = np.median(client), np.median(server_tpot)
+    assert abs(c50 / s50 - 1) <= 0.01, f"TPOT p50: client {c50:.3f} ms, server {s50:.3f} ms (k={k})"
+    assert run.summary.tpot_ms.p50 == pytest.approx(c50, rel=0.02)  # the run's own summary agrees
+    n_minus_1 = np.median([tpot_n_minus_1_ms(rec) for rec, _ in pairs])
+    assert n_minus_1 == pytest.approx(c50 * (64 - k) / 63, rel=0.01)
+    assert run.summary.tpot_n_minus_1_ms.p50 == pytest.approx(n_minus_1, rel=0.02)
+
+
+@pytest.mark.parametrize("rate_rps", [40, 100])
+def test_itl_tail_matches_the_server_while_the_client_is_busy(fault_server, model_dir, tmp_path, rate_rps):
+    """1 token per chunk, 256 in, 64 out, TTFT 40 ms, 8 ms per token, at 40 and 100 req/s: ~22 and ~55 streams
+    at once on a 2-core machine, the server beside the client. Stamped when the loop ran each read, the ITL
+    p99 was +10% (40 req/s, 2026-11-26 on this machine) and +13.9% (100 req/s, the issue's machine) above the
+    server's; stamped by the kernel it is within 5% (measured: +0.2% and +1.1%). Where the client reads two
+    chunks in one go (it was busy for a whole gap), both carry the later chunk's stamp: that remains."""
+    server = fault_server(tokenizer=model_dir, tokens_per_chunk=1, tpot_ms=TPOT_MS, ttft_ms=40, usage="final")
+    scenario = write_scenario(tmp_path / "s.yaml", rate_rps=rate_rps, n_in=256, n_out=64, duration_s=4.0)
+    run = _bench(server, model_dir, tmp_path, scenario)
+    assert run.engine.extra["arrival_clock"] == "kernel"
+    pairs = _matched(run, server, within_ms=1000)  # a server this busy may take its time to read a request
+    assert len(pairs) >= 0.9 * rate_rps * 5  # warm-up and measured requests, all served
+    client_itl = [v for rec, _ in pairs for v in itl_ms(rec)]
+    server_itl = [v for _, srv in pairs for v in _server_itl(srv)]
+    assert len(client_itl) == len(server_itl) == 63 * len(pairs)
+    for q, rel in ((50, 0.03), (99, 0.05)):
+        c, s = np.percentile(client_itl, q), np.percentile(server_itl, q)
+        assert abs(c / s - 1) <= rel, f"ITL p{q} at {rate_rps} req/s: client {c:.3f} ms, server {s:.3f} ms"
