@@ -30,7 +30,9 @@ run with the server unpinned (every CPU shared), so `advisor-1:shared` is the
 baseline of the N-worker ratio. A client named `advisor-N@base` is the same
 `advisor bench` run from the source tree `--baseline-root` (e.g. main,
 exported with `git archive`), with this venv: a change to the client measured
-against its baseline in one run. One JSON document per rate, the summary last:
+against its baseline in one run. A client name may end in `#KEY=VALUE`, an adapter option given to
+`advisor bench` as `--opt KEY=VALUE` (e.g. `advisor-1#arrival_clock=loop` against `advisor-1`: the loop's
+read stamps against the kernel's). One JSON document per rate, the summary last:
 
     python benchmarks/loadgen.py --url http://127.0.0.1:28080 \\
         --clients advisor-1,advisor-1:shared,advisor-2,vllm,guidellm --rates 100,250,500,1000,1500,2000
@@ -196,7 +198,8 @@ def _row(client: str, rate: float, ok: bool, achieved: float | None, errors: int
             "command": " ".join(cmd), **extra}
 
 
-def advisor_rate(args: argparse.Namespace, workers: int, rate: float, work: Path, root: Path = ROOT) -> dict[str, Any]:
+def advisor_rate(args: argparse.Namespace, workers: int, rate: float, work: Path, root: Path = ROOT,
+                 opts: tuple[str, ...] = ()) -> dict[str, Any]:
     scenario = work / f"zero-{rate:g}.yaml"
     scenario.write_text(f"""name: zero-{rate:g}
 description: Constant-rate equal requests for the load-generator benchmark.
@@ -210,7 +213,8 @@ slos: {{}}
 """)
     out = work / "runs"
     cmd = [sys.executable, "-c", "from advisor.cli import main; main()", "bench", "--scenario", str(scenario), "--engine", "openai",
-           "--url", args.url, "--workers", str(workers), "--out", str(out), "--json"]
+           "--url", args.url, "--workers", str(workers), "--out", str(out), "--json",
+           *(a for o in opts for a in ("--opt", o))]
     server, kernel = ServerCPU(server_pids(args.url)), ServerCPU([], kernel=True)
     try:
         rc, tree = _run(cmd, args.client_cpu if workers == 1 else None, work / "advisor.log", root)
@@ -328,7 +332,8 @@ def main() -> None:
         raise SystemExit(f"nothing listens at {args.url}: start the zero-work server first (../shared/bench/zero-sse)")
     for client in args.clients.split(","):
         best[client] = None
-        name, _, how = client.partition(":")
+        client_name, _, opt = client.partition("#")
+        name, _, how = client_name.partition(":")
         name, _, at = name.partition("@")
         root = ROOT
         if at:
@@ -342,7 +347,7 @@ def main() -> None:
         pin_server(args.url, server_cpus)
         for rate in rates:
             if name.startswith("advisor-"):
-                row = advisor_rate(args, n_workers, rate, work, root)
+                row = advisor_rate(args, n_workers, rate, work, root, (opt,) if opt else ())
             elif client == "vllm":
                 row = vllm_rate(args, rate, work)
             elif client == "guidellm":
