@@ -236,7 +236,10 @@ class Adapter(ABC):
             self.close()
             raise
         # a conversion done once per model is not cold start: a new replica finds it cached
-        self._info = replace(info, ready_s=round(time.perf_counter() - t0 - (info.convert_s or 0.0), 4))
+        # which clock stamps arrivals: an HTTP adapter says (adapters.kernel_stamps); in-process engines' chunks are
+        # stamped with perf_counter_ns when handed to the load generator
+        self._info = replace(info, ready_s=round(time.perf_counter() - t0 - (info.convert_s or 0.0), 4),
+                             extra={"arrival_clock": "in_process", **info.extra})
         return self._info
 
     @property
