@@ -7,7 +7,9 @@ the client reads them through `adapters.http_stream`'s transports on uvloop (asy
 the loop's (`data_received`, stamped with perf_counter_ns) and the kernel-stamped one (`recvmsg` from
 `add_reader`). The figure is the client process's CPU time (user and system: the kernel's receive work
 done in its context counts) per event sent, in alternating rounds, with how many reads the events took
-(a busy client reads several at once). One JSON line per round, then the medians:
+(a busy client reads several at once). One JSON line per round, then the medians, then the user-space cost
+alone: `recv` against `recvmsg_into` with the stamp's decoding and conversion, on events already queued
+(`tight_us_per_read`, no wake-ups in it):
 
     taskset -c 0 python benchmarks/arrival_stamps.py --events 20000 --gap-us 200 --rounds 4 --writer-cpu 1
 """
@@ -78,6 +80,46 @@ def one_round(kernel: bool, n: int, gap_us: float, cpu: str | None) -> dict[str,
             "cpu_us_per_event": round(cpu_s / n * 1e6, 3)}
 
 
+def tight_loop(n: int) -> dict[str, float]:
+    """us per read of the two read paths on n events already queued on a loopback connection (no event loop)."""
+    import socket
+
+    from adapters.kernel_stamps import _CMSG_SPACE, _option, offset
+
+    opt = _option()
+    assert opt is not None
+    kind, layout = opt
+    clock = offset()
+    event = b'data: {"choices": [{"index": 0, "text": " tok"}]}\n\n'
+    out: dict[str, list[float]] = {"loop": [], "kernel": []}
+    with socket.create_server(("127.0.0.1", 0)) as srv, socket.create_connection(srv.getsockname()) as cli:
+        cli.setsockopt(socket.SOL_SOCKET, kind, 1)
+        cli.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        peer, _ = srv.accept()
+        buf = bytearray(262144)
+        view = memoryview(buf)
+        with peer:
+            for _ in range(3):
+                for path in ("loop", "kernel"):
+                    for _ in range(n):
+                        peer.sendall(event)
+                    c0 = time.process_time()
+                    for _ in range(n):
+                        if path == "loop":
+                            cli.recv(len(event))
+                            time.perf_counter_ns()
+                            continue
+                        got, anc, _, _ = cli.recvmsg_into((memoryview(buf)[:len(event)],), _CMSG_SPACE)
+                        bytes(view[:got])
+                        now = time.perf_counter_ns()
+                        for level, k, stamp in anc:
+                            if k == kind and level == socket.SOL_SOCKET:
+                                sec, nsec = layout.unpack_from(stamp)
+                                clock.to_perf(sec * 1_000_000_000 + nsec, now)
+                    out[path].append((time.process_time() - c0) / n * 1e6)
+    return {k: round(statistics.median(v), 3) for k, v in out.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=20000, help="events the writer sends per round")
@@ -95,7 +137,8 @@ def main() -> None:
             print(json.dumps(row), flush=True)
     loop, kern = statistics.median(rows["loop"]), statistics.median(rows["kernel"])
     print(json.dumps({"median_cpu_us_per_event": {"loop": loop, "kernel": kern},
-                      "kernel_extra_us_per_event": round(kern - loop, 3)}))
+                      "kernel_extra_us_per_event": round(kern - loop, 3),
+                      "tight_us_per_read": tight_loop(min(args.events, 20000))}))
 
 
 if __name__ == "__main__":
