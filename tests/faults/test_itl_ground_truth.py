@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pytest
 
-from advisor.metrics.per_request import itl_ms, tpot_ms, tpot_n_minus_1_ms
+from advisor.metrics.per_request import itl_ms, tpot_ms
 from advisor.store import load_run
 from tests.faults.conftest import advisor, write_scenario
 
@@ -63,7 +63,7 @@ def test_itl_matches_the_servers_own_per_token_gaps(fault_server, model_dir, tmp
     run = _bench(server, model_dir, tmp_path, write_scenario(tmp_path / "s.yaml"))
     pairs = _matched(run, server)
     assert len(pairs) >= 20
-    client_itl, server_itl, gap_diff_ms = [], [], []
+    client_itl, server_itl, gap_diff_ms, tpot_diff = [], [], [], []
     for rec, srv in pairs:
         # exact counts per chunk, whatever the source (per-chunk usage, or the tokenizer aligned at the end)
         assert rec.chunk_tokens == [n for _, n in srv["chunks"]], (rec.chunk_tokens, srv["chunks"])
@@ -71,8 +71,7 @@ def test_itl_matches_the_servers_own_per_token_gaps(fault_server, model_dir, tmp
                                                          else "tokenizer_aligned")
         client_itl += itl_ms(rec)
         server_itl += _server_itl(srv)
-        # TPOT per request is the server's: the tokens after the first chunk over the time they took
-        assert tpot_ms(rec) == pytest.approx(_server_tpot(srv), rel=0.05, abs=0.3)
+        tpot_diff.append(tpot_ms(rec) / _server_tpot(srv) - 1)
         t_client = np.diff(rec.chunk_t_ns) / 1e6
         t_server = np.diff([t for t, _ in srv["chunks"]]) / 1e6
         gap_diff_ms += list(t_client - t_server)
@@ -81,6 +80,9 @@ def test_itl_matches_the_servers_own_per_token_gaps(fault_server, model_dir, tmp
     # the client's tail may be off by 5%, or by 1 ms plus the machine's own scheduling tail, measured
     # independently by the server: how late its 8 ms sleeps woke (p99; ~1 ms on a quiet machine, 5 ms in CI).
     # A wrong split of a chunk's tokens puts whole gaps in the tail (0 and 2x8 ms at k=2) and is caught by the median and bias checks below as well.
+    # TPOT per request is the server's (the tokens after the first chunk over the time they took), typically to
+    # 1%: a client that read the first two chunks in one go (busy) loses a gap on that request, so not each one
+    assert np.median(np.abs(tpot_diff)) <= 0.01, f"TPOT off the server's by {np.median(np.abs(tpot_diff)):.1%}"
     server_late_ms = float(np.percentile(np.array(server_itl) - TPOT_MS, 99))
     for q, tol_ms in ((50, max(0.03 * np.median(server_itl), 0.5)),
                       (99, max(0.05 * np.percentile(server_itl, 99), 1.0 + server_late_ms))):
@@ -126,10 +128,11 @@ def test_tpot_matches_the_servers_per_token_time(fault_server, model_dir, tmp_pa
     assert np.median(np.abs(client / server_tpot - 1)) <= 0.01, (client[:5], server_tpot[:5])
     c50, s50 = np.median(client), np.median(server_tpot)
     assert abs(c50 / s50 - 1) <= 0.01, f"TPOT p50: client {c50:.3f} ms, server {s50:.3f} ms (k={k})"
-    assert run.summary.tpot_ms.p50 == pytest.approx(c50, rel=0.02)  # the run's own summary agrees
-    n_minus_1 = np.median([tpot_n_minus_1_ms(rec) for rec, _ in pairs])
-    assert n_minus_1 == pytest.approx(c50 * (64 - k) / 63, rel=0.01)
-    assert run.summary.tpot_n_minus_1_ms.p50 == pytest.approx(n_minus_1, rel=0.02)
+    measured = [rec for rec, _ in pairs if not rec.warmup]
+    assert len(measured) == run.summary.n_ok  # the run's own summary: the same figure over its measured requests
+    assert run.summary.tpot_ms.p50 == pytest.approx(np.median([tpot_ms(r) for r in measured]), rel=1e-9)
+    # the (n_out - 1) form: short by (64 - k) / 63, request by request
+    assert run.summary.tpot_n_minus_1_ms.p50 == pytest.approx(run.summary.tpot_ms.p50 * (64 - k) / 63, rel=1e-9)
 
 
 @pytest.mark.parametrize("rate_rps", [40, 100])
