@@ -47,6 +47,8 @@ def _buffer() -> tuple[bytearray, memoryview]:
         buf = bytearray(_READ_SIZE)
         pair = _BUFFERS.pair = (buf, memoryview(buf))
     return pair
+
+
 _RECHECK_NS = 1_000_000_000  # read the offset again every second
 _STALE_NS = 100_000_000  # a stamp this much older than its read: check the offset before trusting it
 
@@ -58,8 +60,8 @@ class RealtimeOffset:
         self.offset_ns = 0  # realtime - perf_counter
         self.error_ns = 0  # half the narrowest bracket
         self.n_measured = 0
-        self.min_offset_ns: int | None = None
-        self.max_offset_ns: int | None = None
+        self.min_offset_ns: int | None = None  # the offsets read over the process's life: a wall-clock step
+        self.max_offset_ns: int | None = None  # shows as their spread
         self.n_clamped = 0  # stamps later than their read even after a fresh offset: the read's own time used
         self.n_unstamped = 0  # reads that came without a kernel stamp: the read's own time used
         self._at_ns = 0
@@ -90,12 +92,6 @@ class RealtimeOffset:
                 self.n_clamped += 1
                 t = now_ns
         return t
-
-    def describe(self) -> dict[str, Any]:
-        """What a run records about the conversion."""
-        spread = (self.max_offset_ns or 0) - (self.min_offset_ns or 0)
-        return {"offset_error_ns": self.error_ns, "offset_readings": self.n_measured, "offset_spread_ns": spread,
-                "stamps_clamped": self.n_clamped, "reads_unstamped": self.n_unstamped}
 
 
 _OFFSET: RealtimeOffset | None = None

@@ -183,7 +183,8 @@ class OpenAIAdapter(Adapter):
         out = {"running": float(self._running), "short_requests": float(self.short_requests)}
         if self._http is not None and self._http.arrival_clock == "kernel":  # reads that fell back to the loop's time
             clock = kernel_offset()
-            out.update(reads_unstamped=float(clock.n_unstamped), stamps_clamped=float(clock.n_clamped))
+            out.update(reads_unstamped=float(clock.n_unstamped), stamps_clamped=float(clock.n_clamped),
+                       arrival_offset_spread_ns=float((clock.max_offset_ns or 0) - (clock.min_offset_ns or 0)))
         return out
 
     def worker_client(self) -> WorkerClient:
