@@ -64,6 +64,7 @@ def test_itl_matches_the_servers_own_per_token_gaps(fault_server, model_dir, tmp
     pairs = _matched(run, server)
     assert len(pairs) >= 20
     client_itl, server_itl, gap_diff_ms, tpot_diff = [], [], [], []
+    n_apart = 0  # requests whose chunks the client read one read each
     for rec, srv in pairs:
         # exact counts per chunk, whatever the source (per-chunk usage, or the tokenizer aligned at the end)
         assert rec.chunk_tokens == [n for _, n in srv["chunks"]], (rec.chunk_tokens, srv["chunks"])
@@ -74,7 +75,9 @@ def test_itl_matches_the_servers_own_per_token_gaps(fault_server, model_dir, tmp
         tpot_diff.append(tpot_ms(rec) / _server_tpot(srv) - 1)
         t_client = np.diff(rec.chunk_t_ns) / 1e6
         t_server = np.diff([t for t, _ in srv["chunks"]]) / 1e6
-        gap_diff_ms += list(t_client - t_server)
+        if np.all(t_client > 0):  # a read that held two chunks stamps both with the later one's arrival: not a bias
+            gap_diff_ms += list(t_client - t_server)
+            n_apart += 1
     # p50 within 0.5 ms (or 3%). The p99 rests on the ~5 largest of ~500 gaps, where a single late wake-up of the
     # client moves it: CI's 2-core machine saw 0.65 ms at k=1 (13.62 against 12.97 ms), a loaded one 2.3 ms. So
     # the client's tail may be off by 5%, or by 1 ms plus the machine's own scheduling tail, measured
@@ -91,8 +94,11 @@ def test_itl_matches_the_servers_own_per_token_gaps(fault_server, model_dir, tmp
                                       f"{tol_ms:.2f} ms; server wake-ups late by {server_late_ms:.2f} ms at p99)")
     # chunk by chunk: the gap between two chunks as the client saw it is the gap the server wrote them with:
     # the typical difference is small and there is no bias either way (scheduling noise is in the tails).
-    # The bias bound is 0.2 ms or 1% of a chunk gap: on a loaded 2-core machine a wake-up after the
-    # last chunk (the one that ends the stream) runs ~0.3 ms later than after the first, on a 64 ms gap at k=8.
+    # The bias bound is 0.2 ms or 1% of a chunk gap, over the requests whose chunks came one per read: where a
+    # busy client read two at once, both carry the later stamp, and one such request moves the mean by more
+    # (k=4 on a machine at load 11: -0.36 ms). Reads are stamped by the kernel, so the client's wake-up
+    # delays are not in the gaps.
+    assert n_apart >= 0.75 * len(pairs), f"only {n_apart} of {len(pairs)} requests read one chunk per read"
     assert np.median(np.abs(gap_diff_ms)) <= max(0.03 * k * TPOT_MS, 0.5)
     bias = np.mean(gap_diff_ms)
     assert abs(bias) <= max(0.2, 0.01 * k * TPOT_MS), f"client gaps biased by {bias:.3f} ms (k={k})"
