@@ -28,6 +28,8 @@ from advisor.roofline import ModelShape, Workload, calibrate, estimate
 from advisor.slo_evidence import RunSample
 from advisor.store import RunResult
 
+UNKNOWN_SERVER = "unknown hardware"  # a served run whose server hardware was not declared
+UNLISTED_CPU = "unlisted-cpu"  # a CPU machine the catalog lacks (and not this one)
 Evidence = Literal["measured", "calibrated", "uncalibrated", "invalid"]
 HEADLINE_EVIDENCE: tuple[Evidence, ...] = ("measured", "calibrated")
 
@@ -58,6 +60,7 @@ class Candidate:
     group_id: str | None = None
     scenario: str = ""
     device_class: str = ""  # "cpu" / "gpu" of the hardware ("" when not in the catalog)
+    hardware_problem: str = ""  # why this row sizes and prices nothing (unknown server hardware), with the fix
 
     @property
     def slo_margin_ms(self) -> dict[str, float]:
@@ -85,8 +88,10 @@ class Candidate:
 @dataclass(frozen=True)
 class MeasuredRun:
     run: RunResult
-    hardware: Hardware | None  # None: could not map the machine to the catalog
+    hardware: Hardware | None  # None: could not map the machine to the catalog (or a server's was not declared)
     notes: tuple[str, ...] = field(default=())
+    devices: int = 1  # per replica: the GPUs of the run's machine (or the declared server's)
+    served: bool = False  # an engine behind an HTTP endpoint: the hardware is the server's
 
 
 def engine_of(run: RunResult) -> str:
@@ -111,13 +116,13 @@ def _scenario(run: RunResult) -> str:
 def measured_candidates(runs: list[MeasuredRun], c: Constraints,
                         samples: Mapping[str, RunSample] | None = None) -> list[Candidate]:
     """One candidate per (engine, model, config, hardware), from its best SLO-meeting VALID option."""
-    groups: dict[tuple[str, str, str, str], list[MeasuredRun]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str, int], list[MeasuredRun]] = defaultdict(list)
     for mr in runs:
         e = mr.run.engine
-        hw_id = mr.hardware.id if mr.hardware else "custom"
-        groups[(engine_of(mr.run), str(e.model), config_of(e), hw_id)].append(mr)
+        hw_id = mr.hardware.id if mr.hardware else UNKNOWN_SERVER if mr.served else UNLISTED_CPU
+        groups[(engine_of(mr.run), str(e.model), config_of(e), hw_id, mr.devices)].append(mr)
     out = []
-    for (engine, model, config, hw_id), members in groups.items():
+    for (engine, model, config, hw_id, devices), members in groups.items():
         slos = c.slos_for(members[0].run.slos)
         scen = _scenario(members[0].run)
         best, closest = best_and_closest(options([mr.run for mr in members], slos, c.percentile, samples))
@@ -138,9 +143,14 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
         else:
             evidence, note = "invalid", f"measured only in runs that are not VALID ({opt.status})"
         hw = members[0].hardware
+        notes += [n for mr in members for n in mr.notes if n not in notes]
+        problem = ""
+        if hw is None and members[0].served:
+            problem = (f"served from {UNKNOWN_SERVER}: the run measured a server whose hardware was not declared, "
+                       "so it sizes and prices nothing")
         out.append(Candidate(
             engine=engine, hardware_id=hw_id, config=config, model=model, source="measured", run_id=opt.run_id,
-            devices=1, capacity_rps=opt.rate.value if best else None,
+            devices=devices, capacity_rps=opt.rate.value if best else None,
             latency_ms={k: (iv.value if iv else None) for k, iv in opt.latency.items()}, slos=slos,
             input_tokens_per_request=n_in, output_tokens_per_request=n_out,
             precision=str(run.engine.precision or ""), assumptions=tuple(notes),
@@ -148,7 +158,7 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
             capacity_range=opt.rate if best else None,
             latency_range_ms={k: iv for k, iv in opt.latency.items() if iv is not None},
             slo_checks=tuple(ch.to_dict() for ch in opt.checks.values()), repeats=opt.n,
-            group_id=opt.group_id, scenario=scen, device_class=hw.kind if hw else ""))
+            group_id=opt.group_id, scenario=scen, device_class=hw.kind if hw else "", hardware_problem=problem))
     return out
 
 
@@ -178,6 +188,8 @@ def estimated_candidates(runs: list[MeasuredRun], c: Constraints, catalog: Catal
                       engine_of)
     out = []
     for (engine, model, config), members in by_key.items():
+        if all(mr.hardware is not None and mr.hardware.unlisted for mr in members):
+            continue  # an unlisted GPU has no peaks: nothing can be extrapolated from its runs
         ops = catalog.engine_ops(engine)
         # prefer a VALID run, then the one with the most requests
         base = max(members, key=lambda mr: (_valid(mr.run), mr.run.summary.n_ok)).run

@@ -8,18 +8,23 @@ Pareto frontier, hosted-API break-even and a roofline backtest.
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.catalog import Catalog
 from advisor.cost import BLEND_INPUT_PER_OUTPUT, HOURS_PER_MONTH, OUTPUT_TOKEN_WEIGHT
-from advisor.hardware_detect import Detected, match_hardware
-from advisor.recommend.candidates import Candidate, MeasuredRun, estimated_candidates, measured_candidates
+from advisor.hardware_detect import Detected
+from advisor.recommend.candidates import (
+    UNLISTED_CPU,
+    Candidate,
+    estimated_candidates,
+    measured_candidates,
+)
 from advisor.recommend.constraints import Constraints
 from advisor.recommend.evidence import EvidenceGap, evidence_gap
 from advisor.recommend.explain import Advice, advise
 from advisor.recommend.hosted import BreakEven, break_evens
+from advisor.recommend.machines import resolve_runs
 from advisor.recommend.order import rank
 from advisor.recommend.pareto import Frontier, pareto
 from advisor.recommend.ranking import Row, evaluate
@@ -70,19 +75,6 @@ class Recommendation:
                 "backtest": self.backtest.to_dict(), "advice": self.advice.to_dict() if self.advice else None,
                 "evidence": self.evidence.to_dict() if self.evidence else None, "notes": list(self.notes),
                 "warnings": list(self.warnings)}
-
-
-def resolve_runs(runs: list[RunResult], catalog: Catalog, detected: Detected | None) -> list[MeasuredRun]:
-    """Map each run's manifest to catalog hardware; runs made on this host use the detected entry."""
-    here = socket.gethostname()
-    out = []
-    for run in runs:
-        man = run.manifest or {}
-        hw = match_hardware(man.get("hardware") or {}, catalog)
-        if detected is not None and man.get("hostname") == here:
-            hw = detected.calibration_hardware
-        out.append(MeasuredRun(run, hw))
-    return out
 
 
 def quality_from_runs(runs: list[RunResult]) -> dict[str, float]:
@@ -154,6 +146,8 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
         if unknown:
             raise ValueError(f"unknown hardware {', '.join(unknown)}; known: {', '.join(sorted(catalog.hardware))}")
     resolved = resolve_runs(runs, catalog, detected)
+    for hw in {mr.hardware.id: mr.hardware for mr in resolved if mr.hardware is not None and mr.hardware.unlisted}.values():
+        catalog = catalog.with_hardware(hw)
     cands = measured_candidates(resolved, constraints, samples)
     if constraints.include_estimates:
         cands += estimated_candidates(resolved, constraints, catalog)
@@ -178,9 +172,11 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
     if constraints.max_quality_drift is not None and not quality:
         notes.append("quality drift unknown for every engine (no verify results given): not checked")
     unmapped = sorted({str((mr.run.manifest or {}).get('hardware', {}).get('cpu_model')) for mr in resolved
-                       if mr.hardware is None})
+                       if mr.hardware is None and not mr.served})
     if unmapped:
-        notes.append(f"machines not in the catalog ({', '.join(unmapped)}): priced only with --price custom=USD")
+        notes.append(f"CPU machines not in the catalog and not this one ({', '.join(unmapped)}): reported as "
+                     f"{UNLISTED_CPU!r}, priced only when added under `hardware:` in a --prices file")
+    notes += list(dict.fromkeys(n for mr in resolved for n in mr.notes))
     gap = evidence_gap(runs, rows, constraints.percentile)
     warning = no_slo_warning(cands)
     return Recommendation(constraints, design_rps, basis, tuple(rows), tuple(pareto(rows, by_monthly)),

@@ -122,7 +122,7 @@ def print_hardware(catalog: Catalog, detected: dict[str, Any] | None, tier: str,
     sources = []
     for hw in catalog.hardware.values():
         p = catalog.price(hw.id, tier)
-        t.add_row(hw.id, f"{hw.memory_gb:g}", f"{hw.memory_bw_gbps:g}", f"{hw.bf16_tflops_dense or '-'}",
+        t.add_row(hw.id, f"{hw.memory_gb:g}", f"{hw.memory_bw_gbps or '-'}", f"{hw.bf16_tflops_dense or '-'}",
                   f"{hw.fp8_tflops_dense or '-'}", f"{hw.tdp_w or '-'}", _usd(p.usd_per_hour if p else None, 3))
         sources.append(f"{hw.id}: {hw.name}. Specs: {hw.spec_source} ({hw.spec_as_of})"
                        + (f"; {hw.spec_notes}" if hw.spec_notes else "")
