@@ -115,7 +115,25 @@ class HostedOffer(_Frozen):
         return (w * self.input_usd_per_1m + self.output_usd_per_1m) / (w + 1.0)
 
 
+Stack = Literal["cuda", "rocm", "intel-gpu", "cpu-x86", "cpu-arm"]
+
+
+class StackClaim(_Frozen):
+    """The engine runs on `stack`, says `source` (as of `as_of`); `advisor_ran`: where advisor itself ran it, or None."""
+
+    stack: Stack
+    source: str
+    as_of: str
+    advisor_ran: str | None = None
+
+
 class EngineOps(_Frozen):
     complexity: Complexity
     hardware: tuple[Literal["cpu", "gpu"], ...]
     reason: str
+    runs_on: tuple[StackClaim, ...] = ()
+    served: bool = False  # an endpoint client (or the test engine): nothing is extrapolated to other hardware
+
+    def claim(self, stack: str) -> StackClaim | None:
+        """The sourced claim that the engine runs on `stack` (None: no such claim, so no row there)."""
+        return next((c for c in self.runs_on if c.stack == stack), None)
