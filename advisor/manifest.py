@@ -70,7 +70,8 @@ def packages() -> dict[str, str]:
     return out
 
 
-def collect() -> dict[str, Any]:
+def collect(server_hardware: dict[str, Any] | None = None) -> dict[str, Any]:
+    """This machine's hardware, fingerprint and software; `server_hardware`: a served engine's, as declared."""
     vm = psutil.virtual_memory()
     gpus = list_gpus()
     hardware = {
@@ -90,4 +91,5 @@ def collect() -> dict[str, Any]:
             "packages": packages(),
         },
         "hostname": socket.gethostname(),
+        **({"server_hardware": server_hardware} if server_hardware else {}),
     }
