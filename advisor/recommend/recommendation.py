@@ -31,6 +31,7 @@ from advisor.recommend.order import rank
 from advisor.recommend.pareto import Frontier, pareto
 from advisor.recommend.ranking import Row, evaluate
 from advisor.recommend.settle import settle
+from advisor.recommend.workloads import pick_workload
 from advisor.slo_evidence import RunSample
 from advisor.store import RunResult
 
@@ -143,6 +144,7 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
                                   "recommendation is for one traffic: pick one (`advisor recommend --scenario NAME`, "
                                   "or `scenario: NAME` in the constraints file)")
     runs, test_note = _drop_test_engine(runs)
+    runs, workload_note, workload_left = pick_workload(runs)
     if detected is not None and detected.catalog_id == "custom":
         catalog = catalog.with_hardware(detected.hardware)
     if constraints.hardware:
@@ -178,6 +180,8 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
              f"cost ranges overlap are a tie, broken by {', then '.join(constraints.tie_break) or 'cost'}"]
     if test_note:
         notes.append(test_note)
+    if workload_note:
+        notes += [workload_note, *workload_left]
     if constraints.max_quality_drift is not None and not quality:
         notes.append("quality drift unknown for every engine (no verify results given): not checked")
     unmapped = sorted({str((mr.run.manifest or {}).get('hardware', {}).get('cpu_model')) for mr in resolved
@@ -191,5 +195,5 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
     warning = no_slo_warning(cands)
     rec = Recommendation(constraints, design_rps, basis, tuple(rows), tuple(pareto(rows, by_monthly)),
                          tuple(break_evens(rows, catalog.hosted)), bt, advise(rows), tuple(notes), gap,
-                         (warning,) if warning else ())
+                         tuple(w for w in (workload_note, warning) if w))
     return replace(rec, to_settle=settle(rec.rows, rec.best, catalog))

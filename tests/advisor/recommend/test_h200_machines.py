@@ -10,7 +10,7 @@ from advisor.catalog import load_catalog
 from advisor.hardware_detect import map_machine, same_machine
 from advisor.recommend import Constraints, recommend
 from advisor.recommend.machines import resolve_runs
-from tests.advisor.recommend.h200 import CHAT, THIS_FINGERPRINT, copy_runs, load, this_cpu_vm, write_edited
+from tests.advisor.recommend.h200 import CHAT, THIS_FINGERPRINT, copy_runs, load, raw, this_cpu_vm, write_edited
 from tests.advisor.recommend.runs import loaded, make_run
 
 
@@ -92,7 +92,9 @@ def test_eight_gpus_are_eight_devices_per_replica(tmp_path):
 
 def test_cpu_and_gpu_runs_of_one_engine_stay_apart(tmp_path):
     copy_runs(tmp_path, (CHAT,))
-    cpu = make_run("cpu-1", engine="own", scenario="chat", cpu_model="Intel(R) Xeon(R) Processor", cpu_cores=2)
+    cpu = make_run("cpu-1", engine="own", scenario="chat", cpu_model="Intel(R) Xeon(R) Processor", cpu_cores=2,
+                   n_in=1176, n_out=218)
+    cpu["schedule"]["effective"] = raw(CHAT)["schedule"]["effective"]  # the same workload as the GPU run
     from tests.advisor.recommend.runs import write_runs
 
     write_runs(tmp_path, [cpu])
