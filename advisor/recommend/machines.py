@@ -45,6 +45,11 @@ def _served(run: RunResult, catalog: Catalog) -> MachineMap:
                       (f"run {run.run_id}: served by {count}x {hw_id}{where}, as declared with --server-hardware",))
 
 
+def run_machine(run: RunResult, catalog: Catalog) -> MachineMap:
+    """The hardware one run measured, from its manifest alone (a served run: the declared server's, or None)."""
+    return _served(run, catalog) if is_served(run) else map_machine((run.manifest or {}).get("hardware") or {}, catalog)
+
+
 def resolve_runs(runs: list[RunResult], catalog: Catalog, detected: Detected | None) -> list[MeasuredRun]:
     """Map each run to the catalog hardware it measured, with devices per replica and what to say about it."""
     out = []
