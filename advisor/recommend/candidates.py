@@ -149,7 +149,7 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
         hw = members[0].hardware
         notes += [n for mr in members for n in mr.notes if n not in notes]
         bound = classify(run, hw)
-        if bound.bound in ("host-bound", "unclear"):
+        if bound.bound == "host-bound" or (bound.bound == "unclear" and hw is not None and hw.kind == "gpu"):
             notes.append(bound.reason)
         problem = ""
         if hw is None and members[0].served:
