@@ -11,6 +11,8 @@ from advisor.catalog import Catalog
 from advisor.recommend.ranking import Row
 from advisor.recommend.recommendation import Recommendation
 
+MAX_LEFT_OUT_LINES = 8
+
 
 def _usd(v: float | None, digits: int = 0) -> str:
     return "-" if v is None else f"${v:,.{digits}f}"
@@ -131,8 +133,10 @@ def print_backtest(rec: Recommendation, con: Console) -> None:
         con.print("[bold]Roofline backtest:[/] none: no engine has two VALID, device-bound runs on one device class, "
                   "so no estimate is calibrated (each carries the stated default x/÷2 and cannot headline)",
                   highlight=False)
-    for line in bk.left_out:
+    for line in bk.left_out[:MAX_LEFT_OUT_LINES]:
         con.print(f"  [dim]not a backtest or calibration run: {line}[/]", highlight=False)
+    if len(bk.left_out) > MAX_LEFT_OUT_LINES:
+        con.print(f"  [dim]... and {len(bk.left_out) - MAX_LEFT_OUT_LINES} more runs left out (--json: backtest.left_out)[/]")
 
 
 def print_hardware(catalog: Catalog, detected: dict[str, Any] | None, tier: str, console: Console | None = None) -> None:
@@ -156,3 +160,8 @@ def print_hardware(catalog: Catalog, detected: dict[str, Any] | None, tier: str,
         bw = detected.get("measured_bw_gbps")
         con.print(f"[bold]This machine:[/] {detected['description']} -> {detected['catalog_id']}"
                   + (f", measured copy bandwidth {bw:.1f} GB/s" if bw else ""))
+        fp = detected.get("fingerprint") or {}
+        mid = fp.get("machine_id_sha256")
+        con.print(f"  fingerprint (what decides that a saved run was made here; the hostname does not): machine-id "
+                  f"sha256 {mid[:12] + '...' if mid else 'unknown (no /etc/machine-id: no run is matched to it)'}, "
+                  f"GPU UUIDs {', '.join(fp.get('gpu_uuids') or []) or 'none'}", highlight=False)
