@@ -160,13 +160,13 @@ def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: 
                  threads: int | None, device: str | None, url: str | None, launch: str | None, out_dir: Path,
                  timeout_s: float, workers: str | int = "auto", ray: str | None = None,
                  server_hardware: str | None = None, server_hardware_count: int = 1, server_where: str | None = None,
-                 **flags: Any) -> Any:
+                 server_metrics: str | None = None, **flags: Any) -> Any:
     """The BenchConfig the shared flags describe; every problem is a usage error before anything starts."""
     from advisor.bench import BenchConfig, BenchError
 
     if not scenario:
         fail("--scenario is required (see `advisor scenarios`)")
-    served = server_hardware_from(engine, server_hardware, server_hardware_count, server_where)
+    served = server_hardware_from(engine, server_hardware, server_hardware_count, server_where, server_metrics)
     options = engine_options(opts, threads=threads, device=device, url=url, launch=launch)
     try:
         return BenchConfig(scenario=scenario, engine=engine, model=model, overrides=overrides_from(flags),

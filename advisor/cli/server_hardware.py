@@ -21,11 +21,17 @@ server_hardware_flags = [
                  show_default=True, help="Devices of --server-hardware per server replica."),
     click.option("--server-where", "server_where", default=None, metavar="TEXT",
                  help="Where the server runs, in words (recorded with --server-hardware), e.g. 'aws us-east-1'."),
+    click.option("--server-metrics", "server_metrics", default=None, metavar="URL",
+                 help="The server host's DCGM exporter /metrics URL: its GPUs (model, count) are read once and "
+                      "recorded as the server hardware (instead of --server-hardware)."),
 ]
 
 
-def server_hardware_from(engine: str, hardware_id: str | None, count: int, where: str | None) -> dict[str, Any] | None:
-    """The manifest's `server_hardware` for these flags (None without --server-hardware); a bad flag is a usage error."""
+def server_hardware_from(engine: str, hardware_id: str | None, count: int, where: str | None,
+                         metrics_url: str | None = None) -> dict[str, Any] | None:
+    """The manifest's `server_hardware` for these flags (None without them); a bad flag is a usage error."""
+    if metrics_url is not None:
+        return _from_metrics(engine, hardware_id, metrics_url)
     if hardware_id is None:
         if count != 1 or where:
             raise click.UsageError("--server-hardware-count and --server-where need --server-hardware ID")
@@ -39,3 +45,17 @@ def server_hardware_from(engine: str, hardware_id: str | None, count: int, where
     if hardware_id not in known:
         raise click.UsageError(f"unknown --server-hardware {hardware_id!r}; valid ids: {', '.join(known)}")
     return {"id": hardware_id, "count": count, "where": where, "declared_by": "--server-hardware"}
+
+
+def _from_metrics(engine: str, hardware_id: str | None, url: str) -> dict[str, Any]:
+    from advisor.catalog import load_catalog
+    from advisor.server_gpus import ServerGpusError, read_server_gpus, server_hardware_from_gpus
+
+    if hardware_id is not None:
+        raise click.UsageError("--server-metrics and --server-hardware both name the server's hardware: give one")
+    if engine not in SERVED_ENGINES:
+        raise click.UsageError(f"--server-metrics is for a served engine ({', '.join(SERVED_ENGINES)})")
+    try:
+        return server_hardware_from_gpus(read_server_gpus(url), url, load_catalog())
+    except ServerGpusError as e:
+        raise click.UsageError(str(e)) from None

@@ -32,6 +32,11 @@ def is_served(run: RunResult) -> bool:
 def _served(run: RunResult, catalog: Catalog) -> MachineMap:
     decl: dict[str, Any] = (run.manifest or {}).get("server_hardware") or {}
     hw_id = decl.get("id")
+    if not hw_id and decl.get("gpu_names"):
+        return MachineMap(None, 1, (f"run {run.run_id}: its server's GPUs ({', '.join(decl['gpu_names'])}, read from "
+                                    f"{decl.get('declared_by')}) are not in the hardware catalog: {UNKNOWN_HARDWARE}, "
+                                    "so it sizes and prices nothing; add the GPU under `hardware:` in a --prices file "
+                                    "and re-run with --server-hardware ID",))
     if not hw_id:
         return MachineMap(None, 1, (f"run {run.run_id} measured a server ({run.engine.device}) whose hardware was not "
                                     f"declared: {UNKNOWN_HARDWARE}, so it sizes and prices nothing; "
@@ -41,8 +46,9 @@ def _served(run: RunResult, catalog: Catalog) -> MachineMap:
                                     f"{UNKNOWN_HARDWARE}; known: {', '.join(sorted(catalog.hardware))}",))
     count = int(decl.get("count") or 1)
     where = f" ({decl['where']})" if decl.get("where") else ""
+    how = decl.get("declared_by") or "--server-hardware"
     return MachineMap(catalog.hardware[hw_id], count,
-                      (f"run {run.run_id}: served by {count}x {hw_id}{where}, as declared with --server-hardware",))
+                      (f"run {run.run_id}: served by {count}x {hw_id}{where}, as given by {how}",))
 
 
 def run_machine(run: RunResult, catalog: Catalog) -> MachineMap:
