@@ -1,13 +1,12 @@
-"""Candidate deployments: measured (from saved runs) and estimated (roofline on catalog hardware).
+"""Candidates: the deployment type, and the measured ones (from saved runs); estimated ones are in `estimates.py`.
 
 A measured candidate's capacity per replica is the highest achieved request rate among its VALID
-options (repeat groups, `options.py`) whose SLOs are established as met; an estimated one comes
-from `advisor.roofline.estimate`, calibrated on the measured runs of the same engine on the same
-device class, with error bars from that engine's backtest (`error_bars.py`).
+options (repeat groups, `options.py`) whose SLOs are established as met, on the hardware the run
+measured (`machines.py`), with that machine's GPUs as devices per replica.
 
 Every candidate says what its numbers rest on (`evidence`): only `measured` and `calibrated`
-candidates may carry a headline recommendation; `uncalibrated` ones (another device class, or the
-default efficiency) only when the user asks for them, `invalid` ones never.
+candidates may carry a headline recommendation (an estimate also only where the engine was run on
+that hardware's stack); `uncalibrated` ones only when the user asks for them, `invalid` ones never.
 """
 
 from __future__ import annotations
@@ -107,10 +106,6 @@ def config_of(engine: EngineInfo) -> str:
     if engine.threads:
         parts.append(f"{engine.threads} threads")
     return " / ".join(str(p) for p in parts if p) or "default"
-
-
-def _valid(run: RunResult) -> bool:
-    return run.verdict.status == "VALID"
 
 
 def _scenario(run: RunResult) -> str:
