@@ -77,6 +77,7 @@ class BenchConfig:
     workers: Workers = "auto"  # load generators (advisor.worker_spec): auto, N processes here, or ray:N actors
     auto_workers_cap: int | None = None  # `auto` uses at most this many (the CPUs a scheduler gave a matrix cell)
     ray_address: str | None = None  # the Ray cluster for `ray:N` (None: auto, advisor.matrix.ray_connect)
+    server_hardware: dict[str, Any] | None = None  # a served engine's hardware (`--server-hardware`), into the manifest
 
     def __post_init__(self) -> None:
         try:
@@ -340,7 +341,7 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
                              duration_s=schedule.duration_s, concurrency=schedule.concurrency,
                              effective=schedule.settings),
         slos=schedule.slos,
-        engine=info, manifest=manifest.collect(), summary=summary, telemetry=tele,
+        engine=info, manifest=manifest.collect(cfg.server_hardware), summary=summary, telemetry=tele,
         verdict=Verdict(status, tuple(reasons)),
         loadgen=LoadgenInfo(lag_ms=summary.client_queue_ms, lag_check=lag_check, held=held,
                             wall_s=load.wall_s, interrupted=interrupted,

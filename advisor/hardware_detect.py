@@ -1,9 +1,13 @@
 """Which catalog hardware a machine is: detect this one, or map a run's recorded manifest.
 
-GPUs are matched by name (pynvml, when installed: its absence is normal); CPUs by model
-string, or by core count for small VMs; anything else becomes a "custom" entry whose
-memory bandwidth is measured here with a numpy copy (median of a few passes).
-This measures only bandwidth: peak FLOPS of a custom CPU is left unknown.
+GPUs are matched by name (pynvml, when installed: its absence is normal); a GPU the catalog
+lacks becomes an "unlisted GPU" entry (NVML's name and memory, no peaks, no price: nothing is
+estimated from it). A machine with GPUs always maps to a GPU entry, never to a CPU one, and
+its GPU count is the devices per replica. CPUs are matched by model string, or by core count
+for small VMs; any other CPU machine becomes a "custom" entry whose memory bandwidth is
+measured here with a numpy copy (median of a few passes; peak FLOPS left unknown).
+Whether a saved run was made on this machine is decided by `same_machine` on the manifests'
+fingerprints, never by hostname (`vm`, `localhost` and pod names are shared by many machines).
 """
 
 from __future__ import annotations
@@ -51,6 +55,65 @@ def match_hardware(hw: dict[str, Any], catalog: Catalog) -> Hardware | None:
     return None
 
 
+FINGERPRINT_KEYS = ("machine_id_sha256", "gpu_uuids", "cpu_model", "cpu_cores", "mem_gb", "gpus")
+
+
+def same_machine(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Two manifest fingerprints are one machine: a machine-id hash on both, and every recorded field equal.
+
+    The machine-id alone is not enough (containers made from one image share it), so the GPU UUIDs,
+    CPU, core count, memory and GPUs must match too. No fingerprint (a run saved before it existed),
+    or no machine-id on either side: not provably the same machine, so False.
+    """
+    if not a or not b or not a.get("machine_id_sha256") or not b.get("machine_id_sha256"):
+        return False
+    return all(a.get(k) == b.get(k) for k in FINGERPRINT_KEYS)
+
+
+@dataclass(frozen=True)
+class MachineMap:
+    """A manifest's machine as catalog hardware: the entry, the devices per replica, and what to say about it."""
+
+    hardware: Hardware | None  # None: a CPU machine the catalog lacks
+    devices: int
+    notes: tuple[str, ...] = ()
+
+
+def unlisted_gpu(name: str, memory_gb: float | None) -> Hardware:
+    """An entry for a GPU the catalog lacks: NVML's name and memory, no peaks and no price, so nothing is estimated."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpu"
+    vendor = next((v for v in ("nvidia", "amd", "intel") if v in name.lower()), "unknown")
+    mem = float(memory_gb or 0.0)
+    return Hardware(id=f"unlisted-gpu-{slug}", name=f"unlisted GPU: {name}" + (f" ({mem:.0f} GB)" if mem else ""),
+                    kind="gpu", vendor=vendor, deployments=("cloud", "on-prem", "edge"), memory_gb=max(mem, 0.1),
+                    spec_source="NVML name and memory recorded in the run's manifest", spec_as_of="run",
+                    spec_notes="not in the hardware catalog: no bandwidth or FLOPS peaks, so no roofline estimate "
+                               "is made from its runs and it has no price (pass --price ID=USD_PER_HOUR)",
+                    unlisted=True)
+
+
+def map_machine(hw: dict[str, Any], catalog: Catalog) -> MachineMap:
+    """The catalog entry and devices per replica for a manifest's `hardware` dict (GPUs first, then the CPU)."""
+    gpus = [g for g in hw.get("gpus") or [] if isinstance(g, dict)]
+    if not gpus:
+        return MachineMap(match_hardware(hw, catalog), 1)
+    names = sorted({str(g.get("name", "")) for g in gpus})
+    first = str(gpus[0].get("name", ""))
+    notes = []
+    if len(names) > 1:
+        notes.append(f"the machine has mixed GPUs ({', '.join(names)}): mapped to the first, {first}")
+    entry = _by_name(first, catalog, "gpu")
+    if entry is None:
+        entry = unlisted_gpu(first, gpus[0].get("memory_gb"))
+        notes.append(f"GPU {first!r} is not in the hardware catalog: its runs are reported as measured, but nothing "
+                     "is estimated from them (no bandwidth or FLOPS peaks) and they are priced only with "
+                     f"--price {entry.id}=USD_PER_HOUR")
+    if len(gpus) > 1:
+        notes.append(f"{len(gpus)} GPUs in the run's machine: priced as {len(gpus)} devices per replica (every GPU "
+                     "of the machine is counted, whether the engine used it or not)")
+    return MachineMap(entry, len(gpus), tuple(notes))
+
+
 def _by_name(name: str, catalog: Catalog, kind: str) -> Hardware | None:
     """The entry whose longest `match` pattern occurs in `name` as a whole word ("L4" is not in "L40S")."""
     best: tuple[int, Hardware] | None = None
@@ -69,6 +132,7 @@ class Detected:
     description: str
     measured_bw_gbps: float | None
     manifest_hardware: dict[str, Any]
+    fingerprint: dict[str, Any] | None = None  # this machine's, as a run's manifest records it
 
     @property
     def calibration_hardware(self) -> Hardware:
@@ -95,12 +159,13 @@ def custom_cpu(hw: dict[str, Any], bw_gbps: float | None) -> Hardware:
 
 def detect(catalog: Catalog, measure: bool = True) -> Detected:
     """This machine, mapped to a catalog entry, or to "custom" with its measured memory bandwidth."""
-    hw = manifest.collect()["hardware"]
-    entry = match_hardware(hw, catalog)
+    man = manifest.collect()
+    hw, fp = man["hardware"], man.get("fingerprint")
+    entry = map_machine(hw, catalog).hardware
     bw = measure_memory_bandwidth_gbps() if measure else None
     gpus = hw.get("gpus") or []
     desc = (f"{len(gpus)}x {gpus[0]['name']}" if gpus else f"{hw.get('cpu_model')} ({hw.get('cpu_cores')} logical cores, "
             f"{float(hw.get('mem_gb') or 0):.0f} GB)")
     if entry is not None:
-        return Detected(entry.id, entry, desc, bw, hw)
-    return Detected(CUSTOM_ID, custom_cpu(hw, bw), desc, bw, hw)
+        return Detected(entry.id, entry, desc, bw, hw, fp)
+    return Detected(CUSTOM_ID, custom_cpu(hw, bw), desc, bw, hw, fp)

@@ -96,6 +96,11 @@ DEFAULT = Efficiency(DEFAULT_EFFICIENCY, DEFAULT_EFFICIENCY, DEFAULT_TAIL, DEFAU
                      f"default efficiency {DEFAULT_EFFICIENCY} (no calibrating run)")
 
 
+def _bandwidth(hw: Hardware, devices: int) -> float:
+    assert hw.memory_bw_gbps, f"{hw.id}: no memory bandwidth in the catalog (an unlisted part: nothing is estimated)"
+    return hw.memory_bw_gbps * 1e9 * devices
+
+
 def _peak_flops(hw: Hardware, shape: ModelShape, devices: int = 1) -> float:
     tflops = hw.peak_tflops(shape.dtype_bytes)
     assert tflops, f"{hw.id}: no dense peak TFLOPS in the catalog"
@@ -105,7 +110,7 @@ def _peak_flops(hw: Hardware, shape: ModelShape, devices: int = 1) -> float:
 def decode_step_ideal_s(shape: ModelShape, hw: Hardware, batch: float, context_tokens: float, devices: int = 1) -> float:
     """One decode step for `batch` sequences of `context_tokens` each, at 100% of peak."""
     bytes_moved = shape.weight_bytes + batch * context_tokens * shape.kv_bytes_per_token
-    memory_s = bytes_moved / (hw.memory_bw_gbps * 1e9 * devices)
+    memory_s = bytes_moved / _bandwidth(hw, devices)
     compute_s = 2.0 * shape.n_params * batch / _peak_flops(hw, shape, devices)
     return max(memory_s, compute_s)
 
@@ -113,7 +118,7 @@ def decode_step_ideal_s(shape: ModelShape, hw: Hardware, batch: float, context_t
 def prefill_ideal_s(shape: ModelShape, hw: Hardware, tokens: float, devices: int = 1) -> float:
     """Prefill of `tokens` prompt tokens at 100% of peak."""
     compute_s = 2.0 * shape.n_params * tokens / _peak_flops(hw, shape, devices)
-    return max(compute_s, shape.weight_bytes / (hw.memory_bw_gbps * 1e9 * devices))
+    return max(compute_s, shape.weight_bytes / _bandwidth(hw, devices))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from advisor.metrics.lag import LAG_FLOOR_MS  # the send-lag rule's floor; the r
 from advisor.store import RunResult
 from reports.costs import RunPrice
 from reports.executive import executive
+from reports.gpu import gpu_table
 from reports.groups import option_rows
 from reports.labels import engine_name, is_valid, lag_ms, load_text, model_name, run_labels, scenario_name, status
 from reports.selection import RecommendationResult
@@ -170,7 +171,7 @@ def sweep_row(sweep: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_context(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: RecommendationResult,
-                  sweeps: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+                  sweeps: Sequence[dict[str, Any]] = (), usd_per_kwh: float | None = None) -> dict[str, Any]:
     """Everything the report template renders except the figures."""
     labels = run_labels(runs)
     rows = [run_row(r, labels[r.run_id], prices.get(r.run_id)) for r in runs]
@@ -179,7 +180,7 @@ def build_context(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: R
             "methodology": methodology(runs, labels), "environment": environments(runs, labels),
             "recommendation": rec.recommendation, "rec_reason": rec.reason, "constraints": rec.constraints,
             "sweeps": [sweep_row(s) for s in sweeps], "statistics": statistics_notes(),
-            "turns": turn_tables(runs, labels)}
+            "turns": turn_tables(runs, labels), "gpu": gpu_table(runs, labels, usd_per_kwh)}
 
 
 def statistics_notes() -> dict[str, Any]:

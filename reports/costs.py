@@ -68,12 +68,19 @@ def _load_catalog() -> Any | None:
 def _catalog_price(run: RunResult, catalog: Any | None) -> tuple[str | None, float | None, str]:
     if catalog is None:
         return None, None, "no hardware catalog available"
-    from advisor.hardware_detect import match_hardware
+    from advisor.recommend.machines import is_served, run_machine
 
-    entry = match_hardware((run.manifest or {}).get("hardware") or {}, catalog)
+    m = run_machine(run, catalog)
+    entry = m.hardware
+    if entry is None and is_served(run):
+        return None, None, ("served from unknown hardware: the server's was not declared (bench --server-hardware "
+                            "ID), so it is not priced")
     if entry is None:
         return None, None, "hardware not in the catalog: pass a price (--price-usd-hour) to see costs"
-    price = catalog.price(entry.id)
+    price = catalog.price(entry.id) if entry.id in catalog.hardware else None
     if price is None:
-        return entry.id, None, f"no price for {entry.id} in the catalog"
-    return entry.id, price.usd_per_hour, f"{entry.name}: {price.tier}, {price.source} (as of {price.as_of})"
+        fix = "; pass a price (--price-usd-hour) to see costs" if entry.unlisted else ""
+        return entry.id, None, f"no price for {entry.name} in the catalog{fix}"
+    devices = f" x {m.devices} devices" if m.devices > 1 else ""
+    return (entry.id, price.usd_per_hour * m.devices,
+            f"{entry.name}{devices}: {price.tier}, {price.source} (as of {price.as_of})")

@@ -89,13 +89,14 @@ def figure_json(fig: go.Figure) -> str:
 
 def render_report(runs: Sequence[RunResult], *, prices: dict[str, RunPrice] | None = None,
                   recommendation: RecommendationResult | None = None, sweeps: Sequence[dict[str, Any]] = (),
-                  title: str = "Inference engine benchmark report", generated_utc: str | None = None) -> str:
+                  title: str = "Inference engine benchmark report", generated_utc: str | None = None,
+                  usd_per_kwh: float | None = None) -> str:
     """The report as one HTML string."""
     if not runs:
         raise ValueError("a report needs at least one saved run; run `advisor bench` first")
     prices = price_runs(runs) if prices is None else prices
     rec = recommendation or RecommendationResult(None, "no constraints were given")
-    ctx = build_context(runs, prices, rec, sweeps)
+    ctx = build_context(runs, prices, rec, sweeps, usd_per_kwh)
     figures = [{"id": f.id, "title": f.title, "json": figure_json(f.figure)} for f in report_figures(runs, prices)]
     generated = generated_utc or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     return environment().get_template("report.html.j2").render(

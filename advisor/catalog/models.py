@@ -53,6 +53,10 @@ def owned_usd_per_hour(capex_usd: float, tdp_w: float | None, a: OwnedCostAssump
     return capex_usd / hours * (1.0 + a.overhead_fraction) + power
 
 
+GPU_STACKS: dict[str, str] = {"nvidia": "cuda", "amd": "rocm", "intel": "intel-gpu"}
+ARM_CPU_VENDORS = ("arm", "aws-graviton", "ampere", "apple")
+
+
 class Hardware(_Frozen):
     id: str
     name: str
@@ -62,7 +66,7 @@ class Hardware(_Frozen):
     match: tuple[str, ...] = ()  # substrings of the device name (pynvml / cpu model) that map to this entry
     max_cores: int | None = None  # cpu: a detected machine with at most this many cores may map here
     memory_gb: float = Field(gt=0)
-    memory_bw_gbps: float = Field(gt=0)
+    memory_bw_gbps: float | None = Field(default=None, gt=0)  # None only for an unlisted GPU: no peaks known
     bf16_tflops_dense: float | None = Field(default=None, gt=0)
     bf16_tflops_sparse: float | None = Field(default=None, gt=0)
     fp8_tflops_dense: float | None = Field(default=None, gt=0)
@@ -74,9 +78,21 @@ class Hardware(_Frozen):
     spec_notes: str | None = None
     prices: tuple[Price, ...] = ()
     measured: bool = False  # True for the detected "custom" machine: bandwidth measured here
+    unlisted: bool = False  # a GPU the catalog lacks (name and memory from NVML): no peaks, no price, nothing estimated
+
+    @property
+    def stack(self) -> str:
+        """The software stack an engine needs here: cuda, rocm, intel-gpu, cpu-x86 or cpu-arm (compatibility key)."""
+        if self.kind == "cpu":
+            return "cpu-arm" if self.vendor in ARM_CPU_VENDORS else "cpu-x86"
+        return GPU_STACKS.get(self.vendor, f"{self.vendor}-gpu")
 
     def peak_tflops(self, dtype_bytes: float) -> float | None:
-        """Dense peak for the weights' precision: FP8 for 1-byte weights when the part has it, FP32 for 4-byte, else BF16."""
+        """Dense peak for the weights' precision: FP8 for 1-byte weights when the part has it, FP32 for 4-byte, else BF16.
+
+        None where the part has no bandwidth figure (an unlisted GPU): a roofline needs both peaks."""
+        if self.memory_bw_gbps is None:
+            return None
         if dtype_bytes <= 1 and self.fp8_tflops_dense:
             return self.fp8_tflops_dense
         if dtype_bytes >= 4:
@@ -99,7 +115,25 @@ class HostedOffer(_Frozen):
         return (w * self.input_usd_per_1m + self.output_usd_per_1m) / (w + 1.0)
 
 
+Stack = Literal["cuda", "rocm", "intel-gpu", "cpu-x86", "cpu-arm"]
+
+
+class StackClaim(_Frozen):
+    """The engine runs on `stack`, says `source` (as of `as_of`); `advisor_ran`: where advisor itself ran it, or None."""
+
+    stack: Stack
+    source: str
+    as_of: str
+    advisor_ran: str | None = None
+
+
 class EngineOps(_Frozen):
     complexity: Complexity
     hardware: tuple[Literal["cpu", "gpu"], ...]
     reason: str
+    runs_on: tuple[StackClaim, ...] = ()
+    served: bool = False  # an endpoint client (or the test engine): nothing is extrapolated to other hardware
+
+    def claim(self, stack: str) -> StackClaim | None:
+        """The sourced claim that the engine runs on `stack` (None: no such claim, so no row there)."""
+        return next((c for c in self.runs_on if c.stack == stack), None)

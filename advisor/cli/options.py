@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 import click
 
+from advisor.cli.server_hardware import server_hardware_flags, server_hardware_from
 from scenarios.overrides import FLAGS
 
 
@@ -67,6 +68,7 @@ engine_flags = _stack([
     click.option("--launch", default=None, help="Server command advisor starts, benchmarks and stops (openai engine)."),
     click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE",
                  help="Engine option (repeatable); `advisor engines --json` lists each engine's options."),
+    *server_hardware_flags,
 ])
 
 repeat_flags = _stack([
@@ -156,16 +158,19 @@ def engine_options(opts: tuple[str, ...], **named: Any) -> dict[str, Any]:
 
 def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: tuple[str, ...],
                  threads: int | None, device: str | None, url: str | None, launch: str | None, out_dir: Path,
-                 timeout_s: float, workers: str | int = "auto", ray: str | None = None, **flags: Any) -> Any:
+                 timeout_s: float, workers: str | int = "auto", ray: str | None = None,
+                 server_hardware: str | None = None, server_hardware_count: int = 1, server_where: str | None = None,
+                 server_metrics: str | None = None, **flags: Any) -> Any:
     """The BenchConfig the shared flags describe; every problem is a usage error before anything starts."""
     from advisor.bench import BenchConfig, BenchError
 
     if not scenario:
         fail("--scenario is required (see `advisor scenarios`)")
+    served = server_hardware_from(engine, server_hardware, server_hardware_count, server_where, server_metrics)
     options = engine_options(opts, threads=threads, device=device, url=url, launch=launch)
     try:
         return BenchConfig(scenario=scenario, engine=engine, model=model, overrides=overrides_from(flags),
                            engine_options=options, out_dir=out_dir, timeout_s=timeout_s,
-                           workers=workers_from(workers), ray_address=ray)
+                           workers=workers_from(workers), ray_address=ray, server_hardware=served)
     except BenchError as e:
         fail(str(e))

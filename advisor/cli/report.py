@@ -23,8 +23,10 @@ import click
 @click.option("--price-usd-hour", type=float, default=None,
               help="Price every run's hardware at this $/hour instead of the catalog's price.")
 @click.option("--title", default="Inference engine benchmark report", show_default=True, help="Report title.")
+@click.option("--usd-per-kwh", type=click.FloatRange(min=0), default=None,
+              help="Electricity price for GPU energy cost per 1M tokens (default: the catalog's stated owned-TCO price).")
 def report_command(items: tuple[str, ...], output: Path, root: Path, constraints_file: Path | None,
-                   price_usd_hour: float | None, title: str) -> None:
+                   price_usd_hour: float | None, title: str, usd_per_kwh: float | None) -> None:
     """Write a procurement report (HTML, opens offline, prints to PDF) for saved runs and sweeps."""
     from advisor.store import StoreError, readable_runs
     from reports.costs import price_runs
@@ -55,7 +57,7 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
     rec = make_recommendation(selection.runs, constraints)
     prices = price_runs(selection.runs, usd_per_hour=price_usd_hour)
     path = write_report(output, selection.runs, prices=prices, recommendation=rec, sweeps=selection.sweeps,
-                        title=title)
+                        title=title, usd_per_kwh=usd_per_kwh)
     flagged = sum(1 for r in selection.runs if r.verdict.status != "VALID")
     note = f"; {flagged} not VALID, flagged in the report" if flagged else ""
     click.echo(f"wrote {path} ({len(selection.runs)} runs{note})")

@@ -1,13 +1,12 @@
-"""Candidate deployments: measured (from saved runs) and estimated (roofline on catalog hardware).
+"""Candidates: the deployment type, and the measured ones (from saved runs); estimated ones are in `estimates.py`.
 
 A measured candidate's capacity per replica is the highest achieved request rate among its VALID
-options (repeat groups, `options.py`) whose SLOs are established as met; an estimated one comes
-from `advisor.roofline.estimate`, calibrated on the measured runs of the same engine on the same
-device class, with error bars from that engine's backtest (`error_bars.py`).
+options (repeat groups, `options.py`) whose SLOs are established as met, on the hardware the run
+measured (`machines.py`), with that machine's GPUs as devices per replica.
 
 Every candidate says what its numbers rest on (`evidence`): only `measured` and `calibrated`
-candidates may carry a headline recommendation; `uncalibrated` ones (another device class, or the
-default efficiency) only when the user asks for them, `invalid` ones never.
+candidates may carry a headline recommendation (an estimate also only where the engine was run on
+that hardware's stack); `uncalibrated` ones only when the user asks for them, `invalid` ones never.
 """
 
 from __future__ import annotations
@@ -18,16 +17,18 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from adapters.base import EngineInfo
-from advisor.catalog import Catalog, Hardware
+from advisor.catalog import Hardware
 from advisor.cost import tokens_per_request
 from advisor.metrics.intervals import Interval
+from advisor.recommend.bound import classify
 from advisor.recommend.constraints import Constraints
-from advisor.recommend.error_bars import ErrorBar, default_bar, error_bars
 from advisor.recommend.options import best_and_closest, options
-from advisor.roofline import ModelShape, Workload, calibrate, estimate
+from advisor.roofline import ModelShape
 from advisor.slo_evidence import RunSample
 from advisor.store import RunResult
 
+UNKNOWN_SERVER = "unknown hardware"  # a served run whose server hardware was not declared
+UNLISTED_CPU = "unlisted-cpu"  # a CPU machine the catalog lacks (and not this one)
 Evidence = Literal["measured", "calibrated", "uncalibrated", "invalid"]
 HEADLINE_EVIDENCE: tuple[Evidence, ...] = ("measured", "calibrated")
 
@@ -58,6 +59,10 @@ class Candidate:
     group_id: str | None = None
     scenario: str = ""
     device_class: str = ""  # "cpu" / "gpu" of the hardware ("" when not in the catalog)
+    hardware_problem: str = ""  # why this row sizes and prices nothing (unknown server hardware), with the fix
+    tested_there: bool = True  # estimated: advisor (or these runs) ran the engine on this hardware's stack
+    error_factor: float | None = None  # estimated: the larger of its TTFT / TPOT error factors
+    bound: str = ""  # measured: device-bound / host-bound / unclear / cpu (`bound.py`), with its figures
 
     @property
     def slo_margin_ms(self) -> dict[str, float]:
@@ -76,7 +81,8 @@ class Candidate:
 
     @property
     def headline_ok(self) -> bool:
-        return self.evidence in HEADLINE_EVIDENCE
+        """Evidence that can carry a recommendation; an estimate also only where the engine was run on that stack."""
+        return self.evidence in HEADLINE_EVIDENCE and self.tested_there
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "slo_margin_ms": self.slo_margin_ms}
@@ -85,8 +91,10 @@ class Candidate:
 @dataclass(frozen=True)
 class MeasuredRun:
     run: RunResult
-    hardware: Hardware | None  # None: could not map the machine to the catalog
+    hardware: Hardware | None  # None: could not map the machine to the catalog (or a server's was not declared)
     notes: tuple[str, ...] = field(default=())
+    devices: int = 1  # per replica: the GPUs of the run's machine (or the declared server's)
+    served: bool = False  # an engine behind an HTTP endpoint: the hardware is the server's
 
 
 def engine_of(run: RunResult) -> str:
@@ -100,10 +108,6 @@ def config_of(engine: EngineInfo) -> str:
     return " / ".join(str(p) for p in parts if p) or "default"
 
 
-def _valid(run: RunResult) -> bool:
-    return run.verdict.status == "VALID"
-
-
 def _scenario(run: RunResult) -> str:
     return run.scenario_name or ""
 
@@ -111,13 +115,13 @@ def _scenario(run: RunResult) -> str:
 def measured_candidates(runs: list[MeasuredRun], c: Constraints,
                         samples: Mapping[str, RunSample] | None = None) -> list[Candidate]:
     """One candidate per (engine, model, config, hardware), from its best SLO-meeting VALID option."""
-    groups: dict[tuple[str, str, str, str], list[MeasuredRun]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str, int], list[MeasuredRun]] = defaultdict(list)
     for mr in runs:
         e = mr.run.engine
-        hw_id = mr.hardware.id if mr.hardware else "custom"
-        groups[(engine_of(mr.run), str(e.model), config_of(e), hw_id)].append(mr)
+        hw_id = mr.hardware.id if mr.hardware else UNKNOWN_SERVER if mr.served else UNLISTED_CPU
+        groups[(engine_of(mr.run), str(e.model), config_of(e), hw_id, mr.devices)].append(mr)
     out = []
-    for (engine, model, config, hw_id), members in groups.items():
+    for (engine, model, config, hw_id, devices), members in groups.items():
         slos = c.slos_for(members[0].run.slos)
         scen = _scenario(members[0].run)
         best, closest = best_and_closest(options([mr.run for mr in members], slos, c.percentile, samples))
@@ -138,9 +142,17 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
         else:
             evidence, note = "invalid", f"measured only in runs that are not VALID ({opt.status})"
         hw = members[0].hardware
+        notes += [n for mr in members for n in mr.notes if n not in notes]
+        bound = classify(run, hw)
+        if bound.bound == "host-bound" or (bound.bound == "unclear" and hw is not None and hw.kind == "gpu"):
+            notes.append(bound.reason)
+        problem = ""
+        if hw is None and members[0].served:
+            problem = (f"served from {UNKNOWN_SERVER}: the run measured a server whose hardware was not declared, "
+                       "so it sizes and prices nothing")
         out.append(Candidate(
             engine=engine, hardware_id=hw_id, config=config, model=model, source="measured", run_id=opt.run_id,
-            devices=1, capacity_rps=opt.rate.value if best else None,
+            devices=devices, capacity_rps=opt.rate.value if best else None,
             latency_ms={k: (iv.value if iv else None) for k, iv in opt.latency.items()}, slos=slos,
             input_tokens_per_request=n_in, output_tokens_per_request=n_out,
             precision=str(run.engine.precision or ""), assumptions=tuple(notes),
@@ -148,83 +160,6 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
             capacity_range=opt.rate if best else None,
             latency_range_ms={k: iv for k, iv in opt.latency.items() if iv is not None},
             slo_checks=tuple(ch.to_dict() for ch in opt.checks.values()), repeats=opt.n,
-            group_id=opt.group_id, scenario=scen, device_class=hw.kind if hw else ""))
+            group_id=opt.group_id, scenario=scen, device_class=hw.kind if hw else "", hardware_problem=problem,
+            bound=bound.bound))
     return out
-
-
-def _calibration(members: list[MeasuredRun], kind: str) -> tuple[list[tuple[RunResult, Hardware]], Evidence, str]:
-    """The runs an estimate for `kind` hardware calibrates on, and what that makes the estimate."""
-    mapped = [(mr.run, mr.hardware) for mr in members if mr.hardware is not None]
-    same = [(r, h) for r, h in mapped if h.kind == kind]
-    for pool, cross in ((same, False), (mapped, True)):
-        valid = [(r, h) for r, h in pool if _valid(r)]
-        if valid and not calibrate(valid).basis.startswith("default"):
-            if cross:
-                return valid, "uncalibrated", f"uncalibrated for {kind.upper()}: calibrated on other hardware only"
-            return valid, "calibrated", f"calibrated on {len(valid)} VALID {kind.upper()} run(s)"
-        if pool and not calibrate(pool).basis.startswith("default"):
-            where = f" (and only on other hardware: uncalibrated for {kind.upper()})" if cross else ""
-            return pool, "invalid", f"calibrated only on runs that are not VALID{where}"
-    return [], "uncalibrated", "uncalibrated: no run could calibrate it (default efficiency)"
-
-
-def estimated_candidates(runs: list[MeasuredRun], c: Constraints, catalog: Catalog) -> list[Candidate]:
-    """Roofline extrapolation of each measured (engine, model, config) to the catalog hardware it was not run on."""
-    by_key: dict[tuple[str, str, str], list[MeasuredRun]] = defaultdict(list)
-    for mr in runs:
-        e = mr.run.engine
-        by_key[(engine_of(mr.run), str(e.model), config_of(e))].append(mr)
-    bars = error_bars([(mr.run, mr.hardware) for mr in runs if mr.hardware is not None and _valid(mr.run)],
-                      engine_of)
-    out = []
-    for (engine, model, config), members in by_key.items():
-        ops = catalog.engine_ops(engine)
-        # prefer a VALID run, then the one with the most requests
-        base = max(members, key=lambda mr: (_valid(mr.run), mr.run.summary.n_ok)).run
-        shape, wl = ModelShape.from_engine(base.engine), Workload.from_summary(base.summary)
-        if shape is None or wl is None:
-            continue
-        measured_on = {mr.hardware.id for mr in members if mr.hardware is not None}
-        slos = c.slos_for(base.slos)
-        scen = _scenario(base)
-        for hw in catalog.hardware.values():
-            if hw.id in measured_on or hw.measured or hw.peak_tflops(shape.dtype_bytes) is None:
-                continue
-            if ops is not None and hw.kind not in ops.hardware:
-                continue
-            calib, evidence, note = _calibration(members, hw.kind)
-            eff = calibrate(calib)
-            bar = bars.get((engine, hw.kind)) if evidence == "calibrated" else None
-            bar = bar or default_bar("no leave-one-out backtest for this engine on this device class"
-                                     if evidence == "calibrated" else note)
-            out.append(_estimated(engine, model, config, base, shape, wl, hw, eff, bar, slos, evidence, note, scen))
-    return out
-
-
-def _limit(slo: float | None, factor: float) -> float | None:
-    return None if slo is None else slo / factor
-
-
-def _estimated(engine: str, model: str, config: str, base: RunResult, shape: ModelShape, wl: Workload,
-               hw: Hardware, eff: Any, bar: ErrorBar, slos: dict[str, float | None], evidence: Evidence,
-               note: str, scen: str) -> Candidate:
-    # the operating point is chosen so that the pessimistic end of each range meets its SLO
-    est = estimate(shape, hw, wl, eff, _limit(slos.get("ttft_ms"), bar.ttft_factor),
-                   _limit(slos.get("tpot_ms"), bar.tpot_factor))
-    e2e = est.ttft_p_ms + max(wl.n_out - 1, 0) * est.tpot_p_ms
-    lat: dict[str, float | None] = {"ttft_ms": est.ttft_p_ms, "tpot_ms": est.tpot_p_ms, "e2e_ms": e2e}
-    ranges = {k: bar.range(k, v) for k, v in lat.items() if v is not None and v != float("inf")}
-    cap_range = None
-    if est.capacity_rps:
-        f = bar.rate_factor
-        cap_range = Interval.from_range(est.capacity_rps, est.capacity_rps / f, est.capacity_rps * f,
-                                        f"x/÷{f:.2f}: {bar.basis}")
-    notes = (f"estimated from run {base.run_id}", note, f"error bars: {bar.basis}", *est.assumptions,
-             f"served at the measured precision ({base.engine.precision})")
-    return Candidate(engine=engine, hardware_id=hw.id, config=config, model=model, source="estimated",
-                     run_id=base.run_id, devices=est.devices, capacity_rps=est.capacity_rps,
-                     latency_ms=lat, slos=slos, input_tokens_per_request=wl.n_in,
-                     output_tokens_per_request=wl.n_out, precision=str(base.engine.precision or ""),
-                     assumptions=notes, n_params=shape.n_params, evidence=evidence, evidence_note=note,
-                     capacity_range=cap_range, latency_range_ms=ranges, repeats=0, scenario=scen,
-                     device_class=hw.kind)

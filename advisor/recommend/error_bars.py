@@ -1,30 +1,38 @@
-"""Error bars for roofline estimates, from the estimator's own backtest per engine and device class.
+"""The estimator's backtest and the error bars it gives, as one computation on one set of runs.
 
-For each (engine, device class) with at least two measured runs, every run is predicted from the
-others of that engine and class (leave-one-out), and the largest miss sets the range: a factor
-f = exp(max |ln(estimate / measured)|), separately for TTFT and TPOT, and an estimate v is reported
-as [v / f, v x f]. With fewer runs there is no backtest for that engine and class, and the stated
-default factor (2: half to twice the estimate) is used. An estimated row passes an SLO only when the
-high end of its range does; its capacity range is [rate / f, rate x f] with the larger factor.
-Calibration on runs from another device class (CPU runs carried to a GPU) gets the default factor
-and is labelled uncalibrated for that class by the candidates, whatever its CPU backtest says.
+Which runs count: only runs that say something about the device's latency calibrate the roofline
+or serve as backtest targets: VALID (a SATURATED run tells capacity, not latency), on catalog
+hardware with peaks, with a model shape, and device-bound or CPU (`bound.py`: a host-bound run
+measured the engine's host path, not the device). Every other run is listed with why it was left
+out. Runs are grouped by (engine, device class). In a group of at least two such runs, every run is
+predicted from the others (leave-one-out); those rows are the printed backtest, and the largest
+miss sets that group's error bar: f = exp(max |ln(estimate / measured)|), separately for TTFT and
+TPOT, an estimate v reported as [v / f, v x f] (never narrower than MIN_FACTOR). The same group's
+runs calibrate the estimates that carry that bar. With fewer than two such runs there is no
+backtest, the estimate is not "calibrated", and the stated default factor is used and said.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.models import Hardware
 from advisor.metrics.intervals import Interval
-from advisor.roofline import ModelShape, Workload, calibrate, measured_s, predict
+from advisor.recommend.bound import classify
+from advisor.roofline import BacktestRow, ModelShape, Workload, calibrate, measured_s, predict
 from advisor.store import RunResult
+
+if TYPE_CHECKING:
+    from advisor.recommend.candidates import MeasuredRun
 
 DEFAULT_ERROR_FACTOR = 2.0  # used where no backtest exists for the engine and device class: stated in every row
 MIN_FACTOR = 1.05  # a perfect backtest on two runs says little: never narrower than +-5%
+MIN_BACKTEST_RUNS = 2
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,7 @@ class ErrorBar:
     ttft_factor: float
     tpot_factor: float
     basis: str  # where the factors came from, in words
+    from_backtest: bool = False
 
     @property
     def rate_factor(self) -> float:
@@ -54,38 +63,107 @@ def default_bar(why: str) -> ErrorBar:
                     f"stated default x/÷{DEFAULT_ERROR_FACTOR:g} ({why})")
 
 
-def _loo_errors(group: list[tuple[RunResult, Hardware]]) -> tuple[list[float], list[float]]:
-    """|ln(estimate / measured)| of p50 TTFT and mean TPOT, each run predicted from the others."""
-    ttft_err, tpot_err = [], []
+def ineligible(mr: MeasuredRun) -> str | None:
+    """Why a run may not calibrate the roofline or be a backtest target (None: it may)."""
+    run, hw = mr.run, mr.hardware
+    if hw is None or hw.peak_tflops(2) is None and hw.peak_tflops(4) is None:
+        return "its hardware has no catalog peaks"
+    if run.verdict.status != "VALID":
+        return (f"{run.verdict.status}: it tells capacity, not latency" if run.verdict.status == "SATURATED"
+                else f"verdict {run.verdict.status}")
+    if ModelShape.from_engine(run.engine) is None or Workload.from_summary(run.summary) is None:
+        return "no model shape or no completed requests"
+    b = classify(run, hw)
+    if not b.calibrates_device:
+        return b.reason
+    return None
+
+
+@dataclass(frozen=True)
+class BacktestGroup:
+    engine: str
+    device_class: str
+    run_ids: tuple[str, ...]
+    rows: tuple[BacktestRow, ...]  # leave-one-out, one per run
+    bar: ErrorBar
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "device_class": self.device_class, "run_ids": list(self.run_ids),
+                "rows": [r.to_dict() for r in self.rows], "bar": self.bar.to_dict()}
+
+
+@dataclass(frozen=True)
+class EstimatorBacktest:
+    """Every backtest group, the runs each engine and class may calibrate on, and the runs left out and why."""
+
+    groups: tuple[BacktestGroup, ...]
+    pools: dict[tuple[str, str], list[tuple[RunResult, Hardware]]]  # (engine, class) -> eligible runs
+    left_out: tuple[str, ...]  # "run X: why"
+
+    @property
+    def rows(self) -> tuple[BacktestRow, ...]:
+        return tuple(r for g in self.groups for r in g.rows)
+
+    @property
+    def ttft_mape(self) -> float | None:
+        return statistics.mean(abs(r.ttft_error) for r in self.rows) if self.rows else None
+
+    @property
+    def tpot_mape(self) -> float | None:
+        return statistics.mean(abs(r.tpot_error) for r in self.rows) if self.rows else None
+
+    def bar(self, engine: str, kind: str) -> ErrorBar | None:
+        return next((g.bar for g in self.groups if (g.engine, g.device_class) == (engine, kind)), None)
+
+    def pool(self, engine: str, kind: str) -> list[tuple[RunResult, Hardware]]:
+        return self.pools.get((engine, kind), [])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"groups": [g.to_dict() for g in self.groups], "rows": [r.to_dict() for r in self.rows],
+                "ttft_mape": self.ttft_mape, "tpot_mape": self.tpot_mape, "left_out": list(self.left_out)}
+
+
+def _loo(group: list[tuple[RunResult, Hardware]]) -> list[BacktestRow]:
+    rows = []
     for i, (run, hw) in enumerate(group):
-        others = group[:i] + group[i + 1:]
-        eff = calibrate(others)
+        eff = calibrate(group[:i] + group[i + 1:])
         shape, wl, s = ModelShape.from_engine(run.engine), Workload.from_summary(run.summary), run.summary
         ttft, tpot = measured_s(s.ttft_ms.at(50)), measured_s(s.tpot_ms.mean)
         if eff.basis.startswith("default") or shape is None or wl is None or not ttft or not tpot:
             continue
-        if hw.peak_tflops(shape.dtype_bytes) is None:
-            continue
         t = predict(shape, hw, wl, eff)
-        ttft_err.append(abs(math.log(t.ttft_s / ttft)))
-        tpot_err.append(abs(math.log(t.tpot_s / tpot)))
-    return ttft_err, tpot_err
+        rows.append(BacktestRow(run.run_id, hw.id, ttft * 1e3, t.ttft_s * 1e3, tpot * 1e3, t.tpot_s * 1e3,
+                                "leave-one-out"))
+    return rows
 
 
-def error_bars(runs: list[tuple[RunResult, Hardware]],
-               engine_of: Callable[[RunResult], str]) -> dict[tuple[str, str], ErrorBar]:
-    """An ErrorBar per (engine, device class) that has a leave-one-out backtest; others are absent."""
-    groups: dict[tuple[str, str], list[tuple[RunResult, Hardware]]] = defaultdict(list)
-    for run, hw in runs:
-        groups[(engine_of(run), hw.kind)].append((run, hw))
-    out = {}
-    for (engine, kind), group in groups.items():
-        if len(group) < 2:
+def miss_factor(rows: tuple[BacktestRow, ...] | list[BacktestRow], metric: str) -> float:
+    """exp(max |ln(estimate / measured)|) over backtest rows: the worst miss as a factor."""
+    errs = [r.ttft_error if metric == "ttft_ms" else r.tpot_error for r in rows]
+    return math.exp(max(abs(math.log1p(e)) for e in errs))
+
+
+def estimator_backtest(runs: list[MeasuredRun], engine_of: Callable[[RunResult], str]) -> EstimatorBacktest:
+    """The backtest per (engine, device class) over the eligible runs, and the error bar each gives."""
+    pools: dict[tuple[str, str], list[tuple[RunResult, Hardware]]] = defaultdict(list)
+    left = []
+    for mr in runs:
+        why = ineligible(mr)
+        if why is not None:
+            left.append(f"run {mr.run.run_id}: {why}")
             continue
-        te, pe = _loo_errors(group)
-        if not te:
+        assert mr.hardware is not None
+        pools[(engine_of(mr.run), mr.hardware.kind)].append((mr.run, mr.hardware))
+    groups = []
+    for (engine, kind), group in pools.items():
+        if len(group) < MIN_BACKTEST_RUNS:
             continue
-        out[(engine, kind)] = ErrorBar(max(MIN_FACTOR, math.exp(max(te))), max(MIN_FACTOR, math.exp(max(pe))),
-                                       f"leave-one-out backtest of {engine} on {len(te)} {kind.upper()} run(s): "
-                                       f"worst miss TTFT x{math.exp(max(te)):.2f}, TPOT x{math.exp(max(pe)):.2f}")
-    return out
+        rows = _loo(group)
+        if len(rows) < MIN_BACKTEST_RUNS:
+            continue
+        ft, fp = miss_factor(rows, "ttft_ms"), miss_factor(rows, "tpot_ms")
+        bar = ErrorBar(max(MIN_FACTOR, ft), max(MIN_FACTOR, fp),
+                       f"leave-one-out backtest of {engine} on {len(rows)} {kind.upper()} run(s): worst miss "
+                       f"TTFT x{ft:.2f}, TPOT x{fp:.2f}", from_backtest=True)
+        groups.append(BacktestGroup(engine, kind, tuple(r.run_id for r in rows), tuple(rows), bar))
+    return EstimatorBacktest(tuple(groups), dict(pools), tuple(left))

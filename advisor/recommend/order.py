@@ -18,6 +18,7 @@ from typing import Any
 
 from advisor.catalog import COMPLEXITY_ORDER
 from advisor.metrics.intervals import Interval
+from advisor.recommend.bound import HOST_PATH
 from advisor.recommend.ranking import Row
 
 
@@ -76,7 +77,8 @@ def _money(r: Row, by_monthly: bool) -> str:
 def _label(r: Row) -> str:
     c = r.candidate
     if c.source == "measured":
-        return f"measured ({c.repeats} repeats)" if c.repeats > 1 else "measured (1 run)"
+        host = f", host-bound: {HOST_PATH}" if c.bound == "host-bound" else ""
+        return (f"measured ({c.repeats} repeats{host})" if c.repeats > 1 else f"measured (1 run{host})")
     return f"estimated, {c.evidence}"
 
 

@@ -137,7 +137,14 @@ def evaluate(c: Candidate, cons: Any, catalog: Catalog, design_rps: float | None
     hw = catalog.hardware.get(c.hardware_id)
     fails: list[Failure] = _slo_failures(c, cons.percentile)
     price = catalog.price(c.hardware_id, cons.tier) if hw else None
-    if price is None:
+    if c.hardware_problem:
+        fails.append(Failure("hardware", c.hardware_problem,
+                             "re-run with --server-hardware ID naming the server's hardware (`advisor hardware` lists "
+                             "the ids)"))
+    elif price is None and hw is not None and hw.unlisted:
+        fails.append(Failure("price", f"{hw.name}: not in the catalog, so no price",
+                             f"add {hw.id} with its price under `hardware:` in a --prices file"))
+    elif price is None:
         fails.append(Failure("price", f"no {cons.tier} price for {c.hardware_id}",
                              f"pass --price {c.hardware_id}=USD_PER_HOUR or a --prices file"))
     if cons.hardware and c.hardware_id not in cons.hardware:

@@ -8,22 +8,30 @@ Pareto frontier, hosted-API break-even and a roofline backtest.
 
 from __future__ import annotations
 
-import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from advisor.catalog import Catalog
 from advisor.cost import BLEND_INPUT_PER_OUTPUT, HOURS_PER_MONTH, OUTPUT_TOKEN_WEIGHT
-from advisor.hardware_detect import Detected, match_hardware
-from advisor.recommend.candidates import Candidate, MeasuredRun, estimated_candidates, measured_candidates
+from advisor.hardware_detect import Detected
+from advisor.recommend.candidates import (
+    UNLISTED_CPU,
+    Candidate,
+    engine_of,
+    measured_candidates,
+)
 from advisor.recommend.constraints import Constraints
+from advisor.recommend.error_bars import EstimatorBacktest, estimator_backtest
+from advisor.recommend.estimates import estimated_candidates
 from advisor.recommend.evidence import EvidenceGap, evidence_gap
 from advisor.recommend.explain import Advice, advise
 from advisor.recommend.hosted import BreakEven, break_evens
+from advisor.recommend.machines import resolve_runs
 from advisor.recommend.order import rank
 from advisor.recommend.pareto import Frontier, pareto
 from advisor.recommend.ranking import Row, evaluate
-from advisor.roofline import Backtest, backtest
+from advisor.recommend.settle import settle
+from advisor.recommend.workloads import pick_workload
 from advisor.slo_evidence import RunSample
 from advisor.store import RunResult
 
@@ -44,11 +52,12 @@ class Recommendation:
     rows: tuple[Row, ...]
     frontiers: tuple[Frontier, ...]
     break_even: tuple[BreakEven, ...]
-    backtest: Backtest
+    backtest: EstimatorBacktest  # the same computation the estimates' error bars come from
     advice: Advice | None  # set when no row passes on evidence that can carry a recommendation
     notes: tuple[str, ...] = field(default=())
     evidence: EvidenceGap | None = None  # set when the data cannot carry a recommendation yet
     warnings: tuple[str, ...] = ()  # what makes a "passes" weaker than it reads (shown with the headline)
+    to_settle: tuple[str, ...] = ()  # cheaper options the evidence keeps out of the headline, and what to measure
 
     @property
     def best(self) -> Row | None:
@@ -69,20 +78,7 @@ class Recommendation:
                 "pareto": [f.to_dict() for f in self.frontiers], "break_even": [b.to_dict() for b in self.break_even],
                 "backtest": self.backtest.to_dict(), "advice": self.advice.to_dict() if self.advice else None,
                 "evidence": self.evidence.to_dict() if self.evidence else None, "notes": list(self.notes),
-                "warnings": list(self.warnings)}
-
-
-def resolve_runs(runs: list[RunResult], catalog: Catalog, detected: Detected | None) -> list[MeasuredRun]:
-    """Map each run's manifest to catalog hardware; runs made on this host use the detected entry."""
-    here = socket.gethostname()
-    out = []
-    for run in runs:
-        man = run.manifest or {}
-        hw = match_hardware(man.get("hardware") or {}, catalog)
-        if detected is not None and man.get("hostname") == here:
-            hw = detected.calibration_hardware
-        out.append(MeasuredRun(run, hw))
-    return out
+                "warnings": list(self.warnings), "to_settle": list(self.to_settle)}
 
 
 def quality_from_runs(runs: list[RunResult]) -> dict[str, float]:
@@ -136,6 +132,7 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
     `samples` (by run id, `advisor.slo_evidence.load_samples`) makes the SLO checks exact; without them
     the count of requests over a limit is bounded from the summary's percentiles.
     """
+    every = list(runs)  # all scenarios: the estimator's backtest and calibration may use any of them
     if constraints.scenario:
         runs = [r for r in runs if r.scenario_name == constraints.scenario]
     if not runs:
@@ -147,16 +144,23 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
                                   "recommendation is for one traffic: pick one (`advisor recommend --scenario NAME`, "
                                   "or `scenario: NAME` in the constraints file)")
     runs, test_note = _drop_test_engine(runs)
+    runs, workload_note, workload_left = pick_workload(runs)
     if detected is not None and detected.catalog_id == "custom":
         catalog = catalog.with_hardware(detected.hardware)
     if constraints.hardware:
         unknown = [h for h in constraints.hardware if h not in catalog.hardware]
         if unknown:
             raise ValueError(f"unknown hardware {', '.join(unknown)}; known: {', '.join(sorted(catalog.hardware))}")
-    resolved = resolve_runs(runs, catalog, detected)
+    in_scope = {r.run_id for r in runs}
+    resolved_all = resolve_runs([r for r in every if r.engine.adapter not in TEST_ENGINES], catalog, detected)
+    resolved = [mr for mr in resolved_all if mr.run.run_id in in_scope] or resolve_runs(runs, catalog, detected)
+    for hw in {mr.hardware.id: mr.hardware for mr in resolved if mr.hardware is not None and mr.hardware.unlisted}.values():
+        catalog = catalog.with_hardware(hw)
+    bt = estimator_backtest(resolved_all, engine_of)
+    skipped_estimates: list[str] = []
     cands = measured_candidates(resolved, constraints, samples)
     if constraints.include_estimates:
-        cands += estimated_candidates(resolved, constraints, catalog)
+        cands += estimated_candidates(resolved, constraints, catalog, bt, resolved_all, skipped_estimates)
     tokens = [c.input_tokens_per_request + c.output_tokens_per_request for c in cands if c.source == "measured"]
     design_rps, basis = constraints.design_rps(max(tokens) if tokens else None)
     by_monthly = design_rps is not None
@@ -169,21 +173,27 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
              f"$/1M at the SLO operating point (capacity); blended = {BLEND_INPUT_PER_OUTPUT:g}:1 input:output with an "
              f"output token weighted {OUTPUT_TOKEN_WEIGHT:g}x",
              "estimated rows extrapolate measured runs with a roofline model; each estimate is a range from the "
-             "estimator's backtest for that engine and device class (default x/÷2), and passes an SLO or the "
-             "budget only at the pessimistic end of its range",
+             "estimator's backtest for that engine and device class (printed below; the stated default x/÷2 where "
+             "there is none, and then the estimate is not 'calibrated'), and passes an SLO or the budget only at "
+             "the pessimistic end of its range",
              "an SLO is met only when the run's requests establish it (MLPerf early stopping, 99%); options whose "
              f"cost ranges overlap are a tie, broken by {', then '.join(constraints.tie_break) or 'cost'}"]
     if test_note:
         notes.append(test_note)
+    if workload_note:
+        notes += [workload_note, *workload_left]
     if constraints.max_quality_drift is not None and not quality:
         notes.append("quality drift unknown for every engine (no verify results given): not checked")
     unmapped = sorted({str((mr.run.manifest or {}).get('hardware', {}).get('cpu_model')) for mr in resolved
-                       if mr.hardware is None})
+                       if mr.hardware is None and not mr.served})
     if unmapped:
-        notes.append(f"machines not in the catalog ({', '.join(unmapped)}): priced only with --price custom=USD")
+        notes.append(f"CPU machines not in the catalog and not this one ({', '.join(unmapped)}): reported as "
+                     f"{UNLISTED_CPU!r}, priced only when added under `hardware:` in a --prices file")
+    notes += list(dict.fromkeys(n for mr in resolved for n in mr.notes))
+    notes += skipped_estimates
     gap = evidence_gap(runs, rows, constraints.percentile)
     warning = no_slo_warning(cands)
-    return Recommendation(constraints, design_rps, basis, tuple(rows), tuple(pareto(rows, by_monthly)),
-                          tuple(break_evens(rows, catalog.hosted)),
-                          backtest([(mr.run, mr.hardware) for mr in resolved if mr.hardware is not None]),
-                          advise(rows), tuple(notes), gap, (warning,) if warning else ())
+    rec = Recommendation(constraints, design_rps, basis, tuple(rows), tuple(pareto(rows, by_monthly)),
+                         tuple(break_evens(rows, catalog.hosted)), bt, advise(rows), tuple(notes), gap,
+                         tuple(w for w in (workload_note, warning) if w))
+    return replace(rec, to_settle=settle(rec.rows, rec.best, catalog))

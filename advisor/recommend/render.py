@@ -11,6 +11,8 @@ from advisor.catalog import Catalog
 from advisor.recommend.ranking import Row
 from advisor.recommend.recommendation import Recommendation
 
+MAX_LEFT_OUT_LINES = 8
+
 
 def _usd(v: float | None, digits: int = 0) -> str:
     return "-" if v is None else f"${v:,.{digits}f}"
@@ -57,6 +59,10 @@ def print_headline(rec: Recommendation, con: Console) -> None:
         con.print("[bold red]Nothing meets every constraint.[/] Closest options and what would have to give below.")
     for w in rec.warnings:
         con.print(f"[bold yellow]warning:[/] {w}", highlight=False)
+    if rec.to_settle:
+        con.print("[bold]What would settle the cheaper options the evidence keeps out of the headline:[/]")
+        for line in rec.to_settle:
+            con.print(f"  - {line}", highlight=False, soft_wrap=True)
 
 
 def print_recommendation(rec: Recommendation, console: Console | None = None, top: int = 15) -> None:
@@ -104,14 +110,33 @@ def print_recommendation(rec: Recommendation, console: Console | None = None, to
             bt.add_row(f"{b.provider} {b.model}", f"${b.hosted_usd_per_1m_mix:.3g}",
                        f"${b.self_usd_per_1m_full_load:.3g}", be)
         con.print(bt)
-    bk = rec.backtest
-    if bk.rows:
-        con.print(f"[bold]Roofline backtest[/] over {len(bk.rows)} measured run(s): mean |error| TTFT "
-                  f"{bk.ttft_mape:.0%}, TPOT {bk.tpot_mape:.0%} ({bk.rows[0].calibration})")
-    else:
-        con.print("[bold]Roofline backtest:[/] no measured run with a known model shape and catalog hardware")
+    print_backtest(rec, con)
     for n in rec.notes:
         con.print(f"[dim]note: {n}[/]")
+
+
+def print_backtest(rec: Recommendation, con: Console) -> None:
+    """The estimator backtest per engine and device class: the same rows the estimates' error bars come from."""
+    bk = rec.backtest
+    for g in bk.groups:
+        t = Table(title=f"Roofline backtest, {g.engine} on {g.device_class.upper()} (leave-one-out): error bar "
+                        f"x/÷{g.bar.ttft_factor:.2f} TTFT, x/÷{g.bar.tpot_factor:.2f} TPOT on every {g.engine} "
+                        f"{g.device_class.upper()} estimate")
+        for col in ("run", "hardware", "TTFT ms meas/est", "error", "TPOT ms meas/est", "error"):
+            t.add_column(col, overflow="fold")
+        for r in g.rows:
+            t.add_row(r.run_id, r.hardware_id, f"{r.ttft_ms_measured:,.1f}/{r.ttft_ms_estimated:,.1f}",
+                      f"{r.ttft_error:+.0%}", f"{r.tpot_ms_measured:,.1f}/{r.tpot_ms_estimated:,.1f}",
+                      f"{r.tpot_error:+.0%}")
+        con.print(t)
+    if not bk.groups:
+        con.print("[bold]Roofline backtest:[/] none: no engine has two VALID, device-bound runs on one device class, "
+                  "so no estimate is calibrated (each carries the stated default x/÷2 and cannot headline)",
+                  highlight=False)
+    for line in bk.left_out[:MAX_LEFT_OUT_LINES]:
+        con.print(f"  [dim]not a backtest or calibration run: {line}[/]", highlight=False)
+    if len(bk.left_out) > MAX_LEFT_OUT_LINES:
+        con.print(f"  [dim]... and {len(bk.left_out) - MAX_LEFT_OUT_LINES} more runs left out (--json: backtest.left_out)[/]")
 
 
 def print_hardware(catalog: Catalog, detected: dict[str, Any] | None, tier: str, console: Console | None = None) -> None:
@@ -122,7 +147,7 @@ def print_hardware(catalog: Catalog, detected: dict[str, Any] | None, tier: str,
     sources = []
     for hw in catalog.hardware.values():
         p = catalog.price(hw.id, tier)
-        t.add_row(hw.id, f"{hw.memory_gb:g}", f"{hw.memory_bw_gbps:g}", f"{hw.bf16_tflops_dense or '-'}",
+        t.add_row(hw.id, f"{hw.memory_gb:g}", f"{hw.memory_bw_gbps or '-'}", f"{hw.bf16_tflops_dense or '-'}",
                   f"{hw.fp8_tflops_dense or '-'}", f"{hw.tdp_w or '-'}", _usd(p.usd_per_hour if p else None, 3))
         sources.append(f"{hw.id}: {hw.name}. Specs: {hw.spec_source} ({hw.spec_as_of})"
                        + (f"; {hw.spec_notes}" if hw.spec_notes else "")
@@ -135,3 +160,8 @@ def print_hardware(catalog: Catalog, detected: dict[str, Any] | None, tier: str,
         bw = detected.get("measured_bw_gbps")
         con.print(f"[bold]This machine:[/] {detected['description']} -> {detected['catalog_id']}"
                   + (f", measured copy bandwidth {bw:.1f} GB/s" if bw else ""))
+        fp = detected.get("fingerprint") or {}
+        mid = fp.get("machine_id_sha256")
+        con.print(f"  fingerprint (what decides that a saved run was made here; the hostname does not): machine-id "
+                  f"sha256 {mid[:12] + '...' if mid else 'unknown (no /etc/machine-id: no run is matched to it)'}, "
+                  f"GPU UUIDs {', '.join(fp.get('gpu_uuids') or []) or 'none'}", highlight=False)

@@ -76,6 +76,18 @@ def runs_table(runs: Sequence[RunResult]) -> list[dict[str, Any]]:
              "errors": str(r.summary.n_errors), "created (UTC)": r.created_utc, "id": r.run_id} for r in runs]
 
 
+def gpu_rows(runs: Sequence[RunResult], usd_per_kwh: float | None = None) -> tuple[list[dict[str, Any]], str]:
+    """The report's GPU figures as display rows (runs with GPU telemetry only), and the $/kWh it used, sourced."""
+    from reports.gpu import gpu_table
+
+    t = gpu_table(runs, run_labels(runs), usd_per_kwh)
+    rows = [{"run": g["label"], "GPU": g["gpu"], "memory peak / total MiB": f"{_r(g['mem_peak_mb'])} / {_r(g['mem_total_mb'])}",
+             "power mean / max W": f"{_r(g['power_mean_w'])} / {_r(g['power_max_w'])}",
+             "GPU busy %": _r(g["util_pct"]), "bound": g["bound"], "J / output token": _r(g["j_per_output_token"]),
+             "energy $ / 1M output tokens": _r(g["energy_usd_per_1m_out"])} for g in t["rows"]]
+    return rows, f"energy at ${t['usd_per_kwh']:g}/kWh ({t['price_source']}); GPU board energy only"
+
+
 def verdict_notes(runs: Sequence[RunResult]) -> list[str]:
     """One line per run that is not VALID, with its reasons (shown beside every view of it)."""
     labels = run_labels(runs)

@@ -57,6 +57,11 @@ def compare_page(v: View) -> None:
     show_flags(v.selected)
     st.caption("One row per option: repeats of one cell are one row, each figure the median [interval].")
     st.table(dash.options_table(v.selected))
+    gpu, gpu_note = dash.gpu_rows(v.selected)
+    if gpu:
+        st.subheader("GPU")
+        st.table(gpu)
+        st.caption(gpu_note)
     prices = price_runs(v.selected)
     for nf in figures.report_figures(v.selected, prices):
         st.plotly_chart(nf.figure, key=nf.id)

@@ -74,3 +74,24 @@ def test_first_screen_at_1280x800_shows_the_decision_and_its_cost(page, browser_
         assert _above_the_fold(page, "#decision pre.cmd")  # the first command that would fix it
     assert _above_the_fold(page, "#summary .risks li")
     assert page.errors == []
+
+
+def test_h200_report_first_screen_names_the_gpu_and_its_measured_cost(page, artifacts, monkeypatch):
+    """Issue 26: on the real H200 runs (host also named `vm`), the first screen names the H200 and its cost."""
+    import socket
+
+    from advisor.recommend import Constraints
+    from advisor.store import list_runs
+    from tests.advisor.recommend.h200 import H200_DIR
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "vm")
+    runs = list_runs(H200_DIR)
+    rec = make_recommendation(runs, Constraints(scenario="chat", ttft_ms=800, peak_rps=20, budget_usd_month=20000))
+    path = write_report(artifacts / "report-h200.html", runs, prices=price_runs(runs), recommendation=rec)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(path.as_uri())
+    shot(page, artifacts, "report-h200")
+    decision = page.locator("#summary").inner_text()
+    assert "NVIDIA H200" in decision and "$16,571/month" in decision and "host-bound" in decision
+    assert _above_the_fold(page, "#decision")
+    assert page.errors == []

@@ -32,7 +32,7 @@ def invalid_run(run_id: str, n_ok: int = 47, rps: float = 2.0, **kw) -> dict:
     r["schedule"].update(overrides={"rate_rps": rps, "duration_s": n_ok / rps, "max_input_tokens": 256}, warmup_s=2.0)
     for k in ("ttft_ms", "tpot_ms", "e2e_ms"):
         r["summary"][k]["n"] = n_ok
-    r["summary"].update(n_requests=n_ok, n_ok=n_ok)
+    r["summary"].update(n_requests=n_ok, n_ok=n_ok, n_in_total=256 * n_ok, n_out_total=64 * n_ok)  # 256 in / 64 out
     return r
 
 

@@ -71,8 +71,13 @@ def test_cpu_only_and_deployment_and_vendor(catalog):
     est = rec(catalog, peak_rps=20, cpu_only=True, include_estimates=True)
     assert est.best is not None and catalog.get(est.best.candidate.hardware_id).kind == "cpu"
     assert all(catalog.get(x.candidate.hardware_id).kind == "cpu" for x in est.rows if x.passes)
+    # AMD: only an estimate of vllm on ROCm, from one L4 run with no GPU telemetry: never a headline (issue 26:
+    # the old expectation headlined it "calibrated" on that single run); own_engine never runs on ROCm
     amd = rec(catalog, peak_rps=20, vendors=("amd",), include_estimates=True)
-    assert amd.best is not None and amd.best.candidate.hardware_id == "mi300x" and amd.best.candidate.source == "estimated"
+    assert amd.best is None
+    mi = [x for x in amd.rows if x.candidate.hardware_id == "mi300x"]
+    assert [x.candidate.engine for x in mi] == ["vllm"] and not mi[0].headline_ok
+    assert any("untested there" in a for a in mi[0].candidate.assumptions)
 
 
 def test_on_prem_uses_owned_prices(catalog):
@@ -121,8 +126,11 @@ def test_estimated_rows_are_labelled_with_assumptions(catalog):
     est = [x for x in r.rows if x.candidate.source == "estimated"]
     assert {x.candidate.hardware_id for x in est} >= {"h100-sxm", "b200"}
     assert all(any("roofline" in a for a in x.candidate.assumptions) for x in est)
-    assert "estimated" in est[0].why
-    assert r.backtest.rows and r.backtest.rows[0].calibration in ("leave-one-out", "in-sample")
+    # one run per engine and device class: no backtest, so no estimate is "calibrated" (issue 26; the old
+    # expectation printed an in-sample backtest and called one-run estimates calibrated)
+    assert all(x.candidate.evidence == "uncalibrated" and not x.headline_ok for x in est)
+    assert all(x.candidate.evidence_note in x.why for x in est if x.passes)
+    assert r.backtest.rows == () and any("run a:" in n and "GPU utilisation" in n for n in r.backtest.left_out)
 
 
 def test_the_test_engine_is_never_recommended_next_to_real_engines():

@@ -1,0 +1,42 @@
+"""The measurement that would settle an option the evidence keeps out of the headline.
+
+An estimate that passes on paper but cannot headline (uncalibrated, no backtest, untested on that
+hardware's stack) and would be cheaper than the recommendation, or stands where there is none,
+gets one line: the exact `advisor bench` to run on that hardware, whose run then makes it measured.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+from advisor.catalog import Catalog
+from advisor.recommend.ranking import Row
+
+MAX_LINES = 3
+
+
+def _cheaper(r: Row, best: Row | None) -> bool:
+    if best is None or best.monthly_usd is None:
+        return True
+    return r.monthly_usd is not None and r.monthly_usd < best.monthly_usd
+
+
+def settle(rows: tuple[Row, ...] | list[Row], best: Row | None, catalog: Catalog) -> tuple[str, ...]:
+    """One line per cheaper estimate kept out of the headline by its evidence: what it rests on and what to run."""
+    out = []
+    for r in rows:
+        c = r.candidate
+        if c.source != "estimated" or not r.passes or r.headline_ok or not _cheaper(r, best):
+            continue
+        hw = catalog.hardware.get(c.hardware_id)
+        device = "cpu" if hw is None or hw.kind == "cpu" else "cuda"
+        model = PurePath(c.model).name or c.model
+        scen = f" --scenario {c.scenario}" if c.scenario else ""
+        money = f"${r.monthly_usd:,.0f}/month" if r.monthly_usd is not None else "cost unknown"
+        out.append(f"{c.engine} @ {c.hardware_id} would cost {money} on paper, but {c.evidence_note}"
+                   + ("" if c.tested_there else "; untested there")
+                   + f": to settle it, run `advisor bench --engine {c.engine} --device {device} --model {model}{scen}` "
+                   f"on {hw.name if hw else c.hardware_id} and pass that run with --runs")
+        if len(out) >= MAX_LINES:
+            break
+    return tuple(out)
