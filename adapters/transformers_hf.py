@@ -141,7 +141,8 @@ class TransformersAdapter(EngineThreadMixin, Adapter):
                 continue
             key = _sampling_key(waiting[0].req)
             batch = [p for p in waiting if _sampling_key(p.req) == key][:self.max_batch]
-            held = [p for p in waiting if p not in batch]
+            taken = {id(p) for p in batch}
+            held = [p for p in waiting if id(p) not in taken]
             self._stats = {"running": float(len(batch)), "waiting": float(len(held) + self._inbox.qsize())}
             try:
                 self._generate(batch)  # type: ignore[arg-type]
