@@ -52,8 +52,10 @@ def ensure_model(name: str) -> tuple[Path, bool]:
 def _hf_logits(path: Path) -> Any:
     """transformers fp32 on CPU as a logits function ids -> [T, vocab]: an independent reference."""
     import torch
+    import transformers
     from transformers import AutoModelForCausalLM
 
+    transformers.utils.logging.disable_progress_bar()  # the selftest's console says what it does
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32).eval()
 
     def logits(ids: list[int]) -> Any:
@@ -152,6 +154,9 @@ def step_check(cfg: SelftestConfig) -> Check:
                                "precision": facts["precision"], "bandwidth_gbs": bw, "context": context,
                                "decode": rows}
     if importlib.util.find_spec("transformers") is not None:
+        import transformers
+
+        transformers.utils.logging.disable_progress_bar()
         for row in rows:
             hf = hf_generate_tok_s(path, dev, facts["dtype"], row["batch"], context, steps, max(1, repeats - 1))
             row["transformers_tok_s"] = round(hf, 1)
