@@ -13,7 +13,7 @@ user count: output tok/s, req/s, median TTFT, TPOT, ITL and E2E; then own /
 transformers for output tok/s and median E2E. One JSON document last.
 
     python benchmarks/baseline.py --model tiny
-    python benchmarks/baseline.py --model small-100m --users 1,64 --requests-per-user 4
+    python benchmarks/baseline.py --model small-100m --length-scale 0.5 --requests-per-user 2 --min-requests 40
 
 The default scenario, benchmarks/data/baseline-closed.yaml, has no think time,
 so every user always has a request in the engine: throughput at N users is the
@@ -59,6 +59,7 @@ def main() -> None:
     ap.add_argument("--model", default="tiny")
     ap.add_argument("--scenario", default=str(SCENARIO))
     ap.add_argument("--users", default="1,64")
+    ap.add_argument("--length-scale", type=float, default=None, help="multiplies input and output lengths")
     ap.add_argument("--requests-per-user", type=int, default=4)
     ap.add_argument("--min-requests", type=int, default=100, help="at least this many requests per run")
     ap.add_argument("--device", default="auto")
@@ -77,6 +78,7 @@ def main() -> None:
                 cfg = BenchConfig(scenario=args.scenario, engine=name, model=args.model, out_dir=out,
                                   engine_options=opts, overrides=Overrides(
                                       concurrency=users, seed=0, warmup_s=0.0, duration_s=3600.0,  # no time limit:
+                                      length_scale=args.length_scale,
                                       max_requests=max(users * args.requests_per_user, args.min_requests)))  # work
                 row = row_of(name, users, run_bench(cfg, adapter=adapter))
                 rows.append(row)
