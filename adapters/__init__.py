@@ -156,6 +156,8 @@ register(Entry("own", "adapters.own:OwnAdapter", ("torch",), None,
                "own_engine: built-in PyTorch engine, continuous batching + paged KV cache (CPU, CUDA)"))
 register(Entry("own-static", "adapters.own:OwnStaticAdapter", ("torch",), None,
                "own_engine in naive static-batching mode: the plain-PyTorch serving baseline"))
+register(Entry("transformers", "adapters.transformers_hf:TransformersAdapter", ("torch", "transformers"), "transformers",
+               "Hugging Face transformers generate(), static batches: the naive PyTorch serving baseline (CPU, CUDA)"))
 register(Entry("llama_cpp", "adapters.llama_cpp:LlamaCppAdapter", ("llama_cpp", "gguf"), "llamacpp",
                "llama.cpp through llama-cpp-python, GGUF"))
 register(Entry("onnxruntime", "adapters.onnxruntime:OnnxRuntimeAdapter", ("onnxruntime_genai",), "onnx",

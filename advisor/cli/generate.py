@@ -45,7 +45,7 @@ def generate_command(engine: str, model: str | None, prompt: str | None, prompt_
 
     if (prompt is None) == (prompt_ids is None):
         raise click.UsageError("give exactly one of --prompt TEXT or --prompt-ids 1,2,3")
-    if engine in ("own", "own-static"):
+    if engine in ("own", "own-static", "transformers"):
         try:
             model = str(resolve_model(model))
         except FileNotFoundError as e:

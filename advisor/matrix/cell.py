@@ -26,7 +26,7 @@ from advisor.matrix.plan import Cell
 
 # Engines whose model is a folder or a model-cache name on this node (vllm and TensorRT-LLM also take hub
 # ids, the openai engine a served model's name).
-_FOLDER_MODEL_ENGINES = {"own", "own-static", "llama_cpp", "onnxruntime", "openvino"}
+_FOLDER_MODEL_ENGINES = {"own", "own-static", "transformers", "llama_cpp", "onnxruntime", "openvino"}
 
 
 class CellError(RuntimeError):

@@ -26,6 +26,7 @@ ENGINE_OPTIONS: dict[str, dict] = {
     "fake": {"tpot_ms": 1.0},
     "own": {"device": "cpu"},
     "own-static": {"device": "cpu"},
+    "transformers": {"device": "cpu", "max_batch": 8},
     "llama_cpp": {"max_batch": 8},
     "onnxruntime": {"max_batch": 8, "max_length": 1024},
     "openvino": {"max_batch": 8},
