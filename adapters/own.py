@@ -78,6 +78,10 @@ class OwnAdapter(Adapter):
         # why own_engine's native kernels are not used here (no compiler, no AVX-512F...): in the run, not a log
         notes = [f"own_engine's native CPU kernels are not used: {d['linear_kernel_note']}"] \
             if d.get("linear_kernel_note") else []
+        if d.get("simulated_device"):  # never mistaken for hardware (and never priced: reports.costs, recommend)
+            extra["simulated_device"] = d["simulated_device"]
+            notes.append(f"SIMULATED device {d['simulated_device']['device']}: the forward sleeps for the profile's "
+                         "step times; the tokens are not the model's and no hardware ran this")
         if "block_size" in d:
             extra.update(block_size=d["block_size"], kv_blocks_total=d["kv_blocks_total"], cuda_graphs=d["cuda_graphs"])
         return EngineInfo(adapter=self.name, engine="own_engine", version=advisor_version, device=d["device"],

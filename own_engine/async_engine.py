@@ -126,6 +126,7 @@ class AsyncLLMEngine:
             self._thread.join(timeout_s)
 
     def _loop(self) -> None:
+        clock = getattr(self.engine, "clock", None)  # LLMEngine's StepClock: the step starts and ends here
         while True:
             with self._cv:
                 while not (self._inbox.adds or self._inbox.aborts or self._stopping or self.engine.has_unfinished()):
@@ -133,6 +134,8 @@ class AsyncLLMEngine:
                 if self._stopping:
                     break
                 inbox, self._inbox = self._inbox, _Inbox()
+            if clock is not None:
+                clock.begin(front=True)
             for prompt, params, stream in inbox.adds:
                 try:
                     stream.seq_id = self.engine.add_request(prompt, params)
@@ -143,6 +146,8 @@ class AsyncLLMEngine:
                 if stream.seq_id is not None and self._streams.pop(stream.seq_id, None) is not None:
                     self.engine.abort(stream.seq_id)
             if not self.engine.has_unfinished():
+                if clock is not None:
+                    clock.cancel()
                 self._stats = dict(self.engine.stats())
                 continue
             try:
@@ -153,6 +158,8 @@ class AsyncLLMEngine:
             t_ns = time.perf_counter_ns()
             self._stats = dict(self.engine.stats())  # before delivery: a caller that saw its last token sees it done
             self._deliver(outputs, t_ns)
+            if clock is not None:
+                clock.handoff_done()
         self._fail_all(EngineDead("own_engine was closed while the request was running"))
 
     def _deliver(self, outputs: list[StepOutput], t_ns: int) -> None:

@@ -25,6 +25,8 @@ from own_engine.sampler import Sampler
 from own_engine.sampling_params import SamplingParams
 from own_engine.scheduler import Scheduler
 from own_engine.sequence import Sequence, StepOutput
+from own_engine.sim_device import SimProfile, SimRunner, is_sim, parse_sim
+from own_engine.step_clock import StepClock
 
 if TYPE_CHECKING:
     from own_engine.static_engine import StaticBatchEngine
@@ -95,15 +97,23 @@ class LLMEngine:
         if kv_cache_memory_fraction is not None and not 0 < kv_cache_memory_fraction <= 1:
             raise ValueError(f"kv_cache_memory_fraction must be in (0, 1], got {kv_cache_memory_fraction}")
         self.model_path = resolve_model(model_path)
-        self.device = pick_device(device)
-        self.model = load_model(self.model_path, device=self.device, dtype=dtype, max_model_len=max_model_len)
-        self.num_packed_linears, self.linear_kernels, self.linear_kernel_note = pack_linears(self.model, linear_kernels)
+        # a simulated device (`sim_device`): the model is loaded on CPU for its shape only, never run
+        self.sim: SimProfile | None = parse_sim(device) if is_sim(device) else None
+        self.device = torch.device("cpu") if self.sim is not None else pick_device(device)
+        self.model = load_model(self.model_path, device=self.device, dtype="fp32" if self.sim else dtype,
+                                max_model_len=max_model_len)
+        if self.sim is None:
+            self.num_packed_linears, self.linear_kernels, self.linear_kernel_note = pack_linears(self.model,
+                                                                                                 linear_kernels)
+        else:
+            self.num_packed_linears, self.linear_kernels, self.linear_kernel_note = 0, "none (simulated device)", None
         cfg = self.model.cfg
         self.config = cfg
         self.max_model_len = self.model.max_model_len
         self.block_size = block_size
         self.max_num_seqs = max_num_seqs
-        self.max_num_batched_tokens = max_num_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS[self.device.type == "cuda"]
+        self.max_num_batched_tokens = max_num_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS[self.device.type == "cuda"
+                                                                                          or self.sim is not None]
         if self.max_num_batched_tokens < max_num_seqs:
             raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= max_num_seqs "
                              f"({max_num_seqs}): every running sequence needs room for its token in a step")
@@ -115,12 +125,20 @@ class LLMEngine:
         self.scheduler = Scheduler(self.block_manager, max_num_seqs=max_num_seqs,
                                    max_num_batched_tokens=self.max_num_batched_tokens,
                                    max_model_len=self.max_model_len, eos_token_ids=cfg.eos_token_ids)
+        # where each step's time goes (`step_clock`); on CUDA and a simulated device the forward is device time
+        self.clock = StepClock(forward_is_device=self.sim is not None or self.device.type == "cuda")
         # CUDA graphs for decode by default on CUDA; on CPU `cuda_graphs=True` runs the same padded path eagerly
         self.cuda_graphs = self.device.type == "cuda" if cuda_graphs is None else cuda_graphs
-        self.runner = ModelRunner(self.model, num_blocks=self.num_kv_blocks, block_size=block_size,
-                                  sampler=Sampler(cfg.eos_token_ids, seed), cuda_graphs=self.cuda_graphs,
-                                  max_num_seqs=max_num_seqs, release_freed_kv=release_freed_kv,
-                                  native=self._native())
+        self.runner: ModelRunner | SimRunner
+        if self.sim is not None:
+            self.cuda_graphs = False
+            self.runner = SimRunner(self.sim, vocab_size=cfg.vocab_size, eos_token_ids=cfg.eos_token_ids,
+                                    block_size=block_size, clock=self.clock)
+        else:
+            self.runner = ModelRunner(self.model, num_blocks=self.num_kv_blocks, block_size=block_size,
+                                      sampler=Sampler(cfg.eos_token_ids, seed), cuda_graphs=self.cuda_graphs,
+                                      max_num_seqs=max_num_seqs, release_freed_kv=release_freed_kv,
+                                      native=self._native(), clock=self.clock)
         if self.runner.release_blocks.enabled:
             self.block_manager.on_free = self.runner.release_blocks
         if self.runner.graphs is not None:
@@ -142,6 +160,8 @@ class LLMEngine:
         per_seq = -(-self.max_model_len // self.block_size)
         if kv_cache_gb is not None:
             return max(1, int(kv_cache_gb * 2**30) // per_block)
+        if self.sim is not None:  # no cache memory is allocated: room for every sequence at full length
+            return self.max_num_seqs * per_seq
         if self.device.type == "cuda":
             available = torch.cuda.mem_get_info(self.device)[0]
             fraction = DEFAULT_KV_FRACTION_CUDA if fraction is None else fraction
@@ -181,8 +201,10 @@ class LLMEngine:
 
     def step(self) -> list[StepOutput]:
         """One engine step: the new token of every sequence that sampled one (decodes, finished prefills)."""
+        self.clock.begin()
         batch = self.scheduler.schedule()
         if not batch.seqs:
+            self.clock.cancel()
             return []
         token_ids = self.runner.run(batch)
         sampled = self.scheduler.postprocess(batch, token_ids)
@@ -192,6 +214,7 @@ class LLMEngine:
         for s in sampled:
             if s.is_finished:
                 del self.seqs[s.seq_id]
+        self.clock.engine_done()
         return out
 
     def generate(self, prompts: list[list[int]], params: SamplingParams | list[SamplingParams]) -> list[list[int]]:
@@ -209,7 +232,7 @@ class LLMEngine:
         return {"kv_blocks_used": self.block_manager.num_used, "kv_blocks_total": self.num_kv_blocks,
                 "running": len(self.scheduler.running), "waiting": len(self.scheduler.waiting),
                 "preemptions": self.scheduler.num_preemptions, "steps": self.num_steps,
-                "max_batch_seen": self.max_batch_seen}
+                "max_batch_seen": self.max_batch_seen, **self.clock.stats()}
 
     def describe(self) -> dict:
         """What the adapter reports about this engine."""
@@ -219,13 +242,16 @@ class LLMEngine:
                 "cuda_graphs": self.cuda_graphs,
                 "decode_attention": "native" if self.runner.native is not None else "sdpa",  # chunks too
                 "layer_ops": "native" if self.model.native is not None else "torch",
-                "kv_page_release": self.runner.release_blocks.enabled}
+                "kv_page_release": self.runner.release_blocks.enabled,
+                "simulated_device": self.sim.to_dict() if self.sim is not None else None}
 
 
 def describe_model(engine: LLMEngine | StaticBatchEngine) -> dict:
     """Device, precision, model facts shared by both engines' `describe()`."""
     cfg, model = engine.config, engine.model
-    return {"device": _device_name(engine.device), "precision": precision_name(model.dtype),
+    sim = getattr(engine, "sim", None)
+    device = f"{sim.device} (SIMULATED step times {sim.spec}, not hardware)" if sim else _device_name(engine.device)
+    return {"device": device, "precision": precision_name(model.dtype),
             "model_path": str(engine.model_path),
             "threads": engine.num_threads if engine.device.type == "cpu" else None,
             "linear_kernels": engine.linear_kernels, "linear_kernel_note": engine.linear_kernel_note,

@@ -77,6 +77,8 @@ def resolve_runs(runs: list[RunResult], catalog: Catalog, detected: Detected | N
     here = socket.gethostname()
     out = []
     for run in runs:
+        if run.engine.extra.get("simulated_device"):  # own_engine's sim device: no hardware to price or recommend
+            continue
         man = run.manifest or {}
         hw = match_hardware(man.get("hardware") or {}, catalog)
         if detected is not None and man.get("hostname") == here:
