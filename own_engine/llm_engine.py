@@ -31,9 +31,13 @@ from own_engine.step_clock import StepClock
 if TYPE_CHECKING:
     from own_engine.static_engine import StaticBatchEngine
 
-# per-step token budget (CPU, CUDA): a CPU prefills ~1k tokens/s on a 100M model, so 512 keeps a step that carries
-# a prompt chunk near half a second; a GPU takes whole prompts in one step
-DEFAULT_MAX_BATCHED_TOKENS = {False: 512, True: 8192}
+# per-step token budget, decode rows and one prefill chunk together (docs/engines.md, "Prefill chunks"). CPU: a
+# decode step reads the weights once, a prefill token computes with them, so one decode step is worth about 40
+# prefill tokens on a CPU whatever the model (2 x FLOP/s / bandwidth); 128 tokens keep a step that carries a chunk
+# within about 3 decode steps. GPU (and the simulated one): 2048 (vLLM's default below 70 GiB, SGLang's below
+# 35 GiB); on the H200 profile a full chunk plus 64 decodes is 18.6 ms, 5.5 decode steps, where 8192 was 65 ms.
+DEFAULT_MAX_BATCHED_TOKENS = {False: 128, True: 2048}
+CPU_CHUNK_TOKENS_PAST_DECODES = 64  # on CPU the budget is at least max_num_seqs + this: room for a chunk at full batch
 DEFAULT_KV_FRACTION_CPU = 0.5  # of available RAM: an upper bound only, pages cost memory once used
 DEFAULT_KV_FRACTION_CUDA = 0.8  # of free GPU memory after the weights (activations and graphs need the rest)
 
@@ -71,7 +75,7 @@ class LLMEngine:
 
     `max_model_len` caps prompt + output per request (default: the model's context); `max_num_seqs` caps the
     sequences in one step; `max_num_batched_tokens` is the per-step token budget that prompts are chunked to
-    (default: 512 on CPU, 8192 on CUDA). The KV cache holds `num_kv_blocks` blocks of `block_size` tokens;
+    (default: 128 on CPU, at least max_num_seqs + 64; 2048 on CUDA and a simulated device). The KV cache holds `num_kv_blocks` blocks of `block_size` tokens;
     by default enough for `max_num_seqs` sequences of `max_model_len` tokens, but at most
     `kv_cache_memory_fraction` of the memory available when the engine starts (default: 0.8 of free GPU memory
     on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given. On CPU at fp32 the
@@ -112,8 +116,7 @@ class LLMEngine:
         self.max_model_len = self.model.max_model_len
         self.block_size = block_size
         self.max_num_seqs = max_num_seqs
-        self.max_num_batched_tokens = max_num_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS[self.device.type == "cuda"
-                                                                                          or self.sim is not None]
+        self.max_num_batched_tokens = max_num_batched_tokens or self._default_budget(max_num_seqs)
         if self.max_num_batched_tokens < max_num_seqs:
             raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= max_num_seqs "
                              f"({max_num_seqs}): every running sequence needs room for its token in a step")
@@ -146,6 +149,12 @@ class LLMEngine:
         self.seqs: dict[int, Sequence] = {}
         self.num_steps = 0
         self.max_batch_seen = 0
+
+    def _default_budget(self, max_num_seqs: int) -> int:
+        """The per-step token budget for this device (see DEFAULT_MAX_BATCHED_TOKENS)."""
+        if self.device.type == "cuda" or self.sim is not None:
+            return max(DEFAULT_MAX_BATCHED_TOKENS[True], max_num_seqs)
+        return max(DEFAULT_MAX_BATCHED_TOKENS[False], max_num_seqs + CPU_CHUNK_TOKENS_PAST_DECODES)
 
     def _native(self) -> NativeKernels | None:
         """own_engine's native kernels for attention: where the linears run on them (CPU, fp32)."""

@@ -101,3 +101,39 @@ def test_served_step_counts_its_handoff_to_the_front(tiny_path) -> None:
     assert s["step_handoff_s"] > 0 and s["timed_steps"] >= 15  # the gauges are read before the last hand-off
     assert sum(s[f"step_{p}_s"] for p in parts) == pytest.approx(s["step_wall_s"], rel=1e-9, abs=1e-9)
     assert 0 <= s["step_off_cpu_s"] <= s["step_wall_s"]
+
+
+def test_a_step_that_carries_a_prefill_chunk_stays_under_its_budget(tiny_path) -> None:
+    """The ITL bound: running decodes get a token every step, and a step carrying a prompt's chunk is no longer
+    than one step of a full budget on the simulated device, however long the prompts that arrive."""
+    from own_engine.llm_engine import LLMEngine
+    from own_engine.sampling_params import SamplingParams
+
+    engine = LLMEngine(tiny_path, device="sim:h200", max_num_seqs=8)
+    budget = engine.max_num_batched_tokens
+    assert budget == 2048  # the GPU policy (docs/engines.md, "Prefill chunks")
+    steps = []
+    run = engine.runner.run
+
+    def record(batch):
+        steps.append((batch.num_decodes, list(batch.num_new_tokens[batch.num_decodes:]), [s.seq_id for s in
+                                                                                         batch.seqs]))
+        return run(batch)
+
+    engine.runner.run = record
+    decoding = [engine.add_request([5 + i] * 8, SamplingParams(max_tokens=200, ignore_eos=True)) for i in range(5)]
+    engine.step()  # their prefills
+    for n in (1500, 300, 3500):  # three prompts arrive together while five sequences decode
+        engine.add_request([7] * n, SamplingParams(max_tokens=4, ignore_eos=True))
+    steps.clear()
+    for _ in range(12):
+        engine.step()
+    p = engine.sim
+    bound_s = p.step_s(8, budget)
+    assert any(chunks for _, chunks, _ in steps)
+    for nd, chunks, ids in steps:
+        assert nd + sum(chunks) <= budget
+        assert len(chunks) <= 1  # one prefill chunk per step that carries decodes
+        assert set(decoding) <= set(ids)  # no running decode skipped a step
+        assert p.step_s(nd, sum(chunks)) <= bound_s
+    assert sum(sum(c) for _, c, _ in steps) >= 5300 - 3  # the three prompts were prefilled, chunk by chunk
