@@ -15,7 +15,8 @@ For each concurrency C, in one run:
   kept at C in flight (a finished one is replaced at once, as a closed-loop user with no think time does);
   warm-up steps, then output tokens over `--duration` s of wall time.
 
-ratio = served / core output tok/s. The served run's step breakdown (own_engine.step_clock, from result.json's
+ratio = served / core output tok/s (with `--core-twice`, the core runs before and after the served run and
+the ratio uses the mean of the two). The served run's step breakdown (own_engine.step_clock, from result.json's
 engine statistics) is printed with it: where the engine's step time went. One JSON document goes to stdout.
 On a simulated device (`sim:...`) the forward sleeps (own_engine.sim_device), so every figure is the host's.
 """
@@ -150,6 +151,8 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=20.0, help="measured seconds, served and core")
     ap.add_argument("--warmup", type=float, default=5.0, help="served warm-up seconds")
     ap.add_argument("--threads", type=int, default=None, help="engine threads (default: advisor bench's)")
+    ap.add_argument("--core-twice", action="store_true", help="run the core before and after the served run; "
+                    "the ratio uses their mean (a shared machine's load moves)")
     ap.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="own engine option, both sides")
     args = ap.parse_args()
     out: dict = {"args": vars(args), "started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
@@ -162,11 +165,15 @@ def main() -> None:
         for c in (int(x) for x in args.concurrency.split(",")):
             k = core(args, c, place.engine_threads, cpus)
             s = served(args, c, Path(tmp), k["output_tok_s"])
-            row = {"concurrency": c, "served": s, "core": k,
-                   "ratio": round(s["output_tok_s"] / k["output_tok_s"], 3) if s["output_tok_s"] else None}
+            # the core again after the served run: on a shared machine the load moves; the mean of the two
+            k2 = core(args, c, place.engine_threads, cpus) if args.core_twice else None
+            core_tok_s = (k["output_tok_s"] + k2["output_tok_s"]) / 2 if k2 else k["output_tok_s"]
+            row = {"concurrency": c, "served": s, "core": k, "core_after": k2, "core_tok_s": core_tok_s,
+                   "ratio": round(s["output_tok_s"] / core_tok_s, 3) if s["output_tok_s"] else None}
             out["rows"].append(row)
-            print(f"C={c}: served {s['output_tok_s']:.1f} tok/s ({s['verdict']}), core {k['output_tok_s']:.1f} "
-                  f"tok/s, ratio {row['ratio']}; served step {s['step']}; core step {k['step']}",
+            print(f"C={c}: served {s['output_tok_s']:.1f} tok/s ({s['verdict']}), core {core_tok_s:.1f} tok/s "
+                  f"({k['output_tok_s']:.1f}, {k2['output_tok_s'] if k2 else float('nan'):.1f}), ratio {row['ratio']}; "
+                  f"served step {s['step']}; core step {k['step']}",
                   file=sys.stderr, flush=True)
     out["loadavg_after"] = os.getloadavg()
     print(json.dumps(out, indent=1))

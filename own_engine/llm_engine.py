@@ -31,12 +31,13 @@ from own_engine.step_clock import StepClock
 if TYPE_CHECKING:
     from own_engine.static_engine import StaticBatchEngine
 
-# per-step token budget, decode rows and one prefill chunk together (docs/engines.md, "Prefill chunks"). CPU: a
-# decode step reads the weights once, a prefill token computes with them, so one decode step is worth about 40
-# prefill tokens on a CPU whatever the model (2 x FLOP/s / bandwidth); 128 tokens keep a step that carries a chunk
-# within about 3 decode steps. GPU (and the simulated one): 2048 (vLLM's default below 70 GiB, SGLang's below
-# 35 GiB); on the H200 profile a full chunk plus 64 decodes is 18.6 ms, 5.5 decode steps, where 8192 was 65 ms.
-DEFAULT_MAX_BATCHED_TOKENS = {False: 128, True: 2048}
+# per-step token budget, decode rows and prefill tokens together (docs/engines.md, "Prefill chunks"). CPU: a
+# decode step reads the weights once, a prefill token computes with them, so one decode step is worth a fixed
+# number of prefill tokens on a CPU whatever the model (about 2 x FLOP/s / bandwidth: 40-90 on the CI machine);
+# 256 keeps a step that carries prompt tokens within about 3-4 decode steps. GPU (and the simulated one): 2048
+# (vLLM's default below 70 GiB, SGLang's below 35 GiB); on the H200 profile a full budget plus 64 decodes is
+# 18.6 ms, where 8192 was 65 ms.
+DEFAULT_MAX_BATCHED_TOKENS = {False: 256, True: 2048}
 CPU_CHUNK_TOKENS_PAST_DECODES = 64  # on CPU the budget is at least max_num_seqs + this: room for a chunk at full batch
 DEFAULT_KV_FRACTION_CPU = 0.5  # of available RAM: an upper bound only, pages cost memory once used
 DEFAULT_KV_FRACTION_CUDA = 0.8  # of free GPU memory after the weights (activations and graphs need the rest)
@@ -75,7 +76,7 @@ class LLMEngine:
 
     `max_model_len` caps prompt + output per request (default: the model's context); `max_num_seqs` caps the
     sequences in one step; `max_num_batched_tokens` is the per-step token budget that prompts are chunked to
-    (default: 128 on CPU, at least max_num_seqs + 64; 2048 on CUDA and a simulated device). The KV cache holds `num_kv_blocks` blocks of `block_size` tokens;
+    (default: 256 on CPU, at least max_num_seqs + 64; 2048 on CUDA and a simulated device). The KV cache holds `num_kv_blocks` blocks of `block_size` tokens;
     by default enough for `max_num_seqs` sequences of `max_model_len` tokens, but at most
     `kv_cache_memory_fraction` of the memory available when the engine starts (default: 0.8 of free GPU memory
     on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given. On CPU at fp32 the
