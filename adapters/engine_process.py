@@ -53,6 +53,7 @@ class EngineProcess(Adapter):
         self._log: Path | None = None
         self._frames = FrameReader()
         self._streams: dict[int, asyncio.Queue[Any]] = {}
+        self._n_prompt: dict[int, int] = {}  # rid -> prompt tokens, until its first chunk (batched channel)
         self._next_rid = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._out = bytearray()  # frames not yet written (the socket was full)
@@ -157,6 +158,7 @@ class EngineProcess(Adapter):
         self._next_rid += 1
         queue: asyncio.Queue[Any] = asyncio.Queue()
         self._streams[rid] = queue
+        self._n_prompt[rid] = req.n_in
         self._send(("req", rid, req))
         try:
             while True:
@@ -167,6 +169,7 @@ class EngineProcess(Adapter):
                     raise item
                 yield item
         finally:
+            self._n_prompt.pop(rid, None)
             if self._streams.pop(rid, None) is not None and self._sock is not None:
                 self._send(("cancel", rid))  # abandoned (timeout, run stopped): free its slot in the engine
 
@@ -216,7 +219,9 @@ class EngineProcess(Adapter):
             return
         for msg in self._frames.feed(data):
             kind = msg[0]
-            if kind == "chunk":
+            if kind == "step":  # one engine step's tokens, every request's (the batched channel)
+                self._on_step(t_ns, *msg[1:])
+            elif kind == "chunk":
                 _, rid, t_engine, n, text, n_prompt, ids = msg
                 q = self._streams.get(rid)
                 if q is not None:
@@ -235,6 +240,21 @@ class EngineProcess(Adapter):
             elif kind == "notes":
                 self._notes[:] = list(msg[1])
 
+    def _on_step(self, t_ns: int, t_engine: int, items: list[tuple[int, list[int], bool]],
+                 stats: dict[str, float] | None) -> None:
+        if stats is not None:  # before the tokens: a caller that saw its last token sees the engine's state
+            self._stats = stats
+        streams, n_prompt = self._streams, self._n_prompt
+        for rid, ids, finished in items:
+            q = streams.get(rid)
+            if q is None:
+                continue
+            q.put_nowait(Chunk(t_ns, len(ids), None, n_prompt=n_prompt.pop(rid, None), token_ids=tuple(ids),
+                               t_engine_ns=t_engine, token_source="engine"))
+            if finished:
+                del streams[rid]
+                q.put_nowait(_DONE)
+
     def _die(self, reason: str) -> None:
         self._dead = reason
         if self._loop is not None and self._sock is not None:
@@ -244,6 +264,7 @@ class EngineProcess(Adapter):
 
     def _fail_all(self, error: AdapterError) -> None:
         streams, self._streams = self._streams, {}
+        self._n_prompt.clear()
         for q in streams.values():
             q.put_nowait(error)
 

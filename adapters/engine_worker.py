@@ -11,6 +11,13 @@ writes back `("chunk", rid, t_engine_ns, n_tokens, text, n_prompt, ids)`,
 closed it or died, even by SIGKILL) or `("close",)` closes the engine and
 ends the process, so an engine never outlives its client.
 
+An adapter that offers a batched channel (`open_channel(send)`, `submit(rid, spec)`, `cancel(rid)`: own
+and own-static) is served without an event loop instead (`_serve_batched`): a reader thread takes the
+parent's messages, and the engine's own thread sends one `("step", t_engine_ns, [(rid, ids, finished), ...],
+stats | None)` message per engine step, as vLLM's EngineCore process sends one batched output per step (no
+per-token task, pickle or write, nothing else in this process competing with the step for the GIL). A
+request's first `step` item carries its first token; its item with `finished` ends it.
+
 Frames are a 4-byte big-endian length and a pickle: both ends are this
 package on one machine (the channel is private to the two processes).
 """
@@ -25,6 +32,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 from typing import Any
 
 _HEADER = struct.Struct(">I")
@@ -139,6 +147,36 @@ async def _serve(adapter: Any, sock: socket.socket) -> None:
         writer.close()
 
 
+def _serve_batched(adapter: Any, sock: socket.socket) -> None:
+    """Read the parent's messages on this thread; the engine thread writes its steps through `send`."""
+    lock = threading.Lock()
+
+    def send(msg: Any) -> None:
+        data = frame(msg)
+        try:
+            with lock:
+                sock.sendall(data)
+        except OSError:
+            pass  # the parent is gone: the read below sees end of file and closes the engine
+
+    adapter.open_channel(send)
+    frames = FrameReader()
+    try:
+        while True:
+            data = sock.recv(1 << 16)
+            if not data:
+                return  # the parent closed the channel or died
+            for msg in frames.feed(data):
+                if msg[0] == "req":
+                    adapter.submit(msg[1], msg[2])
+                elif msg[0] == "cancel":
+                    adapter.cancel(msg[1])
+                elif msg[0] == "close":
+                    return
+    finally:
+        send(("stats", adapter.stats()))
+
+
 def main(fd: int) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it closes us
     sock = socket.socket(fileno=fd)
@@ -163,7 +201,10 @@ def main(fd: int) -> int:
         return 1
     sock.sendall(frame(("info", info)))
     try:
-        asyncio.run(_serve(adapter, sock))
+        if hasattr(adapter, "open_channel"):
+            _serve_batched(adapter, sock)
+        else:
+            asyncio.run(_serve(adapter, sock))
     finally:
         adapter.close()
     return 0

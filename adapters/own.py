@@ -10,7 +10,7 @@ produced them. Device: CUDA when available, else CPU (`device=` overrides);
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -49,6 +49,7 @@ class OwnAdapter(Adapter):
         super().__init__(model, options)
         self._engine: Any = None
         self._front: Any = None
+        self._send: Callable[[Any], None] = lambda msg: None
 
     def _engine_kwargs(self) -> dict[str, Any]:
         o = self.options
@@ -78,6 +79,10 @@ class OwnAdapter(Adapter):
         # why own_engine's native kernels are not used here (no compiler, no AVX-512F...): in the run, not a log
         notes = [f"own_engine's native CPU kernels are not used: {d['linear_kernel_note']}"] \
             if d.get("linear_kernel_note") else []
+        if d.get("simulated_device"):  # never mistaken for hardware (and never priced: reports.costs, recommend)
+            extra["simulated_device"] = d["simulated_device"]
+            notes.append(f"SIMULATED device {d['simulated_device']['device']}: the forward sleeps for the profile's "
+                         "step times; the tokens are not the model's and no hardware ran this")
         if "block_size" in d:
             extra.update(block_size=d["block_size"], kv_blocks_total=d["kv_blocks_total"], cuda_graphs=d["cuda_graphs"])
         return EngineInfo(adapter=self.name, engine="own_engine", version=advisor_version, device=d["device"],
@@ -86,17 +91,21 @@ class OwnAdapter(Adapter):
                           kv_cache_dtype=d["precision"], max_batch=d["max_num_seqs"], vocab_size=engine.config.vocab_size,
                           max_model_len=d["max_model_len"], pid=d["pid"], extra=extra, notes=tuple(notes))
 
-    async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
+    def _params(self, req: RequestSpec) -> Any:
+        """The engine's SamplingParams for `req`; AdapterError when it can never be served."""
         from own_engine.sampling_params import SamplingParams
 
         if self._front is None:
             raise AdapterError("engine", "the own adapter was not started; call start() first")
         self.refuse_unservable(req, self._engine.max_model_len, f"max_model_len {self._engine.max_model_len}")
         try:
-            params = SamplingParams(temperature=req.temperature, top_p=req.top_p, top_k=req.top_k, seed=req.seed,
-                                    max_tokens=req.max_tokens, min_tokens=req.min_tokens, ignore_eos=req.ignore_eos)
+            return SamplingParams(temperature=req.temperature, top_p=req.top_p, top_k=req.top_k, seed=req.seed,
+                                  max_tokens=req.max_tokens, min_tokens=req.min_tokens, ignore_eos=req.ignore_eos)
         except ValueError as e:
             raise AdapterError("refused", str(e)) from None
+
+    async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
+        params = self._params(req)
         first = True
         try:
             async for t_ns, ids in self._front.generate(list(req.prompt_ids), params, req.request_id):
@@ -108,6 +117,26 @@ class OwnAdapter(Adapter):
         except Exception as e:  # anything else the engine raised fails this request, not the run
             raise AdapterError("engine", f"{type(e).__name__}: {e}") from e
 
+    # ---- the engine process's batched channel (adapters.engine_worker) ----------------------------------
+    def open_channel(self, send: Callable[[Any], None]) -> None:
+        """From now on `submit`ted requests' tokens leave the engine thread as one `("step", ...)` message per
+        step through `send` (see adapters.engine_worker), not through `stream()` and an event loop."""
+        self._send = send
+        self._front.attach_sink(_FrameSink(send))
+
+    def submit(self, rid: int, req: RequestSpec) -> None:
+        """Queue `req` under `rid` (any thread); a request that can never be served fails at once."""
+        try:
+            params = self._params(req)
+        except AdapterError as e:
+            self._send(("fail", rid, e.kind, str(e)))
+            return
+        self._front.submit(rid, list(req.prompt_ids), params)
+
+    def cancel(self, rid: int) -> None:
+        if self._front is not None:
+            self._front.cancel(rid)
+
     def stats(self) -> dict[str, float]:
         if self._front is None:
             return {}
@@ -118,6 +147,20 @@ class OwnAdapter(Adapter):
             self._front.close()
             self._front = None
         self._engine = None
+
+
+class _FrameSink:
+    """own_engine's step outputs as the engine process's messages, sent from the engine thread."""
+
+    def __init__(self, send: Callable[[Any], None]) -> None:
+        self.send = send
+
+    def step(self, t_ns: int, items: list[tuple[int, list[int], bool]], stats: dict[str, float] | None) -> None:
+        self.send(("step", t_ns, items, stats))
+
+    def fail(self, key: int, error: BaseException) -> None:
+        kind = "refused" if isinstance(error, ValueError) else "engine"
+        self.send(("fail", key, kind, str(error) if kind == "refused" else f"{type(error).__name__}: {error}"))
 
 
 class OwnStaticAdapter(OwnAdapter):

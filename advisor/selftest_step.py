@@ -64,8 +64,13 @@ def decode_bytes_per_step(engine: LLMEngine, batch: int, context: int) -> int:
     return weights + kv
 
 
-def run_decode(engine: LLMEngine, batch: int, prompt_len: int, steps: int) -> float:
-    """Seconds per decode step with `batch` sequences at ~prompt_len context (one timing; callers take medians)."""
+def run_decode(engine: LLMEngine, batch: int, prompt_len: int, steps: int, host: list[dict] | None = None) -> float:
+    """Seconds per decode step with `batch` sequences at ~prompt_len context (one timing; callers take medians).
+
+    `host` gets, per call, the mean ms per timed step of each part outside the forward (own_engine.step_clock):
+    `host_ms` = everything but the forward (input preparation, scheduler, block manager, sampling, `.tolist()`,
+    postprocess), and its parts `host_before_ms` and `sample_output_ms`.
+    """
     from own_engine.sampling_params import SamplingParams
 
     vocab = engine.config.vocab_size
@@ -76,11 +81,16 @@ def run_decode(engine: LLMEngine, batch: int, prompt_len: int, steps: int) -> fl
         engine.step()
     engine.step()  # first decode step (not timed: allocations)
     sync(engine.device)
+    before = dict(engine.clock.totals_ns)
     t = time.perf_counter()
     for _ in range(steps):
         engine.step()
     sync(engine.device)
     dt = (time.perf_counter() - t) / steps
+    if host is not None:
+        part = {k: (engine.clock.totals_ns[k] - before[k]) / steps / 1e6 for k in before}
+        host.append({"host_ms": dt * 1e3 - part["forward"], "host_before_ms": part["host_before"],
+                     "sample_output_ms": part["sample_output"]})
     while engine.has_unfinished():
         engine.step()
     return dt

@@ -5,7 +5,7 @@
 
 Measures this machine's copy bandwidth first (large tensor copy, median), then
 for each batch size the decode step time with every sequence at the same
-context length, and prefill time per prompt length. MBU = bytes a decode step
+context length and its host time (everything outside the forward: own_engine.step_clock), and prefill time per prompt length. MBU = bytes a decode step
 must read (weights + KV context) / step time / measured bandwidth. Warm-up
 before every timed run, device sync around every timer, medians over
 --repeats; one JSON document is printed last. Static vs continuous batching on
@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -88,12 +89,16 @@ def main() -> None:
 
     decode = []
     for b in batches:
-        step_s = median_of(lambda b=b: run_decode(engine, b, args.context, args.decode_steps), args.repeats)
+        host: list[dict] = []
+        step_s = median_of(lambda b=b, host=host: run_decode(engine, b, args.context, args.decode_steps, host),
+                           args.repeats)
         ctx = args.context + args.decode_steps // 2
         mbu = decode_bytes_per_step(engine, b, ctx) / step_s / (bw * 1e9)
-        decode.append({"batch": b, "step_ms": step_s * 1e3, "tok_s": b / step_s, "mbu": mbu})
-        print(f"decode batch {b:3d}: {b / step_s:9.1f} tok/s  step {step_s * 1e3:7.2f} ms  MBU {mbu:.0%}",
-              file=sys.stderr)
+        host_ms = {k: statistics.median(h[k] for h in host[1:]) for k in host[0]}  # host[0]: the warm-up call
+        decode.append({"batch": b, "step_ms": step_s * 1e3, "tok_s": b / step_s, "mbu": mbu, **host_ms})
+        print(f"decode batch {b:3d}: {b / step_s:9.1f} tok/s  step {step_s * 1e3:7.2f} ms  MBU {mbu:.0%}  "
+              f"host {host_ms['host_ms']:.3f} ms (before forward {host_ms['host_before_ms']:.3f}, "
+              f"sampling and output {host_ms['sample_output_ms']:.3f})", file=sys.stderr)
     prefill = []
     for n in (int(x) for x in args.prefill_lens.split(",")):
         s = median_of(lambda n=n: run_prefill(engine, n), args.repeats)

@@ -25,13 +25,20 @@ from own_engine.sampler import Sampler
 from own_engine.sampling_params import SamplingParams
 from own_engine.scheduler import Scheduler
 from own_engine.sequence import Sequence, StepOutput
+from own_engine.sim_device import SimProfile, SimRunner, is_sim, parse_sim
+from own_engine.step_clock import StepClock
 
 if TYPE_CHECKING:
     from own_engine.static_engine import StaticBatchEngine
 
-# per-step token budget (CPU, CUDA): a CPU prefills ~1k tokens/s on a 100M model, so 512 keeps a step that carries
-# a prompt chunk near half a second; a GPU takes whole prompts in one step
-DEFAULT_MAX_BATCHED_TOKENS = {False: 512, True: 8192}
+# per-step token budget, decode rows and prefill tokens together (docs/engines.md, "Prefill chunks"). CPU: a
+# decode step reads the weights once, a prefill token computes with them, so one decode step is worth a fixed
+# number of prefill tokens on a CPU whatever the model (about 2 x FLOP/s / bandwidth: 40-90 on the CI machine);
+# 256 keeps a step that carries prompt tokens within about 3-4 decode steps. GPU (and the simulated one): 2048
+# (vLLM's default below 70 GiB, SGLang's below 35 GiB); on the H200 profile a full budget plus 64 decodes is
+# 18.6 ms, where 8192 was 65 ms.
+DEFAULT_MAX_BATCHED_TOKENS = {False: 256, True: 2048}
+CPU_CHUNK_TOKENS_PAST_DECODES = 64  # on CPU the budget is at least max_num_seqs + this: room for a chunk at full batch
 DEFAULT_KV_FRACTION_CPU = 0.5  # of available RAM: an upper bound only, pages cost memory once used
 DEFAULT_KV_FRACTION_CUDA = 0.8  # of free GPU memory after the weights (activations and graphs need the rest)
 
@@ -69,7 +76,7 @@ class LLMEngine:
 
     `max_model_len` caps prompt + output per request (default: the model's context); `max_num_seqs` caps the
     sequences in one step; `max_num_batched_tokens` is the per-step token budget that prompts are chunked to
-    (default: 512 on CPU, 8192 on CUDA). The KV cache holds `num_kv_blocks` blocks of `block_size` tokens;
+    (default: 256 on CPU, at least max_num_seqs + 64; 2048 on CUDA and a simulated device). The KV cache holds `num_kv_blocks` blocks of `block_size` tokens;
     by default enough for `max_num_seqs` sequences of `max_model_len` tokens, but at most
     `kv_cache_memory_fraction` of the memory available when the engine starts (default: 0.8 of free GPU memory
     on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given. On CPU at fp32 the
@@ -95,15 +102,22 @@ class LLMEngine:
         if kv_cache_memory_fraction is not None and not 0 < kv_cache_memory_fraction <= 1:
             raise ValueError(f"kv_cache_memory_fraction must be in (0, 1], got {kv_cache_memory_fraction}")
         self.model_path = resolve_model(model_path)
-        self.device = pick_device(device)
-        self.model = load_model(self.model_path, device=self.device, dtype=dtype, max_model_len=max_model_len)
-        self.num_packed_linears, self.linear_kernels, self.linear_kernel_note = pack_linears(self.model, linear_kernels)
+        # a simulated device (`sim_device`): the model is loaded on CPU for its shape only, never run
+        self.sim: SimProfile | None = parse_sim(device) if is_sim(device) else None
+        self.device = torch.device("cpu") if self.sim is not None else pick_device(device)
+        self.model = load_model(self.model_path, device=self.device, dtype="fp32" if self.sim else dtype,
+                                max_model_len=max_model_len)
+        if self.sim is None:
+            self.num_packed_linears, self.linear_kernels, self.linear_kernel_note = pack_linears(self.model,
+                                                                                                 linear_kernels)
+        else:
+            self.num_packed_linears, self.linear_kernels, self.linear_kernel_note = 0, "none (simulated device)", None
         cfg = self.model.cfg
         self.config = cfg
         self.max_model_len = self.model.max_model_len
         self.block_size = block_size
         self.max_num_seqs = max_num_seqs
-        self.max_num_batched_tokens = max_num_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS[self.device.type == "cuda"]
+        self.max_num_batched_tokens = max_num_batched_tokens or self._default_budget(max_num_seqs)
         if self.max_num_batched_tokens < max_num_seqs:
             raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= max_num_seqs "
                              f"({max_num_seqs}): every running sequence needs room for its token in a step")
@@ -115,12 +129,20 @@ class LLMEngine:
         self.scheduler = Scheduler(self.block_manager, max_num_seqs=max_num_seqs,
                                    max_num_batched_tokens=self.max_num_batched_tokens,
                                    max_model_len=self.max_model_len, eos_token_ids=cfg.eos_token_ids)
+        # where each step's time goes (`step_clock`); on CUDA and a simulated device the forward is device time
+        self.clock = StepClock(forward_is_device=self.sim is not None or self.device.type == "cuda")
         # CUDA graphs for decode by default on CUDA; on CPU `cuda_graphs=True` runs the same padded path eagerly
         self.cuda_graphs = self.device.type == "cuda" if cuda_graphs is None else cuda_graphs
-        self.runner = ModelRunner(self.model, num_blocks=self.num_kv_blocks, block_size=block_size,
-                                  sampler=Sampler(cfg.eos_token_ids, seed), cuda_graphs=self.cuda_graphs,
-                                  max_num_seqs=max_num_seqs, release_freed_kv=release_freed_kv,
-                                  native=self._native())
+        self.runner: ModelRunner | SimRunner
+        if self.sim is not None:
+            self.cuda_graphs = False
+            self.runner = SimRunner(self.sim, vocab_size=cfg.vocab_size, eos_token_ids=cfg.eos_token_ids,
+                                    block_size=block_size, clock=self.clock)
+        else:
+            self.runner = ModelRunner(self.model, num_blocks=self.num_kv_blocks, block_size=block_size,
+                                      sampler=Sampler(cfg.eos_token_ids, seed), cuda_graphs=self.cuda_graphs,
+                                      max_num_seqs=max_num_seqs, release_freed_kv=release_freed_kv,
+                                      native=self._native(), clock=self.clock)
         if self.runner.release_blocks.enabled:
             self.block_manager.on_free = self.runner.release_blocks
         if self.runner.graphs is not None:
@@ -128,6 +150,12 @@ class LLMEngine:
         self.seqs: dict[int, Sequence] = {}
         self.num_steps = 0
         self.max_batch_seen = 0
+
+    def _default_budget(self, max_num_seqs: int) -> int:
+        """The per-step token budget for this device (see DEFAULT_MAX_BATCHED_TOKENS)."""
+        if self.device.type == "cuda" or self.sim is not None:
+            return max(DEFAULT_MAX_BATCHED_TOKENS[True], max_num_seqs)
+        return max(DEFAULT_MAX_BATCHED_TOKENS[False], max_num_seqs + CPU_CHUNK_TOKENS_PAST_DECODES)
 
     def _native(self) -> NativeKernels | None:
         """own_engine's native kernels for attention: where the linears run on them (CPU, fp32)."""
@@ -142,6 +170,8 @@ class LLMEngine:
         per_seq = -(-self.max_model_len // self.block_size)
         if kv_cache_gb is not None:
             return max(1, int(kv_cache_gb * 2**30) // per_block)
+        if self.sim is not None:  # no cache memory is allocated: room for every sequence at full length
+            return self.max_num_seqs * per_seq
         if self.device.type == "cuda":
             available = torch.cuda.mem_get_info(self.device)[0]
             fraction = DEFAULT_KV_FRACTION_CUDA if fraction is None else fraction
@@ -181,8 +211,10 @@ class LLMEngine:
 
     def step(self) -> list[StepOutput]:
         """One engine step: the new token of every sequence that sampled one (decodes, finished prefills)."""
+        self.clock.begin()
         batch = self.scheduler.schedule()
         if not batch.seqs:
+            self.clock.cancel()
             return []
         token_ids = self.runner.run(batch)
         sampled = self.scheduler.postprocess(batch, token_ids)
@@ -192,6 +224,7 @@ class LLMEngine:
         for s in sampled:
             if s.is_finished:
                 del self.seqs[s.seq_id]
+        self.clock.engine_done()
         return out
 
     def generate(self, prompts: list[list[int]], params: SamplingParams | list[SamplingParams]) -> list[list[int]]:
@@ -209,7 +242,7 @@ class LLMEngine:
         return {"kv_blocks_used": self.block_manager.num_used, "kv_blocks_total": self.num_kv_blocks,
                 "running": len(self.scheduler.running), "waiting": len(self.scheduler.waiting),
                 "preemptions": self.scheduler.num_preemptions, "steps": self.num_steps,
-                "max_batch_seen": self.max_batch_seen}
+                "max_batch_seen": self.max_batch_seen, **self.clock.stats()}
 
     def describe(self) -> dict:
         """What the adapter reports about this engine."""
@@ -219,13 +252,16 @@ class LLMEngine:
                 "cuda_graphs": self.cuda_graphs,
                 "decode_attention": "native" if self.runner.native is not None else "sdpa",  # chunks too
                 "layer_ops": "native" if self.model.native is not None else "torch",
-                "kv_page_release": self.runner.release_blocks.enabled}
+                "kv_page_release": self.runner.release_blocks.enabled,
+                "simulated_device": self.sim.to_dict() if self.sim is not None else None}
 
 
 def describe_model(engine: LLMEngine | StaticBatchEngine) -> dict:
     """Device, precision, model facts shared by both engines' `describe()`."""
     cfg, model = engine.config, engine.model
-    return {"device": _device_name(engine.device), "precision": precision_name(model.dtype),
+    sim = getattr(engine, "sim", None)
+    device = f"{sim.device} (SIMULATED step times {sim.spec}, not hardware)" if sim else _device_name(engine.device)
+    return {"device": device, "precision": precision_name(model.dtype),
             "model_path": str(engine.model_path),
             "threads": engine.num_threads if engine.device.type == "cpu" else None,
             "linear_kernels": engine.linear_kernels, "linear_kernel_note": engine.linear_kernel_note,

@@ -27,6 +27,7 @@ from own_engine.paged_attention import ChunkMeta, DecodeContext, PagedAttention,
 from own_engine.sampler import Sampler
 from own_engine.scheduler import ScheduledBatch
 from own_engine.sequence import Sequence
+from own_engine.step_clock import StepClock
 
 
 def kv_bytes_per_token(model: LlamaModel) -> int:
@@ -46,9 +47,10 @@ def lazy_zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device)
 class ModelRunner:
     def __init__(self, model: LlamaModel, *, num_blocks: int, block_size: int, sampler: Sampler,
                  cuda_graphs: bool = False, max_num_seqs: int = 64, release_freed_kv: bool = True,
-                 native: NativeKernels | None = None) -> None:
+                 native: NativeKernels | None = None, clock: StepClock | None = None) -> None:
         cfg = model.cfg
         self.model = model
+        self.clock = clock if clock is not None else StepClock(forward_is_device=model.embed_tokens.device.type != "cpu")
         self.device = model.embed_tokens.device
         self.block_size = block_size
         self.sampler = sampler
@@ -142,9 +144,22 @@ class ModelRunner:
     def run(self, batch: ScheduledBatch) -> list[int]:
         """The next token of every sequence whose uncomputed tokens this step finishes, in batch order."""
         decode_only = batch.num_decodes == len(batch.seqs)
+        clock = self.clock
         if decode_only and self.graphs is not None and self.graphs.fits(batch.seqs):
-            return self.sampler(self.graphs.run(batch.seqs), batch.seqs)
+            clock.mark_forward_start()  # the graph's input copies count as forward here
+            logits = self.graphs.run(batch.seqs)
+            self._sync()
+            clock.mark_forward_end()
+            return self.sampler(logits, batch.seqs)
         ids, positions, meta, logit_rows = self.prepare(batch)
+        clock.mark_forward_start()
         logits = self.model(ids, positions, PagedAttention(self.k_cache, self.v_cache, meta), logit_rows)
+        self._sync()
+        clock.mark_forward_end()
         done = [s for s, n in zip(batch.seqs, batch.num_new_tokens, strict=True) if s.num_computed_tokens + n == len(s)]
         return self.sampler(logits, done)
+
+    def _sync(self) -> None:
+        """On CUDA, wait for the forward (the sampler's `.tolist()` would wait anyway): its time is device time."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)

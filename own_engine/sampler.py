@@ -16,6 +16,7 @@ class Sampler:
     def __init__(self, eos_token_ids: tuple[int, ...], seed: int = 0) -> None:
         self.eos = list(eos_token_ids)
         self.generator = torch.Generator().manual_seed(seed)
+        self._eos_ids: dict[torch.device, torch.Tensor] = {}  # the EOS ids as a tensor, per device, made once
 
     def __call__(self, logits: torch.Tensor, seqs: list[Sequence]) -> list[int]:
         """logits [N, vocab] fp32, one row per sequence -> N token ids."""
@@ -24,8 +25,13 @@ class Sampler:
             rows = [i for i, s in enumerate(seqs) if s.num_completion_tokens < s.params.min_tokens]
             if rows:
                 dev = logits.device
-                eos = torch.tensor(self.eos, device=dev)
-                logits[torch.tensor(rows, device=dev)[:, None], eos[None, :]] = float("-inf")
+                eos = self._eos_ids.get(dev)
+                if eos is None:
+                    eos = self._eos_ids[dev] = torch.tensor(self.eos, device=dev)
+                if len(rows) == len(seqs):  # every row (a benchmark's exact lengths): one op, no row index
+                    logits.index_fill_(1, eos, float("-inf"))
+                else:
+                    logits[torch.tensor(rows, device=dev)[:, None], eos[None, :]] = float("-inf")
         out = logits.argmax(dim=-1).tolist()
         for i, seq in enumerate(seqs):
             if not seq.params.greedy:

@@ -6,7 +6,10 @@ prefilling. Decodes are scheduled first, then unfinished prefills, then new
 sequences from the waiting queue, until `max_num_batched_tokens` tokens or
 `max_num_seqs` sequences are reached; so a prompt rides along with the
 running decodes instead of stalling them, and one longer than the budget is
-cut into chunks. A sequence gets the KV blocks for all its tokens when it is
+cut into chunks. At most one prompt is partly prefilled at a time (vLLM's
+`max_num_partial_prefills=1`): a step carries the decodes, whole prompts
+that fit, and one chunk of one longer prompt, so the budget bounds how long
+the running decodes wait (docs/engines.md, "Prefill chunks"). A sequence gets the KV blocks for all its tokens when it is
 admitted (and, in a cache that holds every sequence at full length, room for
 its whole output in one run when one is free). When
 a decode needs a block and none is free, the most recently admitted sequences
@@ -81,21 +84,30 @@ class Scheduler:
                 self.block_manager.may_append(seq)
                 decodes.append(seq)
                 budget -= 1
+        # one prompt at most is left partly prefilled by a step (a cut chunk); whole prompts ride along as they fit
+        partial = False
         # 2. prompts still being prefilled (their blocks are already held)
         for seq in self.running:
             if budget == 0:
                 break
             if seq.num_uncomputed_tokens > 1:
                 n = min(seq.num_uncomputed_tokens, budget)
+                if n < seq.num_uncomputed_tokens:
+                    if partial:
+                        continue
+                    partial = True
                 chunks.append((seq, n))
                 budget -= n
         # 3. new sequences, first come first served, while there is a free slot and blocks for the prompt; a prompt
-        # that fits one step whole waits for a step with room rather than being cut (same first token, less work)
+        # that fits one step whole waits for a step with room rather than being cut (same first token, less work),
+        # but only behind other prompts' chunks: never behind running decodes, which may hold the budget for long
         while self.waiting and budget > 0 and not preempted and len(self.running) < self.max_num_seqs:
             seq = self.waiting[0]
-            fits_later = seq.num_uncomputed_tokens <= self.max_num_batched_tokens
-            if (fits_later and seq.num_uncomputed_tokens > budget) or not self.block_manager.can_allocate(seq):
+            fits_later = seq.num_uncomputed_tokens <= self.max_num_batched_tokens and not decodes
+            cut = seq.num_uncomputed_tokens > budget
+            if (fits_later and cut) or (cut and partial) or not self.block_manager.can_allocate(seq):
                 break
+            partial = partial or cut
             self.waiting.popleft()
             # room for its whole output in one run of blocks, if one is free: decode then reads the cache in place
             left = seq.params.max_tokens - seq.num_completion_tokens

@@ -48,6 +48,9 @@ def price_runs(runs: Sequence[RunResult], usd_per_hour: float | None = None,
         catalog = _load_catalog()
     out: dict[str, RunPrice] = {}
     for run in runs:
+        if run.engine.extra.get("simulated_device"):  # own_engine's sim device: its throughput is no hardware's
+            out[run.run_id] = RunPrice(run.run_id, None, None, "not priced: the device was simulated", None)
+            continue
         if usd_per_hour is not None:
             hw_id, usd, source = None, usd_per_hour, "given by the user"
         else:

@@ -60,6 +60,8 @@ def resolve_runs(runs: list[RunResult], catalog: Catalog, detected: Detected | N
     """Map each run to the catalog hardware it measured, with devices per replica and what to say about it."""
     out = []
     for run in runs:
+        if run.engine.extra.get("simulated_device"):  # own_engine's sim device: no hardware to price or recommend
+            continue
         man = run.manifest or {}
         if is_served(run):
             m = _served(run, catalog)

@@ -155,3 +155,33 @@ def test_engine_info_says_why_the_native_kernels_are_not_used(tiny, monkeypatch,
     assert info.extra["linear_kernels"] == "onednn-packed" and info.extra["decode_attention"] == "sdpa"
     assert info.extra["layer_ops"] == "torch"
     assert len(info.notes) == 1 and "native CPU kernels are not used" in info.notes[0], info.notes
+
+
+def test_simulated_device_is_served_through_the_engine_process_and_says_it_is_simulated(tiny) -> None:
+    adapter = adapters.create("own", tiny, device="sim:h200", max_batch=8)
+    try:
+        info = adapter.start()
+        assert info.device.startswith("sim:h200") and "SIMULATED" in info.device
+        assert info.extra["simulated_device"]["name"] == "h200" and any("SIMULATED" in n for n in info.notes)
+        reqs = [RequestSpec(f"r{i}", tuple(range(5, 9 + i)), max_tokens=6 + i, ignore_eos=True) for i in range(5)]
+
+        async def main():
+            done = await _run(adapter, reqs)
+            # abandoned mid-stream: its slot is freed in the engine
+            agen = adapter.stream(RequestSpec("gone", (5, 6, 7), max_tokens=2000, ignore_eos=True))
+            await agen.__anext__()
+            await agen.aclose()
+            await asyncio.sleep(0.3)
+            return done
+
+        results = asyncio.run(main())
+        for req, chunks in zip(reqs, results, strict=True):
+            assert [c.n_tokens for c in chunks] == [1] * req.max_tokens
+            assert chunks[0].n_prompt == req.n_in and all(c.n_prompt is None for c in chunks[1:])
+            assert all(c.t_engine_ns is not None and c.t_engine_ns <= c.t_ns for c in chunks)
+        again = asyncio.run(_run(adapter, reqs[:1]))[0]
+        assert [c.token_ids for c in again] == [c.token_ids for c in results[0]]  # deterministic tokens
+        stats = adapter.stats()
+        assert stats["running"] == 0.0 and stats["timed_steps"] > 0 and stats["step_forward_s"] > 0
+    finally:
+        adapter.close()

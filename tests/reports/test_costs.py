@@ -28,3 +28,11 @@ def test_unknown_hardware_has_no_price_and_says_so(saved_runs):
     price = price_runs([run])[run.run_id]
     assert price.usd_per_hour is None and price.cost is None
     assert "--price-usd-hour" in price.source
+
+
+def test_a_run_on_own_engines_simulated_device_is_never_priced(saved_runs):
+    engine = dataclasses.replace(saved_runs[0].engine, device="sim:h200 (SIMULATED ...)",
+                                 extra={**saved_runs[0].engine.extra, "simulated_device": {"name": "h200"}})
+    run = dataclasses.replace(saved_runs[0], engine=engine)
+    for price in (price_runs([run])[run.run_id], price_runs([run], usd_per_hour=3.0)[run.run_id]):
+        assert price.usd_per_hour is None and price.cost is None and "simulated" in price.source

@@ -1,0 +1,141 @@
+"""The simulated device (own_engine.sim_device) and the step breakdown (own_engine.step_clock)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from own_engine.sim_device import PRESETS, SimDeviceError, SimProfile, parse_sim
+
+
+def test_h200_preset_step_times_are_the_measured_ones() -> None:
+    p = parse_sim("sim:h200")
+    assert parse_sim("sim") is p is PRESETS["h200"]
+    assert p.step_s(1, 0) == pytest.approx(2.2e-3)
+    assert p.step_s(8, 0) == pytest.approx(2.43e-3)
+    assert p.step_s(64, 0) == pytest.approx(3.4e-3)
+    assert p.step_s(36, 0) == pytest.approx((2.43 + (3.4 - 2.43) * 28 / 56) * 1e-3)  # linear between points
+    assert p.step_s(256, 0) == pytest.approx(3.4e-3)  # flat past the last point
+    assert p.step_s(0, 1024) == pytest.approx(7.6e-3)  # a prefill-only step
+    assert p.step_s(8, 512) == pytest.approx((2.43 + 3.8) * 1e-3)  # mixed: decodes plus the chunk's tokens
+
+
+def test_custom_profile_parses_and_bad_ones_say_how_to_spell_it() -> None:
+    p = parse_sim("sim:1=1.0,16=2.0,prefill=4")
+    assert p.step_s(16, 0) == pytest.approx(2e-3) and p.step_s(0, 2048) == pytest.approx(8e-3)
+    assert parse_sim(p.device) == p
+    for bad in ("sim:h100", "sim:1=2", "sim:x=1,prefill=2", "sim:1=-1,prefill=2"):
+        with pytest.raises(SimDeviceError, match="sim:"):
+            parse_sim(bad)
+    with pytest.raises(SimDeviceError):
+        SimProfile("x", ((8, 1.0), (1, 2.0)), 1.0)
+
+
+def _engine(tiny_path, **kw):
+    from own_engine.llm_engine import LLMEngine
+
+    return LLMEngine(tiny_path, device="sim:1=1.0,64=2.0,prefill=8", max_num_seqs=8, **kw)
+
+
+def test_sim_engine_is_deterministic_never_ends_on_eos_and_says_it_is_simulated(tiny_path) -> None:
+    from own_engine.sampling_params import SamplingParams
+
+    prompts = [[5, 6, 7, 8], [9, 10, 11, 12, 13, 14], [5, 6, 7, 8]]
+    params = SamplingParams(max_tokens=12)  # EOS not ignored: the simulated tokens never are one
+    a = _engine(tiny_path).generate(prompts, params)
+    b = _engine(tiny_path).generate(prompts, params)
+    assert a == b and a[0] == a[2] and a[0] != a[1]
+    assert all(len(x) == 12 for x in a)
+    d = _engine(tiny_path).describe()
+    assert d["device"].startswith("sim:") and "SIMULATED" in d["device"]
+    assert d["simulated_device"]["decode_ms"] == [[1, 1.0], [64, 2.0]]
+
+
+def test_step_breakdown_sums_to_the_step_wall_time_and_forward_is_the_device_time(tiny_path) -> None:
+    from own_engine.sampling_params import SamplingParams
+
+    engine = _engine(tiny_path)
+    for i in range(4):
+        engine.add_request([5 + i] * 40, SamplingParams(max_tokens=20, ignore_eos=True))
+    outside_ns = 0
+    while engine.has_unfinished():
+        t = time.perf_counter_ns()
+        engine.step()
+        outside_ns += time.perf_counter_ns() - t
+    s = engine.stats()
+    parts = ("host_before", "forward", "forward_overrun", "sample_output", "handoff")
+    assert sum(s[f"step_{p}_s"] for p in parts) == pytest.approx(s["step_wall_s"], rel=1e-9, abs=1e-9)
+    assert s["timed_steps"] == s["steps"] == 20  # one prefill step of 4 prompts, then 19 decode steps
+    # the step's own wall time is what a caller timing step() sees, less the call itself
+    assert 0.8 * outside_ns / 1e9 <= s["step_wall_s"] <= outside_ns / 1e9
+    # forward = the simulated device's time: 4 x 40 prefill tokens at 8 ms per 1,024, 19 decodes of 4 rows
+    device_s = (8 * 160 / 1024 + 19 * (1.0 + 3 / 63)) / 1e3
+    assert s["step_forward_s"] == pytest.approx(device_s, rel=1e-3)
+    assert s["step_handoff_s"] == 0  # no front: nothing handed on
+
+
+def test_served_step_counts_its_handoff_to_the_front(tiny_path) -> None:
+    from own_engine.async_engine import AsyncLLMEngine
+    from own_engine.sampling_params import SamplingParams
+
+    front = AsyncLLMEngine(factory=lambda: _engine(tiny_path))
+
+    async def one(i: int) -> int:
+        n = 0
+        async for _, ids in front.generate([5 + i] * 10, SamplingParams(max_tokens=16, ignore_eos=True)):
+            n += len(ids)
+        return n
+
+    async def main() -> list[int]:
+        return await asyncio.gather(*(one(i) for i in range(3)))
+
+    try:
+        assert asyncio.run(main()) == [16, 16, 16]
+        time.sleep(0.05)
+        s = front.stats()
+    finally:
+        front.close()
+    parts = ("host_before", "forward", "forward_overrun", "sample_output", "handoff")
+    assert s["step_handoff_s"] > 0 and s["timed_steps"] >= 15  # the gauges are read before the last hand-off
+    assert sum(s[f"step_{p}_s"] for p in parts) == pytest.approx(s["step_wall_s"], rel=1e-9, abs=1e-9)
+    assert 0 <= s["step_off_cpu_s"] <= s["step_wall_s"]
+
+
+def test_a_step_that_carries_a_prefill_chunk_stays_under_its_budget(tiny_path) -> None:
+    """The ITL bound: running decodes get a token every step, and a step carrying a prompt's chunk is no longer
+    than one step of a full budget on the simulated device, however long the prompts that arrive."""
+    from own_engine.llm_engine import LLMEngine
+    from own_engine.sampling_params import SamplingParams
+
+    engine = LLMEngine(tiny_path, device="sim:h200", max_num_seqs=8)
+    budget = engine.max_num_batched_tokens
+    assert budget == 2048  # the GPU policy (docs/engines.md, "Prefill chunks")
+    steps = []
+    run = engine.runner.run
+
+    def record(batch):
+        nd = batch.num_decodes
+        cut = sum(1 for s, n in zip(batch.seqs[nd:], batch.num_new_tokens[nd:], strict=True)
+                  if s.num_computed_tokens + n < len(s))  # chunks that leave their prompt unfinished
+        steps.append((nd, list(batch.num_new_tokens[nd:]), [s.seq_id for s in batch.seqs], cut))
+        return run(batch)
+
+    engine.runner.run = record
+    decoding = [engine.add_request([5 + i] * 8, SamplingParams(max_tokens=200, ignore_eos=True)) for i in range(5)]
+    engine.step()  # their prefills
+    for n in (1500, 300, 3500):  # three prompts arrive together while five sequences decode
+        engine.add_request([7] * n, SamplingParams(max_tokens=4, ignore_eos=True))
+    steps.clear()
+    for _ in range(12):
+        engine.step()
+    p = engine.sim
+    bound_s = p.step_s(8, budget)
+    assert any(chunks for _, chunks, _, _ in steps) and any(cut for *_, cut in steps)
+    for nd, chunks, ids, cut in steps:
+        assert nd + sum(chunks) <= budget
+        assert cut <= 1  # one prompt at most is partly prefilled
+        assert set(decoding) <= set(ids)  # no running decode skipped a step
+        assert p.step_s(nd, sum(chunks)) <= bound_s
+    assert sum(sum(c) for _, c, _, _ in steps) >= 5300 - 3  # the three prompts were prefilled, chunk by chunk
