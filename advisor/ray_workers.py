@@ -41,7 +41,7 @@ READY_TIMEOUT_S = 120.0  # actors placed and attached by then, else the run fail
 POLL_S = 0.1  # how often the driver collects records
 STOP_GRACE_S = 30.0
 SKEW_ENV = "ADVISOR_TEST_RAY_CLOCK_SKEW"  # tests only: "W:NS" adds NS to worker W's clock readings
-_INSTALL = "pip install 'advisor[ray]' (in a checkout: pip install -e '.[ray]')"
+_INSTALL = "pip install 'inference-advisor[ray]' (in a checkout: pip install -e '.[ray]')"
 
 
 def require_ray() -> None:

@@ -17,10 +17,34 @@ import importlib
 from importlib import metadata
 from typing import Any
 
-try:  # one version for the whole distribution: pyproject.toml's
-    __version__ = metadata.version("advisor")
-except metadata.PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
+DISTRIBUTION = "inference-advisor"  # the name on the package registry ("advisor" there is another project)
+
+
+def _version() -> str:
+    """pyproject.toml's version; from a git checkout, with the commit it runs (`0.1.0+g4b15ba7`, `.dirty` when
+    tracked files differ), so a run made from a source tree says exactly which code made it."""
+    import subprocess
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    if (root / ".git").exists() and (root / "pyproject.toml").is_file():
+        try:
+            base = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+            sha = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                 text=True, timeout=5, check=True).stdout.strip()
+            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+            return f"{base}+g{sha}" + (".dirty" if dirty else "")
+        except (OSError, subprocess.SubprocessError, KeyError, ValueError):
+            pass  # no git, or not a checkout of ours: the installed metadata below
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # a copied source tree, never installed, without git
+        return "0+unknown"
+
+
+__version__ = _version()
 
 _LAZY = {
     "LLMEngine": "own_engine.llm_engine",

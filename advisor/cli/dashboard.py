@@ -20,7 +20,7 @@ def dashboard_command(root: Path, port: int, host: str) -> None:
     import importlib.util
 
     if importlib.util.find_spec("streamlit") is None:
-        raise click.ClickException("the dashboard needs Streamlit: pip install 'advisor[dashboard]' "
+        raise click.ClickException("the dashboard needs Streamlit: pip install 'inference-advisor[dashboard]' "
                                    "(or pip install -e '.[dashboard]' in a checkout)")
     from reports.dashboard import app
 

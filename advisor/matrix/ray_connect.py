@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-INSTALL_HINT = "pip install 'advisor[ray]' (in a checkout: pip install -e '.[ray]')"
+INSTALL_HINT = "pip install 'inference-advisor[ray]' (in a checkout: pip install -e '.[ray]')"
 _PACKAGES = ("advisor", "adapters", "scenarios", "own_engine", "reports")
 
 

@@ -98,7 +98,7 @@ def test_bad_ray_workers_fail_before_anything_runs(tmp_path, monkeypatch):
     assert res.exit_code == 2 and "ray:N needs a whole number of Ray actors" in res.output
     # an unreachable cluster needs Ray installed: tests/ray/test_workers_ray.py checks it (the ray group)
     monkeypatch.setitem(__import__("sys").modules, "ray", None)  # as without the `ray` extra
-    with pytest.raises(BenchError, match=r"--workers ray:N needs Ray, which is not installed: pip install 'advisor\[ray\]'"):
+    with pytest.raises(BenchError, match=r"--workers ray:N needs Ray, which is not installed: pip install 'inference-advisor\[ray\]'"):
         plan(BenchConfig(scenario="chat", engine="openai", engine_options={"url": "http://127.0.0.1:9"},
                          out_dir=tmp_path, workers="ray:2"))
 

@@ -49,4 +49,4 @@ def test_dashboard_needs_its_extra_and_says_so(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "streamlit" else real(n, *a))
     res = CliRunner().invoke(cli, ["dashboard"])
-    assert res.exit_code == 1 and "pip install 'advisor[dashboard]'" in res.output
+    assert res.exit_code == 1 and "pip install 'inference-advisor[dashboard]'" in res.output

@@ -91,7 +91,7 @@ def test_ray_without_the_extra_says_what_to_install(tmp_path):
     res = advisor("matrix", str(plan), "--ray", "auto", "--out", str(tmp_path),
                   code="import sys; sys.modules['ray'] = None; ")  # as if Ray were not installed
     assert res.returncode == 1
-    assert res.stderr.strip() == ("error: --ray needs Ray, which is not installed: pip install 'advisor[ray]' "
+    assert res.stderr.strip() == ("error: --ray needs Ray, which is not installed: pip install 'inference-advisor[ray]' "
                                   "(in a checkout: pip install -e '.[ray]')")
 
 
@@ -135,7 +135,7 @@ def test_a_ray_workers_cell_without_ray_fails_the_check_before_anything_runs(tmp
                   code="import sys; sys.modules['ray'] = None; ")  # as if Ray were not installed
     assert res.returncode == 2, res.stderr
     assert res.stderr.strip() == ("error: cell 'http': workers: ray:2 needs Ray, which is not installed: "
-                                  "pip install 'advisor[ray]' (in a checkout: pip install -e '.[ray]')")
+                                  "pip install 'inference-advisor[ray]' (in a checkout: pip install -e '.[ray]')")
     assert not (tmp_path / "runs").exists()  # the first cell did not run either
 
 
@@ -145,9 +145,9 @@ def test_the_table_shows_a_failed_cells_reason_verbatim(tmp_path, capsys):
     from advisor.matrix.store import MatrixFile
 
     m = MatrixFile("m", tmp_path, load_plan(write_plan(tmp_path, [{"name": "bad"}])), "local")
-    m.cells["bad"].state, m.cells["bad"].error = "failed", "needs Ray: pip install 'advisor[ray]'"
+    m.cells["bad"].state, m.cells["bad"].error = "failed", "needs Ray: pip install 'inference-advisor[ray]'"
     _report(m, as_json=False)
-    assert "'advisor[ray]'" in capsys.readouterr().out  # rich markup did not eat "[ray]"
+    assert "'inference-advisor[ray]'" in capsys.readouterr().out  # rich markup did not eat "[ray]"
 
 
 def test_resume_refuses_repeats(tmp_path):

@@ -1,0 +1,30 @@
+"""The product's version: pyproject's, plus the commit when it runs from a git checkout (issue 28)."""
+
+from __future__ import annotations
+
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import advisor
+import own_engine
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_distribution_name_is_not_the_registrys_other_advisor() -> None:
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert meta["name"] == own_engine.DISTRIBUTION == "inference-advisor"
+    assert (tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["advisor"]
+            == "advisor.cli:main")  # the command keeps its name
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not a git checkout")
+def test_a_checkout_records_the_commit_it_runs() -> None:
+    base = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert advisor.__version__ in (f"{base}+g{sha}", f"{base}+g{sha}.dirty")
+    assert "unknown" not in advisor.__version__
