@@ -310,8 +310,10 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     offered = schedule.settings.get("offered_rps") if schedule.sessions is not None else _offered_rps(schedule)
     # A signal stops the run where the user chose: it is measured up to there (docs/metrics.md, "interrupted").
     stopped_ns = int(load.wall_s * 1e9) if signum is not None else None
-    if stopped_ns is not None and window_ns is not None and window_ns[0] < stopped_ns < window_ns[1]:
-        window_ns = (window_ns[0], stopped_ns)
+    real_ns = real_window_ns(window_ns, load.records, stopped_ns, capped(schedule))
+    if real_ns is not None and real_ns != window_ns:  # every rate, the offered one too, over the real window
+        offered = offered_in(load.records, real_ns)
+        window_ns = real_ns
     summary = summarize(load.records, mode=schedule.mode, slos=schedule.slos, window_ns=window_ns, offered_rps=offered,
                         stopped=signum is not None)
     v = verdict(summary, mode=schedule.mode)
@@ -355,6 +357,40 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     if server_log and Path(server_log).is_file():  # a managed server's log stays with the run
         shutil.copyfile(server_log, folder / "server.log")
     return result
+
+
+def capped(schedule: Schedule) -> bool:
+    """The request cap (--max-requests) ended the schedule before its duration did."""
+    cap = schedule.settings.get("max_requests")
+    return cap is not None and len(schedule.requests) >= cap
+
+
+def real_window_ns(window_ns: tuple[int, int] | None, records: list, stopped_ns: int | None,
+                   cut_by_cap: bool) -> tuple[int, int] | None:
+    """The open-loop window the requests actually took (docs/metrics.md, "The measurement window").
+
+    It starts where measurement was scheduled to start and ends at the planned end, or earlier: at the
+    signal that stopped the run, or, when the request cap ended the schedule, at the last measured
+    request's end (a rate divided by time no request was offered in is a false figure).
+    """
+    if window_ns is None:
+        return None
+    start, end = window_ns
+    if stopped_ns is not None and start < stopped_ns < end:
+        end = stopped_ns
+    if cut_by_cap:
+        ends = [t for r in records if not r.warmup and r.t_send_ns is not None
+                and (t := r.t_last_ns if r.t_last_ns is not None else r.t_end_ns) is not None]
+        if ends and start < max(ends) < end:
+            end = max(ends)
+    return start, end
+
+
+def offered_in(records: list, window_ns: tuple[int, int]) -> float:
+    """Measured requests scheduled inside the window, per second of it."""
+    start, end = window_ns
+    n = sum(1 for r in records if not r.warmup and start <= r.t_sched_ns <= end)
+    return n / ((end - start) / 1e9)
 
 
 def _offered_rps(schedule: Schedule) -> float | None:
