@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import math
 import os
-import shutil
 import signal
 import tempfile
 import time
@@ -28,7 +27,7 @@ import adapters
 from adapters import json_codec
 from adapters.base import Adapter, EngineInfo, EngineOptions, RequestSpec
 from adapters.placement import client_pinned
-from advisor import eventloop, interrupts, manifest, worker_spec, workers
+from advisor import eventloop, interrupts, manifest, redact, worker_spec, workers
 from advisor.loadgen import LoadResult, drive
 from advisor.loadgen_info import LoadgenInfo
 from advisor.metrics import lag as lag_mod
@@ -60,6 +59,16 @@ class RunInterrupted(interrupts.Interrupted):
 
     def __init__(self, signum: int, result: RunResult) -> None:
         super().__init__(signum)
+        self.result = result
+
+
+class RunNotSaved(RuntimeError):
+    """The run was measured but could not be written (a full disk); `result` holds it all, `path` is None."""
+
+    def __init__(self, result: RunResult, folder: Path, files: tuple[str, ...], error: OSError) -> None:
+        why = error.strerror or str(error)
+        super().__init__(f"the run could not be saved: {why} writing {folder} ({', '.join(files)} not written; "
+                         "nothing of it was left behind); free space under --out or choose another, and re-run")
         self.result = result
 
 
@@ -126,6 +135,7 @@ def plan(cfg: BenchConfig) -> Plan:
         except RuntimeError as e:
             raise BenchError(str(e)) from None
     check_out_dir(cfg.out_dir)
+    redact.remember_options(cfg.engine_options)  # its secrets are hidden in every file advisor writes
     try:
         eventloop.name()  # a bad ADVISOR_EVENT_LOOP fails here, before an engine starts
     except ValueError as e:
@@ -223,8 +233,10 @@ def run_bench(cfg: BenchConfig, adapter: Adapter, progress: Callable[[int, int],
     info = adapter.info  # the engine is started once by the caller, never here
     check_fits(p.schedule, info)
     run_id = new_run_id(p.scenario.name, info.adapter)
-    with client_pinned(info.placement):
+    # saved exactly once: once measuring begins, a second signal waits for the save (advisor.interrupts)
+    with client_pinned(info.placement), interrupts.guarded("the run") as guard:
         result, signum = eventloop.run(_measure(cfg, p, adapter, info, run_id, progress))
+    signum = signum if signum is not None else guard.stop  # a signal while it was being saved: stop now
     if signum is not None:
         raise RunInterrupted(signum, result)
     return result
@@ -352,10 +364,12 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
                             n_workers=len(load.workers), workers=load.workers, t0_perf_counter_ns=load.t0_ns,
                             prepare_s=round((load.t0_ns - t_start_ns) / 1e9 + (first_send or 0) / 1e9, 4)),
     )
-    folder = result.save(cfg.out_dir, load.records)
     server_log = info.extra.get("server_log")
-    if server_log and Path(server_log).is_file():  # a managed server's log stays with the run
-        shutil.copyfile(server_log, folder / "server.log")
+    extra = {"server.log": Path(server_log)} if server_log and Path(server_log).is_file() else {}  # stays with it
+    try:
+        result.save(cfg.out_dir, load.records, extra_files=extra)
+    except OSError as e:  # measured but not written: the caller still shows it all (advisor.cli.bench)
+        raise RunNotSaved(result, Path(cfg.out_dir) / run_id, (*result.files, *extra), e) from None
     return result
 
 

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from adapters.base import Adapter
+from advisor.atomic import write_atomic
 from advisor.bench import BenchConfig, RunInterrupted, plan, run_bench
 from advisor.capacity import Capacity, SweepPoint, capacity_from_sweep, stop_reason
+from advisor.redact import redact_text
 from advisor.store import RunResult, item_folder
 from scenarios.overrides import Overrides
 
@@ -147,10 +149,9 @@ class SweepResult:
 
     def save(self, root: Path) -> Path:
         folder = Path(root) / self.sweep_id
+        text = redact_text(json.dumps(self.to_dict(), indent=1, allow_nan=False))  # no secret in any file
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / (SWEEP_FILE + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1, allow_nan=False))
-        tmp.replace(folder / SWEEP_FILE)  # atomic: a reader (or --resume) never sees half a file
+        write_atomic(folder / SWEEP_FILE, text)  # a reader (or --resume) never sees half a file
         self.path = folder
         return folder
 

@@ -27,19 +27,27 @@ def bench_command(as_json: bool, repeats: int, restart_engine: bool, **flags: An
       advisor bench --scenario copilot --repeats 6     # median [interval] of 6 runs
     """
     from advisor import console
-    from advisor.bench import bench_once
+    from advisor.bench import RunNotSaved, bench_once
+    from advisor.redact import redact_text
 
     cfg = bench_config(**flags)
     if repeats > 1 or restart_engine:
         _bench_repeats(cfg, repeats, restart_engine, as_json)
         return
     show_progress = not as_json and sys.stderr.isatty()
+    not_saved: RunNotSaved | None = None
     with console.progress_bar(enabled=show_progress) as progress:
-        result = bench_once(cfg, progress=progress)
+        try:
+            result = bench_once(cfg, progress=progress)
+        except RunNotSaved as e:  # measured, not written (a full disk): show it all, then say what was lost
+            result, not_saved = e.result, e
     if as_json:
-        click.echo(json.dumps({**result.to_dict(), "path": str(result.path)}, allow_nan=False))
+        path = str(result.path) if result.path is not None else None
+        click.echo(redact_text(json.dumps({**result.to_dict(), "path": path}, allow_nan=False)))
     else:
         console.print_run(result)
+    if not_saved is not None:
+        raise click.ClickException(str(not_saved))
 
 
 def _bench_repeats(cfg: Any, n: int, restart: bool, as_json: bool) -> None:
