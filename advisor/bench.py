@@ -40,10 +40,14 @@ from advisor.store import RunResult, new_run_id
 from advisor.telemetry import Telemetry
 from advisor.worker_spec import Workers
 from scenarios.catalog import load_scenario
-from scenarios.prompts import make_prompt_ids
+from scenarios.prompts import MAX_PROMPT_TOKENS, make_prompt_ids
 from scenarios.schedule import Overrides, build_schedule
 from scenarios.spec import Scenario
 from scenarios.types import Schedule
+
+# Memory bounds (docs/metrics.md, "Memory bounds"): the longest request (prompt + output) advisor builds when the
+# engine states no context length; --max-request-tokens raises it up to scenarios.prompts.MAX_PROMPT_TOKENS.
+DEFAULT_MAX_REQUEST_TOKENS = 1_048_576
 
 # Token ids below this are left out of synthetic prompts: they are special tokens
 # (BOS/EOS/PAD) in the models the tool makes, and in most real vocabularies.
@@ -86,6 +90,7 @@ class BenchConfig:
     workers: Workers = "auto"  # load generators (advisor.worker_spec): auto, N processes here, or ray:N actors
     auto_workers_cap: int | None = None  # `auto` uses at most this many (the CPUs a scheduler gave a matrix cell)
     ray_address: str | None = None  # the Ray cluster for `ray:N` (None: auto, advisor.matrix.ray_connect)
+    max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS  # the ceiling when the engine states no context
 
     def __post_init__(self) -> None:
         try:
@@ -95,6 +100,10 @@ class BenchConfig:
         cap = self.auto_workers_cap
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
             raise BenchError(f"auto_workers_cap must be a whole number >= 1 or None, got {cap!r}")
+        m = self.max_request_tokens
+        if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= MAX_PROMPT_TOKENS:
+            raise BenchError(f"--max-request-tokens must be a whole number from 1 to {MAX_PROMPT_TOKENS:,} (the most "
+                             f"advisor holds in memory for one request), got {m!r}")
         if self.ray_address is not None and worker_spec.on_ray(self.workers) is None:
             raise BenchError(f"--ray {self.ray_address}: the Ray cluster is for --workers ray:N; add it or drop --ray")
         for name in ("timeout_s", "max_run_s", "telemetry_interval_s"):
@@ -123,6 +132,13 @@ def plan(cfg: BenchConfig) -> Plan:
     if not schedule.requests:
         raise BenchError(f"scenario '{scenario.name}' with these settings schedules no request; raise --duration "
                          "or --rate")
+    longest = _longest(schedule)
+    if longest > MAX_PROMPT_TOKENS:  # no engine can make this fit in advisor's memory: refuse before it starts
+        raise BenchError(f"scenario '{scenario.name}' has requests of up to {longest:,} tokens (prompt + output); "
+                         f"advisor builds at most {MAX_PROMPT_TOKENS:,}: lower --length-scale or cap lengths with "
+                         "--max-input-tokens/--max-output-tokens")
+    if longest > cfg.max_request_tokens and not adapters.adapter_class(cfg.engine).capabilities.served:
+        _over_ceiling(schedule.scenario, longest, cfg.max_request_tokens)  # an in-process engine: refuse now
     options = adapters.parse_options(cfg.engine, cfg.engine_options)
     if worker_spec.several(cfg.workers) and not adapters.adapter_class(cfg.engine).capabilities.served:
         raise BenchError(f"--workers {cfg.workers}: only a served engine (openai) is driven by several processes; "
@@ -144,11 +160,18 @@ def plan(cfg: BenchConfig) -> Plan:
 
 
 def check_out_dir(out_dir: Path) -> None:
-    """Fail now, not after the run, when runs cannot be saved under `out_dir`."""
+    """Fail now, not after the run, when runs cannot be saved under `out_dir`; creates nothing (a refused
+    command writes nothing: the folder is made when the first run is saved)."""
+    out_dir = Path(out_dir)
+    existing = next((p for p in (out_dir, *out_dir.absolute().parents) if p.exists()), None)
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".advisor-write-check-"):
-            pass
+        if existing is None or not existing.is_dir():
+            raise NotADirectoryError(20, f"{existing} is not a folder")
+        if existing == out_dir:
+            with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".advisor-write-check-"):
+                pass
+        elif not os.access(existing, os.W_OK | os.X_OK):
+            raise PermissionError(13, f"{existing} is not writable")
     except OSError as e:
         raise BenchError(f"cannot save runs under --out {out_dir}: {e.strerror or e}; choose a writable folder") \
             from None
@@ -165,24 +188,36 @@ def open_engine(cfg: BenchConfig, options: EngineOptions | None = None) -> Itera
         adapter.close()
 
 
-def check_fits(schedule: Schedule, info: EngineInfo) -> None:
-    """Refuse a schedule the model cannot hold, before anything is measured."""
+def _longest(schedule: Schedule) -> int:
+    return max((r.n_in + r.n_out for r in schedule.requests), default=0)
+
+
+def _over_ceiling(scenario: str, longest: int, ceiling: int) -> None:
+    raise BenchError(
+        f"scenario '{scenario}' has requests of up to {longest:,} tokens (prompt + output), past advisor's ceiling "
+        f"of {ceiling:,} for an engine that states no context length: lower --length-scale, cap lengths with "
+        f"--max-input-tokens/--max-output-tokens, or raise --max-request-tokens (at most {MAX_PROMPT_TOKENS:,})")
+
+
+def check_fits(schedule: Schedule, info: EngineInfo, ceiling: int = DEFAULT_MAX_REQUEST_TOKENS) -> None:
+    """Refuse a schedule the model cannot hold, before anything is measured: the engine's context when it states
+    one, else `ceiling` (what advisor builds in memory for one request)."""
     if schedule.sessions is not None:
-        _check_sessions_fit(schedule, info)
+        _check_sessions_fit(schedule, info, ceiling)
         return
-    longest = max((r.n_in + r.n_out for r in schedule.requests), default=0)
+    longest = _longest(schedule)
+    if not info.max_model_len and longest > ceiling:
+        _over_ceiling(schedule.scenario, longest, ceiling)
     if info.max_model_len and longest > info.max_model_len:
         raise BenchError(
             f"scenario '{schedule.scenario}' has requests of up to {longest} tokens (prompt + output) but the model "
             f"holds {info.max_model_len}: cap lengths with --max-input-tokens/--max-output-tokens or --length-scale")
 
 
-def _check_sessions_fit(schedule: Schedule, info: EngineInfo) -> None:
+def _check_sessions_fit(schedule: Schedule, info: EngineInfo, ceiling: int) -> None:
     """Every turn must fit with only the first message kept (older turns are dropped as the context fills)."""
     assert schedule.sessions is not None
-    limits = [x for x in (info.max_model_len, schedule.sessions.max_context_tokens) if x]
-    if not limits:
-        return
+    limits = [x for x in (info.max_model_len, schedule.sessions.max_context_tokens) if x] or [ceiling]
     limit, first = min(limits), 0
     for r in schedule.requests:
         first = r.n_in if r.turn == 0 else first
@@ -231,7 +266,7 @@ def run_bench(cfg: BenchConfig, adapter: Adapter, progress: Callable[[int, int],
     """
     p = planned or plan(cfg)
     info = adapter.info  # the engine is started once by the caller, never here
-    check_fits(p.schedule, info)
+    check_fits(p.schedule, info, cfg.max_request_tokens)
     run_id = new_run_id(p.scenario.name, info.adapter)
     # saved exactly once: once measuring begins, a second signal waits for the save (advisor.interrupts)
     with client_pinned(info.placement), interrupts.guarded("the run") as guard:

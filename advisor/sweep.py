@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from adapters.base import Adapter
 from advisor.atomic import write_atomic
-from advisor.bench import BenchConfig, RunInterrupted, plan, run_bench
+from advisor.bench import BenchConfig, RunInterrupted, check_fits, plan, run_bench
 from advisor.capacity import Capacity, SweepPoint, capacity_from_sweep, stop_reason
 from advisor.redact import redact_text
 from advisor.store import RunResult, item_folder
@@ -225,6 +225,9 @@ def run_sweep(cfg: SweepConfig, adapter: Adapter | None, on_step: Callable[[Swee
         assert adapter is not None, "run_sweep needs a started adapter"
         measure = lambda step: run_bench(step, adapter)  # noqa: E731
     scenario_name = plan(cfg.step_config(cfg.load_plan()[0])).scenario.name
+    if adapter is not None:  # a refused sweep writes nothing: every step must fit the engine before sweep.json
+        for load in cfg.load_plan():
+            check_fits(plan(cfg.step_config(load)).schedule, adapter.info, cfg.bench.max_request_tokens)
     points = list(resume.points) if resume else []
     res = resume or SweepResult(new_sweep_id(scenario_name, cfg.bench.engine, cfg.unit), scenario_name,
                                 cfg.bench.engine, cfg.bench.model, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -154,13 +154,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--die-after", type=int, default=0)
     p.add_argument("--fail-after", type=int, default=0, help="the mode applies after this many requests")
     p.add_argument("--log", default=None)
+    p.add_argument("--api-key", default=None, help="accepted and printed, as real servers do (the redaction tests)")
     return p.parse_args(argv)
 
 
 def main(argv: list[str]) -> None:
     args = parse(argv)
     server = FaultServer(args)
-    print(f"fault server on 127.0.0.1:{args.port} mode={args.mode} k={args.tokens_per_chunk}", flush=True)
+    print(f"fault server on 127.0.0.1:{args.port} mode={args.mode} k={args.tokens_per_chunk} argv={argv} "
+          f"env HF_TOKEN={os.environ.get('HF_TOKEN')}", flush=True)
     web.run_app(server.app(), host="127.0.0.1", port=args.port, access_log=None, print=None)
 
 
