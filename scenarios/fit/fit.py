@@ -9,7 +9,7 @@ the files into place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from scenarios.fit.fields import FieldMap
 from scenarios.fit.length_fit import LengthMode, fit_lengths
 from scenarios.fit.readers import LogFile, LogFormat, detect_kind, read_rows
 from scenarios.fit.report import FitReport, LogSource
+from scenarios.fit.schema_fit import clamp_arrival, clamp_sessions
 from scenarios.fit.session_fit import SessionFit, fit_sessions
 from scenarios.fit.small_machine import small_machine_fit
 from scenarios.fit.stats import summarize
@@ -93,7 +94,13 @@ def fit_logs(opts: FitOptions) -> FitReport:
     arrival = fit_arrivals(data.t_s)
     lengths = fit_lengths(data, opts.lengths)
     sessions = fit_sessions(data.sessions, span) if data.sessions is not None else None
-    notes: list[str] = []
+    # the fit writes only what the scenario schema accepts: shape parameters past its bounds are clamped, and said
+    spec, notes = clamp_arrival(arrival.spec)
+    arrival = replace(arrival, spec=spec)
+    if sessions is not None:
+        sess_spec, sess_notes = clamp_sessions(sessions.spec)
+        sessions = replace(sessions, spec=sess_spec)
+        notes += sess_notes
     # a log whose later prompts do not hold the previous prompt and answer (a client that resends only the
     # question) is not a conversation a multi-turn run should replay: its requests are fitted as independent
     replay = sessions is not None and (sessions.growth_share is None or sessions.growth_share >= MIN_GROWTH_SHARE)
