@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import adapters
-from adapters import json_codec
+from adapters import json_codec, launch
 from adapters.base import Adapter, EngineInfo, EngineOptions, RequestSpec
 from adapters.placement import client_pinned
 from advisor import eventloop, interrupts, manifest, redact, worker_spec, workers
@@ -364,8 +364,8 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     summary = summarize(load.records, mode=schedule.mode, slos=schedule.slos, window_ns=window_ns, offered_rps=offered,
                         stopped=signum is not None)
     v = verdict(summary, mode=schedule.mode)
-    reasons = list(v.reasons)
-    status = v.status
+    reasons = [*launch.deaths(), *v.reasons]  # a launched server that died says so first, with its exit code
+    status = v.status if len(reasons) == len(v.reasons) or v.status != "VALID" else "INVALID"
     interrupted = None
     if load.interrupted:
         why = signal.Signals(signum).name if signum is not None else load.interrupted
