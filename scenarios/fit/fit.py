@@ -31,6 +31,7 @@ from scenarios.fit.small_machine import small_machine_fit
 from scenarios.fit.stats import summarize
 from scenarios.fit.timestamps import TimeUnit, describe_epoch
 from scenarios.fit.writer import SLO_COMMENT, Block, ScenarioText, clean, publish, scenario_name, staged
+from scenarios.overrides import MAX_SECONDS
 from scenarios.pairs import pairs_file_for, write_pairs
 from scenarios.schedule import Overrides, resolve
 from scenarios.spec import ArrivalSpec, Fit, Scenario
@@ -91,6 +92,9 @@ def fit_logs(opts: FitOptions) -> FitReport:
         raise ScenarioError(f"-o {opts.out}: the scenario is written as YAML; give a name ending in .yaml")
     data, files, counts = read_logs(opts)
     span = float(data.t_s[-1])
+    if span > MAX_SECONDS:  # a finite but absurd span (a wrong time unit, a stray stamp) is refused like inf
+        raise ScenarioError(f"the logs span {span:.3g} s, more than {MAX_SECONDS:g} s (about 116 days); check the "
+                            "timestamp field and --time-unit, or fit a shorter stretch of the logs")
     arrival = fit_arrivals(data.t_s)
     lengths = fit_lengths(data, opts.lengths)
     sessions = fit_sessions(data.sessions, span) if data.sessions is not None else None
