@@ -35,8 +35,9 @@ from advisor.metrics import summarize, verdict
 from advisor.metrics.summary import cut_by_stop
 from advisor.metrics.verdict import Verdict
 from advisor.run_schedule import RunSchedule
+from advisor.run_window import capped, offered_in, planned_offered_rps, real_window_ns
 from advisor.sessions import SessionPrompts
-from advisor.store import RunResult, new_run_id
+from advisor.store import RunNotSaved, RunResult, new_run_id
 from advisor.telemetry import Telemetry
 from advisor.worker_spec import Workers
 from scenarios.catalog import load_scenario
@@ -63,16 +64,6 @@ class RunInterrupted(interrupts.Interrupted):
 
     def __init__(self, signum: int, result: RunResult) -> None:
         super().__init__(signum)
-        self.result = result
-
-
-class RunNotSaved(RuntimeError):
-    """The run was measured but could not be written (a full disk); `result` holds it all, `path` is None."""
-
-    def __init__(self, result: RunResult, folder: Path, files: tuple[str, ...], error: OSError) -> None:
-        why = error.strerror or str(error)
-        super().__init__(f"the run could not be saved: {why} writing {folder} ({', '.join(files)} not written; "
-                         "nothing of it was left behind); free space under --out or choose another, and re-run")
         self.result = result
 
 
@@ -354,7 +345,7 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
         w0, w1 = schedule.window_s
         window_ns = (int(w0 * 1e9), int(w1 * 1e9))
     # open-loop sessions: later turns fall due at run time, so the offered rate is the planned one
-    offered = schedule.settings.get("offered_rps") if schedule.sessions is not None else _offered_rps(schedule)
+    offered = schedule.settings.get("offered_rps") if schedule.sessions is not None else planned_offered_rps(schedule)
     # A signal stops the run where the user chose: it is measured up to there (docs/metrics.md, "interrupted").
     stopped_ns = int(load.wall_s * 1e9) if signum is not None else None
     real_ns = real_window_ns(window_ns, load.records, stopped_ns, capped(schedule))
@@ -406,46 +397,3 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     except OSError as e:  # measured but not written: the caller still shows it all (advisor.cli.bench)
         raise RunNotSaved(result, Path(cfg.out_dir) / run_id, (*result.files, *extra), e) from None
     return result
-
-
-def capped(schedule: Schedule) -> bool:
-    """The request cap (--max-requests) ended the schedule before its duration did."""
-    cap = schedule.settings.get("max_requests")
-    return cap is not None and len(schedule.requests) >= cap
-
-
-def real_window_ns(window_ns: tuple[int, int] | None, records: list, stopped_ns: int | None,
-                   cut_by_cap: bool) -> tuple[int, int] | None:
-    """The open-loop window the requests actually took (docs/metrics.md, "The measurement window").
-
-    It starts where measurement was scheduled to start and ends at the planned end, or earlier: at the
-    signal that stopped the run, or, when the request cap ended the schedule, at the last measured
-    request's end (a rate divided by time no request was offered in is a false figure).
-    """
-    if window_ns is None:
-        return None
-    start, end = window_ns
-    if stopped_ns is not None and start < stopped_ns < end:
-        end = stopped_ns
-    if cut_by_cap:
-        ends = [t for r in records if not r.warmup and r.t_send_ns is not None
-                and (t := r.t_last_ns if r.t_last_ns is not None else r.t_end_ns) is not None]
-        if ends and start < max(ends) < end:
-            end = max(ends)
-    return start, end
-
-
-def offered_in(records: list, window_ns: tuple[int, int]) -> float:
-    """Measured requests scheduled inside the window, per second of it."""
-    start, end = window_ns
-    n = sum(1 for r in records if not r.warmup and start <= r.t_sched_ns <= end)
-    return n / ((end - start) / 1e9)
-
-
-def _offered_rps(schedule: Schedule) -> float | None:
-    if schedule.mode != "open" or schedule.duration_s <= 0:
-        return None
-    w0, w1 = schedule.window_s
-    n = sum(1 for r in schedule.requests if w0 <= r.t_sched_s < w1)
-    return n / (w1 - w0)
-

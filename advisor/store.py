@@ -52,6 +52,16 @@ _SUMMARY_TYPES: dict[str, type | tuple[type, ...]] = {
     "slo_met": dict, "errors_by_kind": dict}
 
 
+class RunNotSaved(RuntimeError):
+    """The run was measured but could not be written (a full disk); `result` holds it all, `path` is None."""
+
+    def __init__(self, result: RunResult, folder: Path, files: tuple[str, ...], error: OSError) -> None:
+        why = error.strerror or str(error)
+        super().__init__(f"the run could not be saved: {why} writing {folder} ({', '.join(files)} not written; "
+                         "nothing of it was left behind); free space under --out or choose another, and re-run")
+        self.result = result
+
+
 class StoreError(ValueError):
     """A run folder that cannot be read; the message names the path and the fix."""
 
