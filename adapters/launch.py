@@ -130,6 +130,7 @@ class ManagedServer:
             log.close()  # the child holds its own descriptor
             os.close(lifeline_r)
         atexit.register(self.stop)
+        _running.append(self)
         try:
             self._wait_healthy()
         except BaseException:  # not healthy, or Ctrl-C/SIGTERM while waiting: never leave it running
@@ -155,6 +156,8 @@ class ManagedServer:
     def stop(self) -> int | None:
         """SIGTERM the process group, SIGKILL after the grace period; returns the exit code."""
         proc, self._proc = self._proc, None
+        if self in _running:
+            _running.remove(self)
         if self._lifeline is not None:
             os.close(self._lifeline)
             self._lifeline = None
@@ -179,6 +182,10 @@ class ManagedServer:
         except ProcessLookupError:
             pass  # the group is already gone: nothing left to stop
 
+    def exited(self) -> int | None:
+        """The server's exit code if it ended on its own (it was not stopped), else None."""
+        return self._proc.poll() if self._proc is not None else None
+
     def log_tail(self, n_lines: int = 20) -> str:
         """The last lines of the server log (for error messages)."""
         try:
@@ -186,6 +193,22 @@ class ManagedServer:
         except OSError:
             return "(no log)"
         return "\n".join(lines[-n_lines:])
+
+
+_running: list[ManagedServer] = []  # started and not stopped
+
+
+def deaths() -> list[str]:
+    """One line per launched server that exited on its own while advisor still needed it, with its exit code."""
+    out = []
+    for server in list(_running):
+        code = server.exited()
+        if code is not None:
+            how = f"was killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() \
+                else f"exited with code {code}"
+            out.append(f"the launched server ({server.argv[0]}) {how} during the run; its requests failed from then "
+                       f"on (see its log, server.log in the run folder)")
+    return out
 
 
 def _pythonpath() -> str:

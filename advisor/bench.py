@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import math
 import os
-import shutil
 import signal
 import tempfile
 import time
@@ -25,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import adapters
-from adapters import json_codec
+from adapters import json_codec, launch
 from adapters.base import Adapter, EngineInfo, EngineOptions, RequestSpec
 from adapters.placement import client_pinned
-from advisor import eventloop, interrupts, manifest, worker_spec, workers
+from advisor import eventloop, interrupts, manifest, redact, worker_spec, workers
 from advisor.loadgen import LoadResult, drive
 from advisor.loadgen_info import LoadgenInfo
 from advisor.metrics import lag as lag_mod
@@ -36,15 +35,20 @@ from advisor.metrics import summarize, verdict
 from advisor.metrics.summary import cut_by_stop
 from advisor.metrics.verdict import Verdict
 from advisor.run_schedule import RunSchedule
+from advisor.run_window import capped, offered_in, planned_offered_rps, real_window_ns
 from advisor.sessions import SessionPrompts
-from advisor.store import RunResult, new_run_id
+from advisor.store import RunNotSaved, RunResult, new_run_id
 from advisor.telemetry import Telemetry
 from advisor.worker_spec import Workers
 from scenarios.catalog import load_scenario
-from scenarios.prompts import make_prompt_ids
+from scenarios.prompts import MAX_PROMPT_TOKENS, make_prompt_ids
 from scenarios.schedule import Overrides, build_schedule
 from scenarios.spec import Scenario
 from scenarios.types import Schedule
+
+# Memory bounds (docs/metrics.md, "Memory bounds"): the longest request (prompt + output) advisor builds when the
+# engine states no context length; --max-request-tokens raises it up to scenarios.prompts.MAX_PROMPT_TOKENS.
+DEFAULT_MAX_REQUEST_TOKENS = 1_048_576
 
 # Token ids below this are left out of synthetic prompts: they are special tokens
 # (BOS/EOS/PAD) in the models the tool makes, and in most real vocabularies.
@@ -77,6 +81,7 @@ class BenchConfig:
     workers: Workers = "auto"  # load generators (advisor.worker_spec): auto, N processes here, or ray:N actors
     auto_workers_cap: int | None = None  # `auto` uses at most this many (the CPUs a scheduler gave a matrix cell)
     ray_address: str | None = None  # the Ray cluster for `ray:N` (None: auto, advisor.matrix.ray_connect)
+    max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS  # the ceiling when the engine states no context
     server_hardware: dict[str, Any] | None = None  # a served engine's hardware (`--server-hardware`), into the manifest
 
     def __post_init__(self) -> None:
@@ -87,6 +92,10 @@ class BenchConfig:
         cap = self.auto_workers_cap
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
             raise BenchError(f"auto_workers_cap must be a whole number >= 1 or None, got {cap!r}")
+        m = self.max_request_tokens
+        if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= MAX_PROMPT_TOKENS:
+            raise BenchError(f"--max-request-tokens must be a whole number from 1 to {MAX_PROMPT_TOKENS:,} (the most "
+                             f"advisor holds in memory for one request), got {m!r}")
         if self.ray_address is not None and worker_spec.on_ray(self.workers) is None:
             raise BenchError(f"--ray {self.ray_address}: the Ray cluster is for --workers ray:N; add it or drop --ray")
         for name in ("timeout_s", "max_run_s", "telemetry_interval_s"):
@@ -115,6 +124,13 @@ def plan(cfg: BenchConfig) -> Plan:
     if not schedule.requests:
         raise BenchError(f"scenario '{scenario.name}' with these settings schedules no request; raise --duration "
                          "or --rate")
+    longest = _longest(schedule)
+    if longest > MAX_PROMPT_TOKENS:  # no engine can make this fit in advisor's memory: refuse before it starts
+        raise BenchError(f"scenario '{scenario.name}' has requests of up to {longest:,} tokens (prompt + output); "
+                         f"advisor builds at most {MAX_PROMPT_TOKENS:,}: lower --length-scale or cap lengths with "
+                         "--max-input-tokens/--max-output-tokens")
+    if longest > cfg.max_request_tokens and not adapters.adapter_class(cfg.engine).capabilities.served:
+        _over_ceiling(schedule.scenario, longest, cfg.max_request_tokens)  # an in-process engine: refuse now
     options = adapters.parse_options(cfg.engine, cfg.engine_options)
     if worker_spec.several(cfg.workers) and not adapters.adapter_class(cfg.engine).capabilities.served:
         raise BenchError(f"--workers {cfg.workers}: only a served engine (openai) is driven by several processes; "
@@ -127,6 +143,7 @@ def plan(cfg: BenchConfig) -> Plan:
         except RuntimeError as e:
             raise BenchError(str(e)) from None
     check_out_dir(cfg.out_dir)
+    redact.remember_options(cfg.engine_options)  # its secrets are hidden in every file advisor writes
     try:
         eventloop.name()  # a bad ADVISOR_EVENT_LOOP fails here, before an engine starts
     except ValueError as e:
@@ -135,11 +152,18 @@ def plan(cfg: BenchConfig) -> Plan:
 
 
 def check_out_dir(out_dir: Path) -> None:
-    """Fail now, not after the run, when runs cannot be saved under `out_dir`."""
+    """Fail now, not after the run, when runs cannot be saved under `out_dir`; creates nothing (a refused
+    command writes nothing: the folder is made when the first run is saved)."""
+    out_dir = Path(out_dir)
+    existing = next((p for p in (out_dir, *out_dir.absolute().parents) if p.exists()), None)
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".advisor-write-check-"):
-            pass
+        if existing is None or not existing.is_dir():
+            raise NotADirectoryError(20, f"{existing} is not a folder")
+        if existing == out_dir:
+            with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".advisor-write-check-"):
+                pass
+        elif not os.access(existing, os.W_OK | os.X_OK):
+            raise PermissionError(13, f"{existing} is not writable")
     except OSError as e:
         raise BenchError(f"cannot save runs under --out {out_dir}: {e.strerror or e}; choose a writable folder") \
             from None
@@ -156,24 +180,36 @@ def open_engine(cfg: BenchConfig, options: EngineOptions | None = None) -> Itera
         adapter.close()
 
 
-def check_fits(schedule: Schedule, info: EngineInfo) -> None:
-    """Refuse a schedule the model cannot hold, before anything is measured."""
+def _longest(schedule: Schedule) -> int:
+    return max((r.n_in + r.n_out for r in schedule.requests), default=0)
+
+
+def _over_ceiling(scenario: str, longest: int, ceiling: int) -> None:
+    raise BenchError(
+        f"scenario '{scenario}' has requests of up to {longest:,} tokens (prompt + output), past advisor's ceiling "
+        f"of {ceiling:,} for an engine that states no context length: lower --length-scale, cap lengths with "
+        f"--max-input-tokens/--max-output-tokens, or raise --max-request-tokens (at most {MAX_PROMPT_TOKENS:,})")
+
+
+def check_fits(schedule: Schedule, info: EngineInfo, ceiling: int = DEFAULT_MAX_REQUEST_TOKENS) -> None:
+    """Refuse a schedule the model cannot hold, before anything is measured: the engine's context when it states
+    one, else `ceiling` (what advisor builds in memory for one request)."""
     if schedule.sessions is not None:
-        _check_sessions_fit(schedule, info)
+        _check_sessions_fit(schedule, info, ceiling)
         return
-    longest = max((r.n_in + r.n_out for r in schedule.requests), default=0)
+    longest = _longest(schedule)
+    if not info.max_model_len and longest > ceiling:
+        _over_ceiling(schedule.scenario, longest, ceiling)
     if info.max_model_len and longest > info.max_model_len:
         raise BenchError(
             f"scenario '{schedule.scenario}' has requests of up to {longest} tokens (prompt + output) but the model "
             f"holds {info.max_model_len}: cap lengths with --max-input-tokens/--max-output-tokens or --length-scale")
 
 
-def _check_sessions_fit(schedule: Schedule, info: EngineInfo) -> None:
+def _check_sessions_fit(schedule: Schedule, info: EngineInfo, ceiling: int) -> None:
     """Every turn must fit with only the first message kept (older turns are dropped as the context fills)."""
     assert schedule.sessions is not None
-    limits = [x for x in (info.max_model_len, schedule.sessions.max_context_tokens) if x]
-    if not limits:
-        return
+    limits = [x for x in (info.max_model_len, schedule.sessions.max_context_tokens) if x] or [ceiling]
     limit, first = min(limits), 0
     for r in schedule.requests:
         first = r.n_in if r.turn == 0 else first
@@ -222,10 +258,12 @@ def run_bench(cfg: BenchConfig, adapter: Adapter, progress: Callable[[int, int],
     """
     p = planned or plan(cfg)
     info = adapter.info  # the engine is started once by the caller, never here
-    check_fits(p.schedule, info)
+    check_fits(p.schedule, info, cfg.max_request_tokens)
     run_id = new_run_id(p.scenario.name, info.adapter)
-    with client_pinned(info.placement):
+    # saved exactly once: once measuring begins, a second signal waits for the save (advisor.interrupts)
+    with client_pinned(info.placement), interrupts.guarded("the run") as guard:
         result, signum = eventloop.run(_measure(cfg, p, adapter, info, run_id, progress))
+    signum = signum if signum is not None else guard.stop  # a signal while it was being saved: stop now
     if signum is not None:
         raise RunInterrupted(signum, result)
     return result
@@ -308,16 +346,18 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
         w0, w1 = schedule.window_s
         window_ns = (int(w0 * 1e9), int(w1 * 1e9))
     # open-loop sessions: later turns fall due at run time, so the offered rate is the planned one
-    offered = schedule.settings.get("offered_rps") if schedule.sessions is not None else _offered_rps(schedule)
+    offered = schedule.settings.get("offered_rps") if schedule.sessions is not None else planned_offered_rps(schedule)
     # A signal stops the run where the user chose: it is measured up to there (docs/metrics.md, "interrupted").
     stopped_ns = int(load.wall_s * 1e9) if signum is not None else None
-    if stopped_ns is not None and window_ns is not None and window_ns[0] < stopped_ns < window_ns[1]:
-        window_ns = (window_ns[0], stopped_ns)
+    real_ns = real_window_ns(window_ns, load.records, stopped_ns, capped(schedule))
+    if real_ns is not None and real_ns != window_ns:  # every rate, the offered one too, over the real window
+        offered = offered_in(load.records, real_ns)
+        window_ns = real_ns
     summary = summarize(load.records, mode=schedule.mode, slos=schedule.slos, window_ns=window_ns, offered_rps=offered,
                         stopped=signum is not None)
     v = verdict(summary, mode=schedule.mode)
-    reasons = list(v.reasons)
-    status = v.status
+    reasons = [*launch.deaths(), *v.reasons]  # a launched server that died says so first, with its exit code
+    status = v.status if len(reasons) == len(v.reasons) or v.status != "VALID" else "INVALID"
     interrupted = None
     if load.interrupted:
         why = signal.Signals(signum).name if signum is not None else load.interrupted
@@ -351,17 +391,10 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
                             n_workers=len(load.workers), workers=load.workers, t0_perf_counter_ns=load.t0_ns,
                             prepare_s=round((load.t0_ns - t_start_ns) / 1e9 + (first_send or 0) / 1e9, 4)),
     )
-    folder = result.save(cfg.out_dir, load.records)
     server_log = info.extra.get("server_log")
-    if server_log and Path(server_log).is_file():  # a managed server's log stays with the run
-        shutil.copyfile(server_log, folder / "server.log")
+    extra = {"server.log": Path(server_log)} if server_log and Path(server_log).is_file() else {}  # stays with it
+    try:
+        result.save(cfg.out_dir, load.records, extra_files=extra)
+    except OSError as e:  # measured but not written: the caller still shows it all (advisor.cli.bench)
+        raise RunNotSaved(result, Path(cfg.out_dir) / run_id, (*result.files, *extra), e) from None
     return result
-
-
-def _offered_rps(schedule: Schedule) -> float | None:
-    if schedule.mode != "open" or schedule.duration_s <= 0:
-        return None
-    w0, w1 = schedule.window_s
-    n = sum(1 for r in schedule.requests if w0 <= r.t_sched_s < w1)
-    return n / (w1 - w0)
-

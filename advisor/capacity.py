@@ -23,6 +23,10 @@ CLEARLY_PAST_FRACTION = 0.5  # achieved < 50% of offered: stop the sweep now
 MIN_REQUESTS_TO_JUDGE_RATE = 20  # below this, achieved vs offered is Poisson noise, not saturation
 
 
+def _median(xs: list[float]) -> float | None:
+    return sorted(xs)[len(xs) // 2] if xs else None
+
+
 @dataclass(frozen=True)
 class SweepPoint:
     rate_rps: float  # offered
@@ -38,6 +42,7 @@ class SweepPoint:
     concurrency: int | None = None  # closed-loop users of this step (a users sweep); rate_rps is then achieved
     run_ids: tuple[str, ...] = ()  # every run of the step (its repeats); empty: just run_id
     group_id: str | None = None  # the repeat group of the step's runs
+    offered_rps: float | None = None  # the run's offered rate over its real window (None: older sweeps, = rate_rps)
 
     @property
     def load(self) -> float:
@@ -52,7 +57,7 @@ class SweepPoint:
                    slo_met=dict(s.slo_met), error_rate=float(s.error_rate or 0.0),
                    achieved_rps=float(s.requests_per_s or 0.0), goodput_rps=float(s.goodput_rps or 0.0),
                    slo_attainment=s.slo_attainment, reasons=v.reasons,
-                   n_requests=s.n_requests, concurrency=concurrency)
+                   n_requests=s.n_requests, concurrency=concurrency, offered_rps=s.offered_rps)
 
     @classmethod
     def from_group(cls, rate_rps: float | None, runs: Sequence[RunResult], group_id: str,
@@ -70,7 +75,8 @@ class SweepPoint:
                    status=worst.status, slo_met=slo_met, error_rate=max(p.error_rate for p in pts),
                    achieved_rps=achieved, goodput_rps=sorted(p.goodput_rps for p in pts)[len(pts) // 2],
                    reasons=worst.reasons, n_requests=sum(p.n_requests or 0 for p in pts),
-                   concurrency=concurrency, run_ids=tuple(p.run_id for p in pts), group_id=group_id)
+                   concurrency=concurrency, run_ids=tuple(p.run_id for p in pts), group_id=group_id,
+                   offered_rps=_median([p.offered_rps for p in pts if p.offered_rps is not None]))
 
     @property
     def slos_ok(self) -> bool:
@@ -81,7 +87,8 @@ class SweepPoint:
         if self.concurrency is not None:
             return False  # a users sweep offers no rate: the engine sets the pace
         enough = self.n_requests is None or self.n_requests >= MIN_REQUESTS_TO_JUDGE_RATE
-        return enough and self.achieved_rps < fraction * self.rate_rps
+        # achieved against what the run really offered over the same window (docs/metrics.md)
+        return enough and self.achieved_rps < fraction * (self.offered_rps or self.rate_rps)
 
     @property
     def passes(self) -> bool:

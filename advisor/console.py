@@ -125,6 +125,8 @@ def print_run(result: Any) -> None:
                f"{_fmt(gpu.get('memory_used_peak_mb'), 0)} MiB peak, {_fmt(gpu.get('power_w_mean'))} W, "
                f"{_fmt(gpu.get('j_per_output_token'), 3)} J/output token")
     out.print(t2)
+    for w in token_warnings(s):
+        out.print(f"[yellow]warning:[/] {escape(w)}")
     hint = _scale_hint(result)
     if hint:
         out.print(f"[dim]{escape(hint)}[/]")
@@ -132,6 +134,25 @@ def print_run(result: Any) -> None:
         out.print(f"[yellow]note:[/] {escape(str(note))}")
     if result.path is not None:
         out.print(f"saved: {escape(str(result.path))}")
+
+
+TOKEN_MISMATCH_SHARE = 0.05  # server's and client's output token counts disagree by more than this: say so
+
+
+def token_warnings(s: Any) -> list[str]:
+    """What the token accounting says that the figures alone hide: a server whose token counts disagree with
+    the text it sent, and answers shorter than asked (both change every per-token figure)."""
+    out = []
+    client, gap = s.n_out_client_total, s.token_count_mismatch
+    if client and gap is not None and abs(gap) > TOKEN_MISMATCH_SHARE * client:
+        claimed = client + gap
+        out.append(f"the server counted {claimed:,} output tokens where the text it sent holds {client:,} "
+                   f"({gap / client:+.0%}); per-token figures use the server's count, so check its tokenizer or "
+                   "usage reporting")
+    if s.n_out_short and s.n_ok:
+        out.append(f"{s.n_out_short} of {s.n_ok} successful requests got fewer output tokens than they asked for "
+                   "(short answers: the engine stopped early), so the run's output lengths are not the scenario's")
+    return out
 
 
 def print_turns(sess: SessionStats) -> None:

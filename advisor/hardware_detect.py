@@ -157,12 +157,15 @@ def custom_cpu(hw: dict[str, Any], bw_gbps: float | None) -> Hardware:
                     + "; peak FLOPS unknown", measured=True)
 
 
-def detect(catalog: Catalog, measure: bool = True) -> Detected:
-    """This machine, mapped to a catalog entry, or to "custom" with its measured memory bandwidth."""
+def detect(catalog: Catalog, measure: bool = True, remeasure: bool = False) -> Detected:
+    """This machine, mapped to a catalog entry, or to "custom" with its memory bandwidth: measured once per
+    machine and cached with its date (advisor.bandwidth_cache), measured again with `remeasure`."""
+    from advisor.bandwidth_cache import cached_bandwidth
+
     man = manifest.collect()
     hw, fp = man["hardware"], man.get("fingerprint")
     entry = map_machine(hw, catalog).hardware
-    bw = measure_memory_bandwidth_gbps() if measure else None
+    bw = cached_bandwidth(hw, measure_memory_bandwidth_gbps, remeasure).gbps if measure else None
     gpus = hw.get("gpus") or []
     desc = (f"{len(gpus)}x {gpus[0]['name']}" if gpus else f"{hw.get('cpu_model')} ({hw.get('cpu_cores')} logical cores, "
             f"{float(hw.get('mem_gb') or 0):.0f} GB)")

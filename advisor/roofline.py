@@ -214,7 +214,9 @@ class Backtest:
 
 
 def backtest(runs: list[tuple[RunResult, Hardware]]) -> Backtest:
-    """Estimator error (p50 TTFT, mean TPOT) against every measured run; leave-one-out when possible."""
+    """Estimator error (p50 TTFT, mean TPOT) against every measured run; leave-one-out when possible.
+    A run a signal or the run limit interrupted is partial (INVALID) and is neither judged nor used."""
+    runs = [(run, hw) for run, hw in runs if not run.loadgen.interrupted]
     rows = []
     for i, (run, hw) in enumerate(runs):
         shape, wl, s = ModelShape.from_engine(run.engine), Workload.from_summary(run.summary), run.summary

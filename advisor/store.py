@@ -20,10 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from adapters.base import EngineInfo
+from advisor.atomic import staged_folder, write_atomic
 from advisor.loadgen_info import LoadgenInfo
 from advisor.metrics.summary import RunSummary
 from advisor.metrics.verdict import Verdict
 from advisor.records import RequestRecord
+from advisor.redact import redact_text
 from advisor.run_schedule import RunSchedule
 from advisor.telemetry.record import TelemetrySummary
 from scenarios.types import SLOs
@@ -48,6 +50,16 @@ _RESULT_TYPES: dict[str, type | tuple[type, ...]] = {
 _SUMMARY_TYPES: dict[str, type | tuple[type, ...]] = {
     "n_requests": int, "n_ok": int, "mode": str, "ttft_ms": dict, "tpot_ms": dict, "e2e_ms": dict,
     "slo_met": dict, "errors_by_kind": dict}
+
+
+class RunNotSaved(RuntimeError):
+    """The run was measured but could not be written (a full disk); `result` holds it all, `path` is None."""
+
+    def __init__(self, result: RunResult, folder: Path, files: tuple[str, ...], error: OSError) -> None:
+        why = error.strerror or str(error)
+        super().__init__(f"the run could not be saved: {why} writing {folder} ({', '.join(files)} not written; "
+                         "nothing of it was left behind); free space under --out or choose another, and re-run")
+        self.result = result
 
 
 class StoreError(ValueError):
@@ -123,17 +135,33 @@ class RunResult:
             self._records = read_records(self.path / RECORDS_FILE)
         return self._records
 
-    def save(self, root: Path, records: list[RequestRecord] | None = None) -> Path:
+    def save(self, root: Path, records: list[RequestRecord] | None = None,
+             extra_files: dict[str, Path] | None = None) -> Path:
+        """Save to root/<run_id>/ exactly once, atomically (advisor.atomic): a new run folder appears whole or
+        not at all (a failed save removes its debris); a re-save of an existing one replaces result.json.
+        `extra_files`: name in the folder -> file copied there (a launched server's log)."""
         folder = Path(root) / self.run_id
-        folder.mkdir(parents=True, exist_ok=True)
+        text = redact_text(json.dumps(self.to_dict(), indent=1, allow_nan=False))
+        if folder.is_dir():
+            if records is not None:
+                write_records(folder / RECORDS_FILE, records)
+            write_atomic(folder / RESULT_FILE, text)
+        else:
+            with staged_folder(folder) as tmp:
+                if records is not None:
+                    write_records(tmp / RECORDS_FILE, records)
+                for name, src in (extra_files or {}).items():
+                    write_atomic(tmp / name, redact_text(Path(src).read_text(errors="replace")))
+                write_atomic(tmp / RESULT_FILE, text)
         if records is not None:
             self._records = records
-            write_records(folder / RECORDS_FILE, records)
-        tmp = folder / (RESULT_FILE + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1, allow_nan=False))
-        tmp.replace(folder / RESULT_FILE)  # atomic: a reader never sees half a file
         self.path = folder
         return folder
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """What a saved run folder holds."""
+        return (RECORDS_FILE, RESULT_FILE)
 
 
 def _check_types(d: dict[str, Any], types: dict[str, type | tuple[type, ...]], where: Any, prefix: str) -> None:
@@ -158,11 +186,14 @@ def new_run_id(scenario: str, engine: str) -> str:
 
 
 def write_records(path: Path, records: list[RequestRecord]) -> None:
+    """The records as Parquet, written atomically (a temporary name in the same folder, removed if it fails)."""
     cols: dict[str, list[Any]] = {name: [] for name in _RECORD_SCHEMA.names}
     for r in records:
         for name in _RECORD_SCHEMA.names:
             cols[name].append(getattr(r, name))
-    pq.write_table(pa.Table.from_pydict(cols, schema=_RECORD_SCHEMA), path, compression="zstd")
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pydict(cols, schema=_RECORD_SCHEMA), sink, compression="zstd")
+    write_atomic(Path(path), sink.getvalue().to_pybytes())
 
 
 def read_records(path: Path) -> list[RequestRecord]:
@@ -240,3 +271,10 @@ def readable_runs(root: Path, warn: Callable[[str], None]) -> list[RunResult]:
 
 def skip_warning(folder: Path, why: str) -> str:
     return f"warning: skipped run {Path(folder).name}: {why}"
+
+
+def unfinished(roots: Any) -> list[Path]:
+    """Unfinished run or sweep folders under each of `roots` (advisor.atomic.unfinished), each once."""
+    from advisor.atomic import unfinished as under
+
+    return sorted({f for root in roots for f in under(Path(root))})

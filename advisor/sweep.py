@@ -10,19 +10,24 @@ stopped. The sweep stops early when a step is clearly past saturation
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import re
 import secrets
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from adapters.base import Adapter
-from advisor.bench import BenchConfig, RunInterrupted, plan, run_bench
+from advisor.atomic import write_atomic
+from advisor.bench import BenchConfig, RunInterrupted, check_fits, plan, run_bench
 from advisor.capacity import Capacity, SweepPoint, capacity_from_sweep, stop_reason
+from advisor.redact import redact_text
 from advisor.store import RunResult, item_folder
 from scenarios.overrides import Overrides
 
@@ -147,10 +152,9 @@ class SweepResult:
 
     def save(self, root: Path) -> Path:
         folder = Path(root) / self.sweep_id
+        text = redact_text(json.dumps(self.to_dict(), indent=1, allow_nan=False))  # no secret in any file
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / (SWEEP_FILE + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1, allow_nan=False))
-        tmp.replace(folder / SWEEP_FILE)  # atomic: a reader (or --resume) never sees half a file
+        write_atomic(folder / SWEEP_FILE, text)  # a reader (or --resume) never sees half a file
         self.path = folder
         return folder
 
@@ -193,6 +197,35 @@ def load_sweep(path_or_id: str | Path, root: Path = Path("runs")) -> SweepResult
                        d.get("unit", "rps"), p.parent)
 
 
+LOCK_FILE = ".sweep.lock"  # held (flock) by the process running the sweep; the kernel drops it when that ends
+
+
+@contextlib.contextmanager
+def sweep_lock(folder: Path) -> Iterator[None]:
+    """Hold the sweep's lock while running it: a second `sweep --resume` of the same sweep is refused."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            raise SweepError(f"sweep {folder.name} is running in another advisor (pid {holder}); wait for it to "
+                             "finish or stop it, then resume") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def check_unlocked(folder: Path) -> None:
+    """Refuse now (before an engine starts) when another advisor runs this sweep."""
+    if folder.is_dir():
+        with sweep_lock(folder):
+            pass
+
+
 def resume_command(sweep_id: str, out_dir: Path) -> str:
     """The command that goes on with a sweep: `--resume` looks in `--out`, so a sweep saved elsewhere names it."""
     out = "" if Path(out_dir) == Path("runs") else f" --out {shlex.quote(str(out_dir))}"
@@ -224,11 +257,21 @@ def run_sweep(cfg: SweepConfig, adapter: Adapter | None, on_step: Callable[[Swee
         assert adapter is not None, "run_sweep needs a started adapter"
         measure = lambda step: run_bench(step, adapter)  # noqa: E731
     scenario_name = plan(cfg.step_config(cfg.load_plan()[0])).scenario.name
+    if adapter is not None:  # a refused sweep writes nothing: every step must fit the engine before sweep.json
+        for load in cfg.load_plan():
+            check_fits(plan(cfg.step_config(load)).schedule, adapter.info, cfg.bench.max_request_tokens)
     points = list(resume.points) if resume else []
     res = resume or SweepResult(new_sweep_id(scenario_name, cfg.bench.engine, cfg.unit), scenario_name,
                                 cfg.bench.engine, cfg.bench.model, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                 (), Capacity(None, None, None, "no step finished yet"), "", "running", cfg.to_dict(),
                                 None, cfg.unit)
+    with sweep_lock(Path(cfg.bench.out_dir) / res.sweep_id):
+        return _run_locked(cfg, res, points, measure, adapter, on_step)
+
+
+def _run_locked(cfg: SweepConfig, res: SweepResult, points: list[SweepPoint],
+                measure: Callable[[BenchConfig], RunResult], adapter: Adapter | None,
+                on_step: Callable[[SweepPoint], None] | None) -> SweepResult:
     res.state, res.interrupted = "running", None
     res.save(cfg.bench.out_dir)
     done = {p.concurrency if cfg.unit == "users" else p.rate_rps for p in points}

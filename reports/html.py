@@ -20,6 +20,8 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from advisor import __version__
+from advisor.atomic import write_atomic
+from advisor.redact import redact_text
 from advisor.store import RunResult
 from reports.context import build_context
 from reports.costs import RunPrice, price_runs
@@ -116,9 +118,7 @@ def write_report(path: Path, runs: Sequence[RunResult], **kwargs: Any) -> Path:
     path = Path(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-    html = render_report(runs, **kwargs)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
+    html = redact_text(render_report(runs, **kwargs))  # one redaction for every file advisor writes
+    write_atomic(path, html)
     return path
 

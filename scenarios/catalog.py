@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from scenarios.errors import ScenarioError
 from scenarios.spec import Scenario
+from scenarios.yaml_file import YamlFileError, read_yaml
 
 __all__ = ["ScenarioError", "SCENARIO_DIR", "load_scenario", "list_scenarios", "scenario_names",
            "scenario_from_dict"]
@@ -64,14 +64,9 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
             raise ScenarioError(f"unknown scenario '{name_or_path}'; choose one of {', '.join(scenario_names())} "
                                 "or give the path of a YAML file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}, line {mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ScenarioError(f"scenario file {where}: malformed YAML ({problem}); fix the syntax there") from None
-    except OSError as e:
-        raise ScenarioError(f"cannot read scenario file {path}: {e.strerror}") from None
+        data = read_yaml(path)  # UTF-8, duplicate keys refused, the file named in every error
+    except YamlFileError as e:
+        raise ScenarioError(f"scenario file {e}") from None
     return scenario_from_dict(data, base_dir=path.resolve().parent, origin=str(path))
 
 

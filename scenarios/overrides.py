@@ -23,6 +23,16 @@ def flag(name: str) -> str:
 
 
 MAX_TOKENS = 10_000_000  # a length cap past this is a typo
+# Valid ranges (docs/metrics.md, "The measurement window"). A rate over a window shorter than MIN_WINDOW_S
+# means nothing (a few requests, a clock tick, one request's own latency); past the maxima a number is a
+# typo, and a finite 1e308 would overflow the schedule's arithmetic like inf.
+MIN_WINDOW_S = 0.1
+MAX_SECONDS = 1e7  # about 116 days
+MAX_RATE_RPS = 1e6  # a schedule holds at most 1,000,000 requests anyway
+MAX_LENGTH_SCALE = 1e4
+RANGES: dict[str, tuple[float, float, str]] = {  # name -> (smallest, largest, unit)
+    "rate_rps": (0.0, MAX_RATE_RPS, "req/s"), "duration_s": (MIN_WINDOW_S, MAX_SECONDS, "seconds"),
+    "length_scale": (0.0, MAX_LENGTH_SCALE, ""), "warmup_s": (0.0, MAX_SECONDS, "seconds")}
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,7 @@ class Knobs:
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
                                   or v <= 0):
                 raise ValueError(f"{self._name(name)} must be a finite number > 0, got {v!r}")
+            in_range(self._name(name), name, v)
         for name in at_least_one:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
@@ -62,6 +73,18 @@ class Knobs:
         w = self.warmup_s
         if w is not None and (isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w) or w < 0):
             raise ValueError(f"{self._name('warmup_s')} must be a finite number >= 0 seconds, got {w!r}")
+        in_range(self._name("warmup_s"), "warmup_s", w)
+
+
+def in_range(label: str, name: str, v: float | None) -> None:
+    """The one-line refusal of a finite number outside its valid range (1e308 is refused like inf)."""
+    if v is None:
+        return
+    lo, hi, unit = RANGES[name]
+    if v > hi or (name == "duration_s" and v < lo):
+        span = f"{lo:g} to {hi:g}" if lo > 0 else f"at most {hi:g}"
+        why = " (a rate over a shorter window means nothing)" if name == "duration_s" and v < lo else ""
+        raise ValueError(f"{label} must be {span}{' ' + unit if unit else ''}{why}, got {v!r}")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,11 @@ from scenarios import seeded_ids
 from scenarios.types import PREFIX_BLOCK_TOKENS, ScheduledRequest
 
 _BLOCK, _TAIL = 1, 2  # random streams, kept apart so a block never equals a tail by construction
+MAX_PROMPT_TOKENS = 16_777_216  # one prompt is never built past this (~130 MB of ids in memory, more as a body)
+
+
+class PromptTooLong(ValueError):
+    """A prompt longer than any this process will hold in memory."""
 
 
 @lru_cache(maxsize=4096)
@@ -34,6 +39,9 @@ def make_prompt_ids(req: ScheduledRequest, seed: int, vocab_size: int, *,
         raise ValueError(f"token_range must satisfy 0 <= lo < hi <= vocab_size={vocab_size}, got ({lo}, {hi})")
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
+    if req.n_in > MAX_PROMPT_TOKENS:
+        raise PromptTooLong(f"request {req.idx} has a {req.n_in:,}-token prompt; advisor builds at most "
+                            f"{MAX_PROMPT_TOKENS:,}: lower --length-scale or set --max-input-tokens")
     ids: list[int] = []
     for h in req.prefix_blocks:
         if len(ids) + PREFIX_BLOCK_TOKENS > req.n_in:

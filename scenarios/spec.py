@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from scenarios.overrides import Knobs
+from scenarios.overrides import Knobs, in_range
 from scenarios.types import SLOs
 
 Pos = Annotated[float, Field(gt=0)]
@@ -282,6 +282,9 @@ class Scenario(_Strict):
             self.sessions is not None and self.sessions.closed)
         if not closed and self.duration_s <= 0:
             raise ValueError(f"duration_s must be > 0 for an open-loop scenario, got {self.duration_s}")
+        for name in ("duration_s", "warmup_s"):  # the same valid ranges as the command line's
+            if getattr(self, name) > 0 or name == "warmup_s":
+                in_range(name, name, getattr(self, name))
         return self
 
     def _sessions_consistent(self) -> None:

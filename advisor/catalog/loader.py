@@ -11,7 +11,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from advisor.catalog.models import (
@@ -23,6 +22,7 @@ from advisor.catalog.models import (
     Tier,
     owned_usd_per_hour,
 )
+from scenarios.yaml_file import YamlFileError, parse_yaml
 
 
 class CatalogError(ValueError):
@@ -93,9 +93,9 @@ class Catalog:
 
 def _read_yaml(text: str, where: str) -> dict[str, Any]:
     try:
-        d = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise CatalogError(f"{where}: not valid YAML ({e})") from None
+        d = parse_yaml(text, where)  # duplicate keys refused, the file named in every error
+    except YamlFileError as e:
+        raise CatalogError(str(e)) from None
     if not isinstance(d, dict):
         raise CatalogError(f"{where}: expected a mapping at the top level")
     return d

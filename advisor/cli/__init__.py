@@ -51,10 +51,18 @@ _attach()
 
 
 def _interrupted(e: Any) -> NoReturn:
+    from advisor import interrupts
     from advisor.bench import RunInterrupted
     from advisor.sweep import SweepInterrupted
 
-    saved = f"; partial run saved: {e.result.path}" if isinstance(e, RunInterrupted) and e.result.path else ""
+    if isinstance(e, interrupts.SaveDropped):
+        click.echo(f"interrupted by {e.name}: the save of {e.what} was dropped (a signal within "
+                   f"{interrupts.GRACE_S:g} s of a waiting one forced the exit); nothing of it was written", err=True)
+        sys.exit(e.exit_code)
+    saved = ""
+    if isinstance(e, RunInterrupted) and e.result.path:
+        whole = e.result.loadgen.interrupted is None  # the signal came after the measurement: the run is whole
+        saved = f"; {'run' if whole else 'partial run'} saved: {e.result.path}"
     click.echo(f"interrupted by {e.name}{saved}", err=True)
     if isinstance(e, SweepInterrupted):
         click.echo(e.resume_text(), err=True)

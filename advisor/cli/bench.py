@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -10,13 +11,24 @@ import click
 
 from advisor.cli.options import bench_config, engine_flags, repeat_flags, run_flags, scenario_flags
 
+# Exit codes by verdict (README, "Exit codes"): CI can gate on them; --exit-zero (or ADVISOR_EXIT_ZERO=1) gives 0.
+VERDICT_EXIT = {"VALID": 0, "SATURATED": 0, "INVALID": 3, "FAILED": 4}
+
+
+def verdict_exit(statuses: list[str], exit_zero: bool) -> int:
+    """The exit code of the worst verdict among `statuses` (0 with --exit-zero)."""
+    if exit_zero or os.environ.get("ADVISOR_EXIT_ZERO", "").strip() not in ("", "0"):
+        return 0
+    return max((VERDICT_EXIT.get(s, 3) for s in statuses), default=0)
+
 
 @click.command("bench")
 @scenario_flags()
 @engine_flags
 @run_flags
 @repeat_flags
-def bench_command(as_json: bool, repeats: int, restart_engine: bool, **flags: Any) -> None:
+@click.option("--exit-zero", is_flag=True, help="Exit 0 whatever the verdict (default: INVALID exits 3, FAILED 4).")
+def bench_command(as_json: bool, repeats: int, restart_engine: bool, exit_zero: bool, **flags: Any) -> None:
     """Run one traffic scenario against one engine and save the run.
 
     \b
@@ -27,22 +39,31 @@ def bench_command(as_json: bool, repeats: int, restart_engine: bool, **flags: An
       advisor bench --scenario copilot --repeats 6     # median [interval] of 6 runs
     """
     from advisor import console
-    from advisor.bench import bench_once
+    from advisor.bench import RunNotSaved, bench_once
+    from advisor.redact import redact_text
 
     cfg = bench_config(**flags)
     if repeats > 1 or restart_engine:
-        _bench_repeats(cfg, repeats, restart_engine, as_json)
-        return
+        statuses = _bench_repeats(cfg, repeats, restart_engine, as_json)
+        sys.exit(verdict_exit(statuses, exit_zero))
     show_progress = not as_json and sys.stderr.isatty()
+    not_saved: RunNotSaved | None = None
     with console.progress_bar(enabled=show_progress) as progress:
-        result = bench_once(cfg, progress=progress)
+        try:
+            result = bench_once(cfg, progress=progress)
+        except RunNotSaved as e:  # measured, not written (a full disk): show it all, then say what was lost
+            result, not_saved = e.result, e
     if as_json:
-        click.echo(json.dumps({**result.to_dict(), "path": str(result.path)}, allow_nan=False))
+        path = str(result.path) if result.path is not None else None
+        click.echo(redact_text(json.dumps({**result.to_dict(), "path": path}, allow_nan=False)))
     else:
         console.print_run(result)
+    if not_saved is not None:
+        raise click.ClickException(str(not_saved))
+    sys.exit(verdict_exit([result.verdict.status], exit_zero))
 
 
-def _bench_repeats(cfg: Any, n: int, restart: bool, as_json: bool) -> None:
+def _bench_repeats(cfg: Any, n: int, restart: bool, as_json: bool) -> list[str]:
     """The same cell n times, one engine for all (or a fresh one each); a repeat group of saved runs."""
     from advisor.bench import bench_once, open_engine, plan, run_bench
     from advisor.repeat_table import print_group
@@ -66,3 +87,4 @@ def _bench_repeats(cfg: Any, n: int, restart: bool, as_json: bool) -> None:
                                                                   for r in group.runs]}, allow_nan=False))
     else:
         print_group(group)
+    return [r.verdict.status for r in group.runs]

@@ -79,9 +79,17 @@ repeat_flags = _stack([
                  "engine serves every repeat)."),
 ])
 
+def out_folder(value: Path | str) -> Path:
+    """--out as given: an empty one would save into the current folder, so it is refused."""
+    if not str(value).strip() or str(value) in (".", "./"):
+        raise click.BadParameter("give a folder for the runs (an empty --out would save into the current folder); "
+                                 "the default is runs", param_hint="--out")
+    return Path(value)
+
+
 run_flags = _stack([
     click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
-                 show_default=True, help="Folder for saved runs."),
+                 show_default=True, help="Folder for saved runs.", callback=lambda c, p, v: out_folder(v)),
     click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
                  help="Per-request timeout (s)."),
     click.option("--workers", "workers", default="auto", show_default=True, metavar="N|auto|ray:N",
@@ -93,6 +101,9 @@ run_flags = _stack([
                  help="With --workers ray:N: the Ray cluster (HOST:PORT, ray://HOST:10001 or auto; default auto: "
                       "RAY_ADDRESS, a cluster running here, else a new local one)."),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else."),
+    click.option("--max-request-tokens", type=int, default=None, metavar="N",
+                 help="Longest request (prompt + output tokens) to build when the engine states no context "
+                      "length (default 1,048,576; at most 16,777,216). An engine's stated context always wins."),
 ])
 
 
@@ -159,8 +170,9 @@ def engine_options(opts: tuple[str, ...], **named: Any) -> dict[str, Any]:
 def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: tuple[str, ...],
                  threads: int | None, device: str | None, url: str | None, launch: str | None, out_dir: Path,
                  timeout_s: float, workers: str | int = "auto", ray: str | None = None,
-                 server_hardware: str | None = None, server_hardware_count: int = 1, server_where: str | None = None,
-                 server_metrics: str | None = None, **flags: Any) -> Any:
+                 max_request_tokens: int | None = None, server_hardware: str | None = None,
+                 server_hardware_count: int = 1, server_where: str | None = None, server_metrics: str | None = None,
+                 **flags: Any) -> Any:
     """The BenchConfig the shared flags describe; every problem is a usage error before anything starts."""
     from advisor.bench import BenchConfig, BenchError
 
@@ -171,6 +183,7 @@ def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: 
     try:
         return BenchConfig(scenario=scenario, engine=engine, model=model, overrides=overrides_from(flags),
                            engine_options=options, out_dir=out_dir, timeout_s=timeout_s,
-                           workers=workers_from(workers), ray_address=ray, server_hardware=served)
+                           workers=workers_from(workers), ray_address=ray, server_hardware=served,
+                           **({"max_request_tokens": max_request_tokens} if max_request_tokens is not None else {}))
     except BenchError as e:
         fail(str(e))

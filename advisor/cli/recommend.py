@@ -60,11 +60,13 @@ def _quality(path: Path | None) -> dict[str, float]:
               help="Let estimates calibrated on another device class (CPU runs carried to a GPU) be recommended.")
 @click.option("--tie-break", default=None, metavar="complexity,margin",
               help="Order of the criteria that break a tie between options whose cost ranges overlap.")
-@click.option("--measure/--no-measure", default=True, help="Measure this machine's memory bandwidth for calibration.")
+@click.option("--measure/--no-measure", default=True, help="Measure this machine's memory bandwidth for calibration "
+              "(once per machine, then cached with its date).")
+@click.option("--remeasure", is_flag=True, help="Measure the memory bandwidth again instead of using the cached one.")
 @price_flags
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else.")
 def recommend_command(scenario: str | None, root: Path, constraints_file: Path | None, quality_file: Path | None,
-                      no_estimates: bool, tie_break: str | None, measure: bool, prices: Path | None,
+                      no_estimates: bool, tie_break: str | None, measure: bool, remeasure: bool, prices: Path | None,
                       price: tuple[str, ...], as_json: bool, **flags: Any) -> None:
     """Rank engine x hardware x config for your SLOs, load and budget, with why; measured and estimated."""
     from advisor.hardware_detect import detect
@@ -85,12 +87,20 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
         raise click.UsageError(f"no runs folder {root}; run `advisor bench` first or pass --runs DIR")
     saved = readable_runs(root, lambda line: click.echo(line, err=True))
     try:
-        rec = recommend(saved, cons, catalog, detected=detect(catalog, measure=measure), quality=_quality(quality_file),
+        rec = recommend(saved, cons, catalog, detected=detect(catalog, measure=measure, remeasure=remeasure),
+                        quality=_quality(quality_file),
                         samples=load_samples(saved))
     except NoRunsError as e:
         raise click.ClickException(f"{e} (looked in {root})") from None
     except ValueError as e:
         raise click.UsageError(str(e)) from None
+    if measure and not as_json:
+        from advisor import manifest
+        from advisor.bandwidth_cache import lookup
+
+        bw = lookup(manifest.collect()["hardware"])
+        if bw is not None:
+            click.echo(f"this machine's memory bandwidth: {bw.text()}", err=True)
     if as_json:
         click.echo(json.dumps(rec.to_dict(), default=str))
     else:

@@ -28,13 +28,16 @@ import click
 def report_command(items: tuple[str, ...], output: Path, root: Path, constraints_file: Path | None,
                    price_usd_hour: float | None, title: str, usd_per_kwh: float | None) -> None:
     """Write a procurement report (HTML, opens offline, prints to PDF) for saved runs and sweeps."""
-    from advisor.store import StoreError, readable_runs
+    from advisor.atomic import unfinished_warning
+    from advisor.store import StoreError, item_folder, readable_runs, unfinished
     from reports.costs import price_runs
     from reports.html import write_report
     from reports.selection import Selection, SelectionError, load_selection, make_recommendation
 
     if price_usd_hour is not None and price_usd_hour < 0:
         raise click.BadParameter(f"must be >= 0, got {price_usd_hour}", param_hint="--price-usd-hour")
+    for folder in unfinished({item_folder(i, root).parent for i in items} | {root}):
+        _warn(unfinished_warning(folder))
     try:
         if items:
             selection = load_selection(items, root, warn=_warn)

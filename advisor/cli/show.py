@@ -16,7 +16,8 @@ import click
 def show_command(run: str, root: Path, as_json: bool) -> None:
     """Show a saved run or sweep (a folder, or an id under --runs)."""
     from advisor import console
-    from advisor.store import RESULT_FILE, item_folder, load_run
+    from advisor.atomic import unfinished_warning
+    from advisor.store import RESULT_FILE, item_folder, load_run, unfinished
     from advisor.sweep import SWEEP_FILE, load_sweep
 
     folder = item_folder(run, root)
@@ -27,6 +28,8 @@ def show_command(run: str, root: Path, as_json: bool) -> None:
         else:
             print_sweep(sweep)
         return
+    if folder in unfinished([folder.parent]):
+        click.echo(unfinished_warning(folder), err=True)
     if not (folder / RESULT_FILE).is_file():
         raise click.UsageError(f"no run or sweep at {run} (looked for {folder / RESULT_FILE} and {SWEEP_FILE}); "
                                f"give a run or sweep id from `ls {root}`, or its folder")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
@@ -59,7 +60,7 @@ def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float
     """
     from advisor.bench import open_engine, plan
     from advisor.cli.options import bench_config
-    from advisor.sweep import SweepConfig, SweepError, load_sweep, resume_config, run_sweep
+    from advisor.sweep import SweepConfig, SweepError, check_unlocked, load_sweep, resume_config, run_sweep
 
     resumed = None
     try:
@@ -71,6 +72,7 @@ def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float
                 raise click.UsageError(f"--resume takes every setting from the saved sweep; drop --{given[0]}")
             resumed = load_sweep(resume_id, flags["out_dir"])
             cfg = resume_config(resumed, flags["out_dir"])
+            check_unlocked(Path(flags["out_dir"]) / resumed.sweep_id)  # before an engine starts
             if flags.get("ray"):  # where the Ray cluster is now is not part of the sweep's plan
                 from dataclasses import replace
 

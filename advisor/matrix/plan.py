@@ -29,10 +29,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scenarios.overrides import FLAGS, Overrides, flag
+from scenarios.yaml_file import YamlFileError, read_yaml
 
 # Cell keys that are scenario overrides, by the name the CLI flag has (the field of Overrides).
 # a plan's keys are the bench flags without dashes (rate, max_output_tokens, full_scale): derived from the
@@ -127,11 +127,9 @@ def load_plan(path: Path) -> Plan:
     if not path.is_file():
         raise PlanError([f"plan file {path} does not exist; give the path of a plan YAML (see README: Matrices)"])
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}, line {mark.line + 1}" if mark is not None else str(path)
-        raise PlanError([f"plan {where}: malformed YAML ({getattr(e, 'problem', None) or e}); fix the syntax"]) from None
+        data = read_yaml(path)  # UTF-8, duplicate keys refused, the file named in every error
+    except YamlFileError as e:
+        raise PlanError([f"plan {e}"]) from None
     return plan_from_dict(data, default_name=path.stem, base_dir=path.resolve().parent)
 
 

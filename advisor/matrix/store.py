@@ -16,7 +16,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from advisor.atomic import write_atomic
 from advisor.matrix.plan import Cell, Plan, PlanError, plan_from_dict
+from advisor.redact import redact_text
 
 SCHEMA = "advisor.matrix/1"
 MATRIX_FILE = "matrix.json"
@@ -99,10 +101,9 @@ class MatrixFile:
                 "interrupted": self.interrupted, "notes": self.notes}
 
     def save(self) -> Path:
+        text = redact_text(json.dumps(self.to_dict(), indent=1, allow_nan=False))  # no secret in any file
         self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1, allow_nan=False))
-        tmp.replace(self.path)  # atomic: a reader never sees half a file
+        write_atomic(self.path, text)  # a reader never sees half a file
         return self.path
 
     def todo(self) -> list[Cell]:

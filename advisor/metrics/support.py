@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from typing import Any, Literal
 
+from advisor.metrics.decided import decided
 from advisor.metrics.distribution import PERCENTILES, Distribution
 
 CONFIDENCE = 0.99  # LoadGen's early-stopping confidence
@@ -125,8 +126,10 @@ class SloCheck:
         if self.status == "met":
             return f"{name} met ({over})"
         if self.status == "failed":
-            seen = f"{self.observed_ms:.0f} ms" if self.observed_ms is not None else "over the limit"
-            return f"{name} failed: {seen} > {self.limit_ms:g} ms ({over})"
+            if self.observed_ms is None:
+                return f"{name} failed: over the limit > {self.limit_ms:g} ms ({over})"
+            seen, limit = decided(self.observed_ms, self.limit_ms)
+            return f"{name} failed: {seen} ms > {limit} ms ({over})"
         return (f"{name} not established: {over}; needs {self.more_needed} more requests under the limit "
                 "(early stopping, 99%)")
 

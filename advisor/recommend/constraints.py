@@ -9,11 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from advisor.cost import DEFAULT_HEADROOM, HOURS_PER_MONTH
 from scenarios.types import SLOs, check_percentile
+from scenarios.yaml_file import YamlFileError, read_yaml
 
 
 class ConstraintsError(ValueError):
@@ -84,9 +84,9 @@ class Constraints(BaseModel):
         if not path.is_file():
             raise ConstraintsError(f"constraints file {path} not found; pass an existing YAML file to --constraints")
         try:
-            d = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as e:
-            raise ConstraintsError(f"{path}: not valid YAML ({e})") from None
+            d = read_yaml(path) or {}  # UTF-8, duplicate keys refused, the file named in every error
+        except YamlFileError as e:
+            raise ConstraintsError(str(e)) from None
         if not isinstance(d, dict):
             raise ConstraintsError(f"{path}: expected a mapping of constraint names to values")
         return build(d, str(path))

@@ -14,6 +14,7 @@ from typing import Any
 
 from advisor.catalog import COMPLEXITY_ORDER, Catalog
 from advisor.cost import cost_per_million, monthly_cost_usd, replicas_needed
+from advisor.metrics.decided import decided
 from advisor.metrics.intervals import Interval
 from advisor.recommend.candidates import Candidate
 
@@ -93,8 +94,9 @@ def _slo_failures(c: Candidate, pct: float) -> list[Failure]:
             name = f"p{pct:g} {_SLO_NAMES[ch['metric']]}"
             if ch["status"] == "failed":
                 seen = ch["observed_ms"]
-                value = f"{seen:.0f} ms" if seen is not None else f"{ch['n_over']} of {ch['n']} requests over"
-                out.append(Failure("slo", f"{name} {value} > {ch['limit_ms']:.0f} ms limit",
+                shown, lim_shown = decided(seen, ch["limit_ms"]) if seen is not None else ("", f"{ch['limit_ms']:g}")
+                value = f"{shown} ms" if seen is not None else f"{ch['n_over']} of {ch['n']} requests over"
+                out.append(Failure("slo", f"{name} {value} > {lim_shown} ms limit",
                                    f"relax {name} to {math.ceil(seen)} ms" if seen is not None
                                    else "measure a lower rate or relax the SLO"))
             elif ch["status"] == "not established":
@@ -113,8 +115,9 @@ def _slo_failures(c: Candidate, pct: float) -> list[Failure]:
         if v is None or hi is None:
             out.append(Failure("slo", f"{name} not estimated", "measure it"))
         elif hi > lim:
-            what = f"up to {hi:.0f} ms (estimate {v:.0f} ms)" if hi != v else f"{v:.0f} ms"
-            out.append(Failure("slo", f"{name} {what} > {lim:.0f} ms limit",
+            hi_shown, lim_shown = decided(hi, lim)
+            what = f"up to {hi_shown} ms (estimate {decided(v, lim)[0]} ms)" if hi != v else f"{hi_shown} ms"
+            out.append(Failure("slo", f"{name} {what} > {lim_shown} ms limit",
                                f"relax {name} to {math.ceil(hi)} ms, or measure it"))
     if c.capacity_rps is None and not out:
         out.append(Failure("slo", "no batch size meets every SLO at the pessimistic end", "relax the SLOs"))

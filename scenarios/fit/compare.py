@@ -19,6 +19,7 @@ import numpy as np
 
 from scenarios.fit.collect import LogData
 from scenarios.fit.stats import gap_sum_squares, ks_distance, sample_gaps, summarize
+from scenarios.overrides import MAX_SECONDS
 from scenarios.schedule import Overrides, build_schedule, resolve
 from scenarios.spec import ProfileArrival, Scenario
 from scenarios.types import PREFIX_BLOCK_TOKENS, Schedule
@@ -68,6 +69,7 @@ def comparison_schedule(scenario: Scenario, rate_rps: float, seed: int) -> Sched
     span = scenario.arrival.span_s if isinstance(scenario.arrival, ProfileArrival) else None
     if span is not None and span * rate_rps <= MAX_REQUESTS and duration < 2 * span:
         duration = span  # one whole cycle of the curve, uncompressed
+    duration = min(duration, MAX_SECONDS)  # a very sparse log: the longest window a schedule may have
     return build_schedule(scenario, seed, Overrides(full_scale=True, warmup_s=0, duration_s=duration))
 
 

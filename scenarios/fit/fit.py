@@ -9,7 +9,7 @@ the files into place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,11 +25,13 @@ from scenarios.fit.fields import FieldMap
 from scenarios.fit.length_fit import LengthMode, fit_lengths
 from scenarios.fit.readers import LogFile, LogFormat, detect_kind, read_rows
 from scenarios.fit.report import FitReport, LogSource
+from scenarios.fit.schema_fit import clamp_arrival, clamp_sessions
 from scenarios.fit.session_fit import SessionFit, fit_sessions
 from scenarios.fit.small_machine import small_machine_fit
 from scenarios.fit.stats import summarize
 from scenarios.fit.timestamps import TimeUnit, describe_epoch
 from scenarios.fit.writer import SLO_COMMENT, Block, ScenarioText, clean, publish, scenario_name, staged
+from scenarios.overrides import MAX_SECONDS
 from scenarios.pairs import pairs_file_for, write_pairs
 from scenarios.schedule import Overrides, resolve
 from scenarios.spec import ArrivalSpec, Fit, Scenario
@@ -90,10 +92,19 @@ def fit_logs(opts: FitOptions) -> FitReport:
         raise ScenarioError(f"-o {opts.out}: the scenario is written as YAML; give a name ending in .yaml")
     data, files, counts = read_logs(opts)
     span = float(data.t_s[-1])
+    if span > MAX_SECONDS:  # a finite but absurd span (a wrong time unit, a stray stamp) is refused like inf
+        raise ScenarioError(f"the logs span {span:.3g} s, more than {MAX_SECONDS:g} s (about 116 days); check the "
+                            "timestamp field and --time-unit, or fit a shorter stretch of the logs")
     arrival = fit_arrivals(data.t_s)
     lengths = fit_lengths(data, opts.lengths)
     sessions = fit_sessions(data.sessions, span) if data.sessions is not None else None
-    notes: list[str] = []
+    # the fit writes only what the scenario schema accepts: shape parameters past its bounds are clamped, and said
+    spec, notes = clamp_arrival(arrival.spec)
+    arrival = replace(arrival, spec=spec)
+    if sessions is not None:
+        sess_spec, sess_notes = clamp_sessions(sessions.spec)
+        sessions = replace(sessions, spec=sess_spec)
+        notes += sess_notes
     # a log whose later prompts do not hold the previous prompt and answer (a client that resends only the
     # question) is not a conversation a multi-turn run should replay: its requests are fitted as independent
     replay = sessions is not None and (sessions.growth_share is None or sessions.growth_share >= MIN_GROWTH_SHARE)

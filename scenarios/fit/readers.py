@@ -22,6 +22,7 @@ from scenarios.errors import ScenarioError
 from scenarios.files import text_lines
 from scenarios.fit.fields import REQUIRED, ROLES, FieldMap, Role, normalise
 from scenarios.fit.timestamps import TimeError, TimeKind, parse_time
+from scenarios.overrides import MAX_TOKENS
 
 LogFormat = Literal["auto", "csv", "jsonl"]
 LOG_FORMATS: tuple[str, ...] = ("auto", "csv", "jsonl")
@@ -53,6 +54,9 @@ class LogFile:
     latency_from_end: bool = False  # latency is end - time, in raw time units
 
 
+MAX_TIME_VALUE = 1e20  # past any epoch in nanoseconds (1.7e18 today): a larger stamp is a typo, or would overflow
+
+
 def _bad(path: Path, line: int, what: str) -> ScenarioError:
     return ScenarioError(f"log {path}, line {line}: {what}")
 
@@ -81,6 +85,8 @@ def _count(path: Path, line: int, role: str, raw: Any) -> int | None:
         raise _bad(path, line, f"{role} token count must be an integer >= 0, got {raw!r}")
     if raw < 0:
         raise _bad(path, line, f"{role} token count must be >= 0, got {raw}")
+    if raw > MAX_TOKENS:  # a finite but absurd count is refused like inf, not left to overflow the sums
+        raise _bad(path, line, f"{role} token count must be at most {MAX_TOKENS:,}, got {raw:.4g}")
     return raw
 
 
@@ -91,8 +97,8 @@ def _seconds(path: Path, line: int, role: str, raw: Any, scale: float) -> float 
         v = float(raw) if not isinstance(raw, bool) else math.nan
     except (TypeError, ValueError):
         v = math.nan
-    if not math.isfinite(v) or v < 0:
-        raise _bad(path, line, f"{role} must be a number >= 0, got {raw!r}")
+    if not math.isfinite(v) or v < 0 or v > MAX_TIME_VALUE:
+        raise _bad(path, line, f"{role} must be a number from 0 to {MAX_TIME_VALUE:g}, got {raw!r}")
     return v * scale
 
 

@@ -92,7 +92,7 @@ class FaultServer:
         if mode == "refuse":
             return web.json_response({"error": {"message": "bad request: unknown model configuration"}}, status=400)
         chat = request.path.endswith("/chat/completions")
-        n_out = int(body.get("max_tokens", 16))
+        n_out = max(1, int(int(body.get("max_tokens", 16)) * a.short_factor))  # < 1: answers cut short
         prompt = body.get("prompt") if not chat else body["messages"][-1]["content"]
         n_prompt = len(prompt) if isinstance(prompt, list) else len(str(prompt).split())
         want_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -132,7 +132,8 @@ class FaultServer:
         else:
             if want_usage and a.usage in ("per_chunk", "final"):
                 await resp.write(("data: " + json.dumps({"id": "f", "choices": [], "usage": {
-                    "prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out}})
+                    "prompt_tokens": n_prompt, "completion_tokens": round(n_out * a.claim_factor),
+                    "total_tokens": n_prompt + round(n_out * a.claim_factor)}})
                     + "\n\n").encode())
             await resp.write(b"data: [DONE]\n\n")
         if self.log is not None:
@@ -154,13 +155,17 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--die-after", type=int, default=0)
     p.add_argument("--fail-after", type=int, default=0, help="the mode applies after this many requests")
     p.add_argument("--log", default=None)
+    p.add_argument("--claim-factor", type=float, default=1.0, help="final usage claims this many times the tokens")
+    p.add_argument("--short-factor", type=float, default=1.0, help="answer this share of max_tokens")
+    p.add_argument("--api-key", default=None, help="accepted and printed, as real servers do (the redaction tests)")
     return p.parse_args(argv)
 
 
 def main(argv: list[str]) -> None:
     args = parse(argv)
     server = FaultServer(args)
-    print(f"fault server on 127.0.0.1:{args.port} mode={args.mode} k={args.tokens_per_chunk}", flush=True)
+    print(f"fault server on 127.0.0.1:{args.port} mode={args.mode} k={args.tokens_per_chunk} argv={argv} "
+          f"env HF_TOKEN={os.environ.get('HF_TOKEN')}", flush=True)
     web.run_app(server.app(), host="127.0.0.1", port=args.port, access_log=None, print=None)
 
 

@@ -42,6 +42,12 @@ CASES = [  # (file name, content, expected message)
     ("short.csv", GOOD_CSV.encode() + b"2023-11-16 18:17:05.1,5\n", r"short.csv, line 4: expected 3 columns"),
     ("one.jsonl", GOOD_JSON.encode(), r"the logs have 1 request; a fit needs at least two"),
     ("same.jsonl", (GOOD_JSON * 3).encode(), r"every request in the logs has the same timestamp"),
+    ("huge.jsonl", (GOOD_JSON + '{"created": 1700000001, "usage": {"prompt_tokens": 1e308, "completion_tokens": 2}}\n')
+     .encode(), r"huge.jsonl, line 2: input token count must be at most 10,000,000"),
+    ("hugetime.jsonl", (GOOD_JSON + '{"created": 1e308, "usage": {"prompt_tokens": 3, "completion_tokens": 2}}\n')
+     .encode(), r"the logs span 1e\+299 s, more than 1e\+07 s"),
+    ("span.jsonl", (GOOD_JSON + '{"created": 1e19, "usage": {"prompt_tokens": 3, "completion_tokens": 2}}\n')
+     .encode(), r"the logs span .* more than 1e\+07 s"),
     ("damaged.csv.gz", gzip.compress(GOOD_CSV.encode())[:-12], r"damaged.csv.gz, line \d+: damaged gzip data"),
 ]
 
