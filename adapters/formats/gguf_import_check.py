@@ -10,7 +10,9 @@
    dequantized weights, so two near-tied tokens may swap. What fails is a different function:
 3. Teacher-forced top-1 agreement and KL of the next-token distributions over prompt + own_engine's
    continuation: an import with a wrong permutation or a misplaced tensor agrees at chance level, an exact
-   one at nearly every position. Below `MIN_TOP1` the import is refused.
+   one at nearly every position (SmolLM2 Q4_1: 94-96%). Below `MIN_TOP1` the import is refused. The exact
+   check of the weights is `advisor models convert NAME --to gguf` (fp32): llama.cpp then computes in fp32 and
+   must match own_engine within 2e-3 of the largest logit (SmolLM2: 3e-6, top-1 100%).
 
 Needs llama-cpp-python (`.[llamacpp]`); without it the import says it was not checked, and why.
 """
@@ -27,7 +29,8 @@ from adapters.formats.check import ConversionError, divergence
 
 PROMPTS = ("The capital of France is", "Once upon a time, in a small village by the sea,",
            "def fibonacci(n):\n    ")
-MIN_TOP1 = 0.9  # an exact import is ~1.0 here; a broken one near chance
+# SmolLM2 Q4_1: 94-96% (llama.cpp's 8-bit activations move near-ties); a wrong permutation or tensor: near 0
+MIN_TOP1 = 0.8
 
 
 def _llama_greedy(fn: Any, ids: list[int], n: int) -> list[int]:
@@ -80,7 +83,9 @@ def check(folder: Path, gguf_file: Path, *, n_tokens: int = 16, log: Any = None)
     same = sum(r["first_divergence"] is None for r in runs)
     firsts = [r["first_divergence"] for r in runs if r["first_divergence"] is not None]
     say(f"greedy ids vs llama.cpp on the original file: {same}/{len(runs)} prompts equal for {n_tokens} tokens"
-        + (f", first divergence at token {min(firsts)}" if firsts else ""))
+        + (f", first divergence at token {min(firsts)} (llama.cpp rounds activations to 8 bits against quantized "
+           "weights, own_engine keeps fp32: near-tied tokens swap; `advisor models convert NAME --to gguf` checks "
+           "the folder against llama.cpp at fp32)" if firsts else ""))
     say(f"teacher-forced vs llama.cpp: top-1 agreement {div.argmax_agreement:.1%}, mean KL {div.kl:.2g} nats "
         f"over {div.positions} positions")
     if div.argmax_agreement < MIN_TOP1:

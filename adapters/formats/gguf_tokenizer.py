@@ -24,16 +24,18 @@ from typing import Any
 from adapters.formats.check import ConversionError
 from adapters.formats.gguf_vocab import LLAMA3, QWEN2
 
-# llama.cpp pre-tokenizer name -> (regex split before the byte-level step, or None for GPT-2's own regex;
-# ignore_merges). From llama-vocab.cpp (llama-cpp-python 0.3.36's vendored llama.cpp).
+# llama.cpp pre-tokenizer name -> (a regex split applied first, or None; whether GPT-2's own regex then splits the
+# pieces (ByteLevel use_regex); ignore_merges). From llama-vocab.cpp (llama-cpp-python 0.3.36's vendored llama.cpp).
 _DIGITS = r"\p{N}"
-PRE_SPLITS: dict[str, tuple[str | None, bool]] = {
-    "default": (None, False), "gpt-2": (None, False),
-    # STARCODER, REFACT, COMMAND_R, SMOLLM, CODESHELL, EXAONE, MINERVA: each digit alone, then GPT-2's regex
-    "smollm": (_DIGITS, False), "starcoder": (_DIGITS, False), "refact": (_DIGITS, False),
-    "command-r": (_DIGITS, False), "codeshell": (_DIGITS, False), "exaone": (_DIGITS, False), "minerva-7b": (_DIGITS, False),
-    "llama3": (LLAMA3, True), "llama-v3": (LLAMA3, True), "llama-bpe": (LLAMA3, True),
-    "qwen2": (QWEN2, False),
+_GPT2 = (None, True, False)
+_DIGITS_THEN_GPT2 = (_DIGITS, True, False)  # STARCODER, REFACT, COMMAND_R, SMOLLM, CODESHELL, EXAONE, MINERVA
+PRE_SPLITS: dict[str, tuple[str | None, bool, bool]] = {
+    "default": _GPT2, "gpt-2": _GPT2,
+    "smollm": _DIGITS_THEN_GPT2, "starcoder": _DIGITS_THEN_GPT2, "refact": _DIGITS_THEN_GPT2,
+    "command-r": _DIGITS_THEN_GPT2, "codeshell": _DIGITS_THEN_GPT2, "exaone": _DIGITS_THEN_GPT2,
+    "minerva-7b": _DIGITS_THEN_GPT2,
+    "llama3": (LLAMA3, False, True), "llama-v3": (LLAMA3, False, True), "llama-bpe": (LLAMA3, False, True),
+    "qwen2": (QWEN2, False, False),
 }
 CONTROL, USER_DEFINED = 3, 4  # gguf.TokenType
 
@@ -81,7 +83,7 @@ def build(fields: dict[str, Any]) -> GgufTokenizer:
     if pre not in PRE_SPLITS:
         raise ConversionError(f"the GGUF's pre-tokenizer '{pre}' is not one import knows how to split like "
                               f"llama.cpp; it knows: {', '.join(sorted(PRE_SPLITS))}")
-    split, ignore_merges = PRE_SPLITS[pre]
+    split, gpt2_regex, ignore_merges = PRE_SPLITS[pre]
     tokens: list[str] = list(fields["tokenizer.ggml.tokens"])
     types: list[int] = [int(t) for t in fields.get("tokenizer.ggml.token_type") or [1] * len(tokens)]
     merges = [tuple(m.split(" ", 1)) for m in fields.get("tokenizer.ggml.merges") or []]
@@ -92,7 +94,7 @@ def build(fields: dict[str, Any]) -> GgufTokenizer:
         raise ConversionError("the GGUF's vocabulary holds the same token text twice; it cannot be a BPE vocabulary")
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False,
                                ignore_merges=ignore_merges))
-    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=split is None)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=gpt2_regex)
     if split is None:
         tok.pre_tokenizer = byte_level
     else:
