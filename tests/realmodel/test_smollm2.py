@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.engines
+# the first test also fetches and imports the model (session fixture): minutes on a busy 2-core machine
+pytestmark = [pytest.mark.engines, pytest.mark.timeout(2400)]
 
 
 def test_import_matches_llama_cpp_on_the_original_file(smollm2) -> None:
