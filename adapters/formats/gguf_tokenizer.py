@@ -97,6 +97,9 @@ def build(fields: dict[str, Any]) -> GgufTokenizer:
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=gpt2_regex)
     if split is None:
         tok.pre_tokenizer = byte_level
+    elif split == _DIGITS:  # written as SmolLM2's own tokenizer.json does: onnxruntime-genai reads a Split here
+        # as if ByteLevel had no regex (3 of 10 texts differ), Digits it reads right; both are \p{N} one by one
+        tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
     else:
         tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(split), behavior="isolated"),
                                                      byte_level])
