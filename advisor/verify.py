@@ -13,6 +13,12 @@ runs each variant's own tokenizer over mixed text against the original
 `tokenizers` one: any variant whose ids or decoded text differ is a MISMATCH,
 whatever its precision (a benchmark sending it text would measure other
 prompts).
+
+On a model with a tokenizer each variant is also scored over a fixed shipped
+text (`advisor.quality`): teacher-forced top-1 agreement, mean KL and
+perplexity against the fp32 reference, the figure the recommender's
+--max-quality-drift reads (1 - top-1 agreement), and one readable greedy
+completion of `SAMPLE_PROMPT` per variant for the report.
 """
 
 from __future__ import annotations
@@ -29,8 +35,11 @@ import adapters
 from adapters.base import RequestSpec
 from adapters.formats import ConversionError, convert, logits_fn, oracle, text_check
 from adapters.formats.check import divergence
+from advisor import quality as tq
 
 Status = Literal["agree", "quality drift", "MISMATCH", "unavailable", "error"]
+SAMPLE_PROMPT = "Once upon a time, there was a little cat who"
+SAMPLE_TOKENS = 24
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,8 @@ class VariantResult:
     detail: str = ""
     text_agreement: float | None = None  # fraction of mixed texts its own tokenizer encodes and decodes as the original
     text_detail: str = ""  # the first text that differed
+    quality: dict[str, object] | None = None  # advisor.quality.TextQuality.to_dict() over the shipped text
+    sample: str | None = None  # greedy completion of SAMPLE_PROMPT through the variant's own serving path
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -83,15 +94,31 @@ class VerifyReport:
     n_tokens: int
     prompts: tuple[tuple[int, ...], ...]
     results: tuple[VariantResult, ...]
+    weights: str = ""  # "trained: ..." or "random: ..." (drift on random weights means little)
+    text_tokens: int = 0  # tokens of the shipped text each variant was scored on (0: no tokenizer)
 
     @property
     def ok(self) -> bool:
         """False when a variant that must agree (fp32, fp16 computed in fp32) disagrees, or an fp32 one failed."""
         return not any(r.status == "MISMATCH" or (r.status == "error" and r.precision == "fp32") for r in self.results)
 
+    def quality_drift(self) -> dict[str, dict[str, object]]:
+        """Per "engine/precision": what `advisor recommend --quality FILE` reads (top1_agreement first)."""
+        out: dict[str, dict[str, object]] = {}
+        for r in self.results:
+            if r.status in ("unavailable", "error"):
+                continue
+            q = r.quality or {}
+            out[f"{r.adapter}/{r.precision}"] = {
+                "token_agreement": r.token_agreement, "top1_agreement": q.get("top1_agreement"), "kl": q.get("kl"),
+                "perplexity": q.get("perplexity"), "text": q.get("text"), "weights": self.weights}
+        return out
+
     def to_dict(self) -> dict[str, object]:
-        return {"model": self.model, "n_tokens": self.n_tokens, "prompts": [list(p) for p in self.prompts],
-                "ok": self.ok, "variants": [r.to_dict() for r in self.results]}
+        return {"model": self.model, "weights": self.weights, "n_tokens": self.n_tokens,
+                "prompts": [list(p) for p in self.prompts], "text_tokens": self.text_tokens,
+                "sample_prompt": SAMPLE_PROMPT, "ok": self.ok, "variants": [r.to_dict() for r in self.results],
+                "quality_drift": self.quality_drift()}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1)
@@ -103,8 +130,9 @@ def make_prompts(vocab_size: int, k: int, length: int = 16, seed: int = 7) -> li
 
 
 def _generate(adapter_name: str, model: Path, precision: str, prompts: list[list[int]], n: int,
-              threads: int | None) -> tuple[list[list[int]], str, str]:
-    """Greedy ids per prompt through the adapter's real serving path; also its engine name and version."""
+              threads: int | None, sample_ids: list[int] | None = None) -> tuple[list[list[int]], str, str, list[int]]:
+    """Greedy ids per prompt through the adapter's real serving path; its engine name and version; and the
+    greedy ids after `sample_ids` (up to SAMPLE_TOKENS, stopping at EOS), for a readable sample."""
     opts: dict[str, object] = {} if adapter_name == "own" else {"precision": precision}
     if adapter_name == "own":
         opts["device"] = "cpu"
@@ -122,22 +150,53 @@ def _generate(adapter_name: str, model: Path, precision: str, prompts: list[list
         async def run_all() -> list[list[int]]:
             return [await one(i, p) for i, p in enumerate(prompts)]  # one at a time: no batching effects
 
-        return asyncio.run(run_all()), info.engine, info.version
+        async def sample() -> list[int]:
+            if not sample_ids:
+                return []
+            req = RequestSpec("verify-sample", tuple(sample_ids), max_tokens=SAMPLE_TOKENS, ignore_eos=False)
+            return [t async for ch in ad.stream(req) for t in (ch.token_ids or ())]
+
+        return asyncio.run(run_all()), info.engine, info.version, asyncio.run(sample())
     finally:
         ad.close()
 
 
+@dataclass(frozen=True)
+class TextReference:
+    """The shipped text as ids, the fp32 reference's logits over them, and the sample prompt's ids."""
+
+    ids: list[int]
+    logits: np.ndarray
+    sample_ids: list[int]
+    decode: object  # ids -> text with the model's tokenizer
+
+    @classmethod
+    def of(cls, model: Path) -> TextReference | None:
+        from own_engine.tokenizer import load_tokenizer
+
+        ids = tq.text_ids(model)
+        tok = load_tokenizer(model)
+        if not ids or tok is None or len(ids) < 2:
+            return None
+        return cls(ids, oracle.logits(model, ids), list(tok.encode(SAMPLE_PROMPT).ids),
+                   lambda out: tok.decode(out, skip_special_tokens=True))
+
+
 def verify_variant(v: Variant, model: Path, prompts: list[list[int]], refs: list[list[int]], n: int,
-                   logit_steps: int = 8, threads: int | None = None) -> VariantResult:
+                   logit_steps: int = 8, threads: int | None = None,
+                   text_ref: TextReference | None = None) -> VariantResult:
     why = adapters.why_unavailable(v.adapter)
     if why:
         return VariantResult(v.adapter, v.adapter, v.format, v.precision, "unavailable", detail=why)
     try:
-        outs, engine, version = _generate(v.adapter, model, v.precision, prompts, n, threads)
-        div = text = None
+        outs, engine, version, sample = _generate(v.adapter, model, v.precision, prompts, n, threads,
+                                                  text_ref.sample_ids if text_ref else None)
+        div = text = quality = None
         if v.adapter == "own":  # own_engine's adapter encodes with the original tokenizer.json itself
             if (model / "tokenizer.json").is_file():
                 text = text_check.compare(model, *text_check.original(model, skip_special=False))
+            if text_ref is not None:  # own_engine fp32 is the reference: its figures are the reference's
+                quality = tq.compare(text_ref.ids, text_ref.logits, text_ref.logits)
         else:
             out_dir = convert(model, v.format, v.precision)  # type: ignore[arg-type]
             if (model / "tokenizer.json").is_file():
@@ -151,6 +210,8 @@ def verify_variant(v: Variant, model: Path, prompts: list[list[int]], refs: list
                     ref_l.append(oracle.logits(model, seq)[len(p) - 1:])
                     got_l.append(np.asarray(fn(seq))[len(p) - 1:])
                 div = divergence(np.concatenate(ref_l), np.concatenate(got_l))
+                if text_ref is not None:
+                    quality = tq.compare(text_ref.ids, text_ref.logits, np.asarray(fn(text_ref.ids)))
             finally:
                 getattr(fn, "close", lambda: None)()
     except (ConversionError, adapters.EngineUnavailable, FileNotFoundError) as e:
@@ -169,7 +230,9 @@ def verify_variant(v: Variant, model: Path, prompts: list[list[int]], refs: list
     return VariantResult(v.adapter, engine, v.format, v.precision, status, total, same / total if total else None,
                          first, div.positions if div else 0, div.max_abs_diff if div else None,
                          div.kl if div else None, version, text_agreement=text.agreement if text else None,
-                         text_detail=text.first_mismatch or "" if text else "")
+                         text_detail=text.first_mismatch or "" if text else "",
+                         quality=quality.to_dict() if quality else None,
+                         sample=text_ref.decode(sample) if text_ref and sample else None)  # type: ignore[operator]
 
 
 def _first_diff(out: list[int], ref: list[int]) -> int | None:
@@ -180,13 +243,28 @@ def _first_diff(out: list[int], ref: list[int]) -> int | None:
 
 
 def verify(model: str | Path | None = None, *, n_tokens: int = 32, n_prompts: int = 3,
-           variants: tuple[Variant, ...] = VARIANTS, threads: int | None = None) -> VerifyReport:
+           variants: tuple[Variant, ...] = VARIANTS, threads: int | None = None, with_text: bool = True) -> VerifyReport:
     """Run every variant on the same prompts and compare with own_engine fp32."""
     from own_engine.paths import resolve_model
 
     path = resolve_model(model)
-    vocab = int(json.loads((path / "config.json").read_text())["vocab_size"])
+    cfg = json.loads((path / "config.json").read_text())
+    vocab = int(cfg["vocab_size"])
     prompts = make_prompts(vocab, n_prompts)
     refs = [oracle.greedy(path, p, n_tokens) for p in prompts]
-    results = tuple(verify_variant(v, path, prompts, refs, n_tokens, threads=threads) for v in variants)
-    return VerifyReport(str(path), n_tokens, tuple(tuple(p) for p in prompts), results)
+    text_ref = TextReference.of(path) if with_text else None
+    results = tuple(verify_variant(v, path, prompts, refs, n_tokens, threads=threads, text_ref=text_ref)
+                    for v in variants)
+    return VerifyReport(str(path), n_tokens, tuple(tuple(p) for p in prompts), results, weights_of(cfg),
+                        len(text_ref.ids) if text_ref else 0)
+
+
+def weights_of(cfg: dict) -> str:
+    """What the model's weights are, from config.json's `advisor` block: drift on random weights means little."""
+    meta = cfg.get("advisor") or {}
+    if meta.get("gguf"):
+        g = meta["gguf"]
+        return f"trained: imported from {g.get('file')} ({g.get('quantization')}, sha256 {str(g.get('sha256'))[:12]})"
+    if meta.get("preset"):
+        return f"random: preset {meta['preset']} (quality figures on random weights say little about a real model)"
+    return "as found in the folder (not made by advisor)"

@@ -26,6 +26,7 @@ from advisor.store import RunResult
 from reports.context import build_context
 from reports.costs import RunPrice, price_runs
 from reports.figures import report_figures
+from reports.quality import quality_context
 from reports.selection import RecommendationResult
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -92,8 +93,8 @@ def figure_json(fig: go.Figure) -> str:
 def render_report(runs: Sequence[RunResult], *, prices: dict[str, RunPrice] | None = None,
                   recommendation: RecommendationResult | None = None, sweeps: Sequence[dict[str, Any]] = (),
                   title: str = "Inference engine benchmark report", generated_utc: str | None = None,
-                  usd_per_kwh: float | None = None) -> str:
-    """The report as one HTML string."""
+                  usd_per_kwh: float | None = None, quality: dict[str, Any] | None = None) -> str:
+    """The report as one HTML string; `quality`: an `advisor verify --json` document (its drift section)."""
     if not runs:
         raise ValueError("a report needs at least one saved run; run `advisor bench` first")
     prices = price_runs(runs) if prices is None else prices
@@ -103,7 +104,8 @@ def render_report(runs: Sequence[RunResult], *, prices: dict[str, RunPrice] | No
     generated = generated_utc or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     return environment().get_template("report.html.j2").render(
         **ctx, figures=figures, title=title, generated_utc=generated, version=__version__,
-        plotly_js=_plotly_js(), max_rows=MAX_RECOMMENDATION_ROWS)
+        plotly_js=_plotly_js(), max_rows=MAX_RECOMMENDATION_ROWS,
+        quality=quality_context(quality) if quality else None)
 
 
 @cache

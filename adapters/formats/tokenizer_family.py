@@ -84,6 +84,8 @@ def _byte_level_pattern(pre: dict | None) -> str | None:
                 patterns.append(GPT2_PATTERN)
             if step.get("add_prefix_space"):
                 patterns.append("<add_prefix_space>")
+        elif step.get("type") == "Digits" and step.get("individual_digits"):
+            patterns.append(r"\p{N}")  # each digit alone: the same split as Split(\p{N}, Isolated)
         elif step.get("type") == "Split":
             pat = step.get("pattern") or {}
             if step.get("behavior") != "Isolated" or step.get("invert"):

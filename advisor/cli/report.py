@@ -25,8 +25,12 @@ import click
 @click.option("--title", default="Inference engine benchmark report", show_default=True, help="Report title.")
 @click.option("--usd-per-kwh", type=click.FloatRange(min=0), default=None,
               help="Electricity price for GPU energy cost per 1M tokens (default: the catalog's stated owned-TCO price).")
+@click.option("--quality", "quality_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="`advisor verify --json` output: adds quality drift per engine and precision with one sample "
+                   "completion each.")
 def report_command(items: tuple[str, ...], output: Path, root: Path, constraints_file: Path | None,
-                   price_usd_hour: float | None, title: str, usd_per_kwh: float | None) -> None:
+                   price_usd_hour: float | None, title: str, usd_per_kwh: float | None,
+                   quality_file: Path | None) -> None:
     """Write a procurement report (HTML, opens offline, prints to PDF) for saved runs and sweeps."""
     from advisor.atomic import unfinished_warning
     from advisor.store import StoreError, item_folder, readable_runs, unfinished
@@ -57,10 +61,18 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
             constraints = Constraints.from_yaml(constraints_file)
         except ConstraintsError as e:
             raise click.UsageError(str(e)) from None
+    quality = None
+    if quality_file is not None:
+        from reports.quality import QualityFileError, load_verify
+
+        try:
+            quality = load_verify(quality_file)
+        except QualityFileError as e:
+            raise click.UsageError(str(e)) from None
     rec = make_recommendation(selection.runs, constraints)
     prices = price_runs(selection.runs, usd_per_hour=price_usd_hour)
     path = write_report(output, selection.runs, prices=prices, recommendation=rec, sweeps=selection.sweeps,
-                        title=title, usd_per_kwh=usd_per_kwh)
+                        title=title, usd_per_kwh=usd_per_kwh, quality=quality)
     flagged = sum(1 for r in selection.runs if r.verdict.status != "VALID")
     note = f"; {flagged} not VALID, flagged in the report" if flagged else ""
     click.echo(f"wrote {path} ({len(selection.runs)} runs{note})")

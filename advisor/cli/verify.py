@@ -15,9 +15,11 @@ import click
               help="prompts of random token ids (the same for every variant), 16, 19, 22... tokens long")
 @click.option("--threads", default=None, type=click.IntRange(1, 1024), help="engine threads (default: engine's)")
 @click.option("--engine", "engines", multiple=True, help="only these adapters (repeatable; default: all)")
-@click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+@click.option("--no-text", is_flag=True, help="skip the teacher-forced scoring over the shipped text and the samples")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document (its `quality_drift` is what "
+                                                         "`advisor recommend --quality FILE` reads)")
 def verify_command(model: str | None, n_tokens: int, n_prompts: int, threads: int | None, engines: tuple[str, ...],
-                   as_json: bool) -> None:
+                   no_text: bool, as_json: bool) -> None:
     """Check that every engine/format variant computes the same function as own_engine fp32."""
     from advisor.verify import VARIANTS, verify
 
@@ -26,7 +28,8 @@ def verify_command(model: str | None, n_tokens: int, n_prompts: int, threads: in
         names = sorted({v.adapter for v in VARIANTS})
         raise click.ClickException(f"no variants for engine(s) {', '.join(engines)}; choose from: {', '.join(names)}")
     try:
-        report = verify(model, n_tokens=n_tokens, n_prompts=n_prompts, threads=threads, variants=variants)
+        report = verify(model, n_tokens=n_tokens, n_prompts=n_prompts, threads=threads, variants=variants,
+                        with_text=not no_text)
     except FileNotFoundError as e:
         raise click.ClickException(str(e)) from None
     if as_json:
@@ -49,7 +52,7 @@ def _table(report) -> None:
     t = Table(title=f"agreement with own_engine fp32 on {report.model} ({report.n_tokens} tokens x "
                     f"{len(report.prompts)} prompts)")
     for col in ("engine", "format", "precision", "status", "tokens agree", "first diverges", "max |dlogit|", "KL",
-                "text agrees"):
+                "text agrees", "top-1 text", "KL text", "PPL"):
         t.add_column(col)
     notes: list[str] = []
     for r in report.results:
@@ -57,11 +60,28 @@ def _table(report) -> None:
         if r.detail and r.detail not in notes:
             notes.append(r.detail)
         status = f"{r.status} [{notes.index(r.detail) + 1}]" if r.detail else r.status
+        q = r.quality or {}
         t.add_row(r.adapter, r.format, r.precision, status,
                   fmt(r.token_agreement, ".0%"), "-" if r.first_divergence is None else str(r.first_divergence),
-                  fmt(r.max_abs_diff, ".2g"), fmt(r.kl, ".2g"), fmt(r.text_agreement, ".0%"))
-    # piped (a file, a CI log, `| less`): rich would fit 80 columns and cut cells to "..."; 160 holds whole rows
-    console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 160)
+                  fmt(r.max_abs_diff, ".2g"), fmt(r.kl, ".2g"), fmt(r.text_agreement, ".0%"),
+                  fmt(q.get("top1_agreement"), ".1%"), fmt(q.get("kl"), ".2g"), fmt(q.get("perplexity"), ".2f"))
+    # piped (a file, a CI log, `| less`): rich would fit 80 columns and cut cells to "..."; 200 holds whole rows
+    console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 200)
     console.print(t)
+    if report.weights:
+        console.print(f"weights: {report.weights}", markup=False, highlight=False, soft_wrap=True)
+    if report.text_tokens:
+        from advisor.quality import TEXT_SOURCE
+        from advisor.verify import SAMPLE_PROMPT
+
+        console.print(f"on text: teacher-forced over {report.text_tokens} tokens of {TEXT_SOURCE}, against own_engine "
+                      "fp32 (docs/metrics.md); the recommender's quality drift is 1 - top-1 on text",
+                      markup=False, highlight=False, soft_wrap=True)
+        samples = [r for r in report.results if r.sample is not None]
+        if samples:
+            console.print(f"samples (greedy, {SAMPLE_PROMPT!r} ...):", markup=False, highlight=False)
+            for r in samples:
+                console.print(f"  {r.adapter} {r.precision}: {r.sample!r}", markup=False, highlight=False,
+                              soft_wrap=True)
     for i, note in enumerate(notes, 1):
         console.print(f"[{i}] {note}", markup=False, highlight=False, soft_wrap=True)

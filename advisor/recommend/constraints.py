@@ -36,7 +36,7 @@ class Constraints(BaseModel):
     vendors: tuple[str, ...] = ()  # allowed vendors; empty = any
     deployment: Literal["any", "cloud", "on-prem", "edge"] = "any"
     cpu_only: bool = False  # no GPUs at all
-    max_quality_drift: float | None = Field(default=None, ge=0, le=1)  # max fraction of tokens that may differ
+    max_quality_drift: float | None = Field(default=None, ge=0, le=1)  # max 1 - top-1 agreement on verify's text
     max_complexity: Literal["low", "medium", "high"] = "high"
     headroom: float = Field(default=DEFAULT_HEADROOM, ge=0, le=10)
     price_tier: Literal["cloud_on_demand", "owned_tco"] | None = None  # default: owned for on-prem/edge

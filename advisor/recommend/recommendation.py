@@ -86,8 +86,10 @@ def quality_from_runs(runs: list[RunResult]) -> dict[str, float]:
     out: dict[str, float] = {}
     for r in runs:
         q, e = r.quality or {}, r.engine
-        if isinstance(q, dict) and q.get("token_agreement") is not None:
-            out.setdefault(f"{e.adapter or e.engine}/{e.precision or ''}", 1.0 - float(q["token_agreement"]))
+        agreement = (q.get("top1_agreement") if q.get("top1_agreement") is not None else q.get("token_agreement")) \
+            if isinstance(q, dict) else None  # verify's teacher-forced figure first, greedy agreement else
+        if agreement is not None:
+            out.setdefault(f"{e.adapter or e.engine}/{e.precision or ''}", 1.0 - float(agreement))
     return out
 
 

