@@ -103,7 +103,7 @@ def client_cpus(placement: dict[str, Any] | None) -> list[int]:
     return [c for c in available_cpus() if c not in engine] or list(available_cpus())
 
 
-# The open-loop rate one worker process held against the zero-work server (benchmarks/RESULTS.md, "load
+# The open-loop rate one worker process held against the zero-work server (benchmarks/history/loadgen.md, "load
 # generator": 2,000 req/s in 3 of 4 runs with the client of 2026-11-23, 16 one-token chunks per request, client
 # on one core). `auto` gives a schedule whose peak stays under a quarter of it one worker: a margin for servers
 # that stream each token in a read of its own (every read is work for the client) and for a slower client CPU.

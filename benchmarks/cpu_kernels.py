@@ -1,5 +1,5 @@
 """This machine's speed at the kernels own_engine's CPU step is made of, at 1 and at N threads: tells the machine
-from the code when own_engine's step time moves between runs (benchmarks/RESULTS.md, "own_engine on CPU").
+from the code when own_engine's step time moves between runs (benchmarks/history/own_engine.md, "own_engine on CPU").
 
     python benchmarks/cpu_kernels.py --preset small-100m --threads 2
 

@@ -29,7 +29,7 @@ the first request can be served, timed around the adapter's start()), peak
 RSS of the process holding the engine (the kernel's high-water mark over the
 cell, load included), decode tok/s per request (1000 / TPOT p50), output
 tok/s, TTFT p50/p95 and the run's verdict (VALID needs >= 100 measured
-requests). One JSON document is printed last; `--md benchmarks/RESULTS.md`
+requests). One JSON document is printed last; `--md benchmarks/history/engines.md`
 puts the table between this script's markers in that file.
 """
 
@@ -165,7 +165,7 @@ def main() -> None:
                     help=f"scale of {WORKLOAD}'s prompt and output lengths (default: the workload's own, 0.25)")
     ap.add_argument("--out-dir", default="runs/engines")
     ap.add_argument("--timeout", type=float, default=1800.0, help="per cell, seconds")
-    ap.add_argument("--md", default=None, help="write the markdown table here (e.g. benchmarks/RESULTS.md)")
+    ap.add_argument("--md", default=None, help="write the markdown table here (e.g. benchmarks/history/engines.md)")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # child mode: one cell
     args = ap.parse_args()
     if args.one:

@@ -20,7 +20,7 @@ factory runs on the engine's own thread, so the model is loaded, its linears
 packed and its OpenMP team started on the thread that steps it. An engine
 built on another thread (the event loop's) and stepped on this one ran each
 decode step of small-100m at 44-58 ms instead of 27-33 ms on the 2-core CI
-machine (benchmarks/RESULTS.md, "own_engine's serving path").
+machine (benchmarks/history/own_serving.md, "own_engine's serving path").
 """
 
 from __future__ import annotations

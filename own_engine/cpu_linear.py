@@ -24,7 +24,7 @@ both caches at `PRIMITIVE_CACHE_CAPACITY` entries (least recently used out):
 the shapes of the current decode batch size (5 linears) are used every step
 and stay cached, a new prompt length pays its primitive's creation as it
 already did. 16 entries instead of 64 took another ~35 MB off the peak at 8
-users with no measured slowdown at 1 or 8 users (benchmarks/RESULTS.md,
+users with no measured slowdown at 1 or 8 users (benchmarks/history/engines.md,
 "own_engine's peak RSS at 8 users: freed KV pages, caches at 16").
 """
 

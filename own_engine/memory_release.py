@@ -16,7 +16,7 @@ Optional: without Linux's libc (another OS), nothing is released and the
 engine runs as before. (glibc malloc's heap also keeps a long prompt's freed
 activations resident; fixing its mmap threshold or trimming it gave that
 memory back but served 14-45% slower in single probe runs, a cost not
-established either way: `benchmarks/own_rss.py`, benchmarks/RESULTS.md; the
+established either way: `benchmarks/own_rss.py`, benchmarks/history/engines.md; the
 engine leaves malloc alone.)
 """
 

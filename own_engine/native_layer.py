@@ -16,11 +16,11 @@ beyond the linears' outputs:
 
 At a decode step every PyTorch op is a few microseconds of dispatch around almost no work, and 12 layers of
 them were ~2.5 ms of a ~9 ms batch-1 step of small-100m; at prefill the ops are passes over memory that one
-kernel makes once (benchmarks/RESULTS.md, "own_engine's decoder layer on native kernels").
+kernel makes once (benchmarks/history/engines.md, "own_engine's decoder layer on native kernels").
 
 A decode step (one new token per sequence, no prefill chunk) goes further: `decode_layers_forward` runs every
 layer in one call and one OpenMP parallel region (`kernels/decode_step.c`), the same units of work as the 9
-calls, bit for bit, without 108 calls from Python and as many parallel regions a step (benchmarks/RESULTS.md,
+calls, bit for bit, without 108 calls from Python and as many parallel regions a step (benchmarks/history/engines.md,
 "One call per decode step").
 """
 

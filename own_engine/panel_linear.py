@@ -4,7 +4,7 @@ The oneDNN kernel (`own_engine.cpu_linear.PackedLinear`) reads the weights of a 
 below memory speed: on the 2-core AMD EPYC (Zen 4) CI machine, one token through small-100m's 49 linears
 (351 MB) took 14.0 ms through packed oneDNN against 10.1 ms for this kernel, the time it takes to read
 those weights at all (10.3 ms), and 14.4 against 11.1 ms at 8 rows, with 64-256 rows level (0.97-1.00x)
-(`benchmarks/linear_layouts.py`; benchmarks/RESULTS.md, "own_engine's native kernels"). A kernel for
+(`benchmarks/linear_layouts.py`; benchmarks/history/own_serving.md, "own_engine's native kernels"). A kernel for
 one row alone would need a second, plain copy of the weights (packing pays from 2 rows up); this one
 keeps one copy, in its own layout (`kernels/panel_linear.c` says which), for every step.
 
@@ -31,7 +31,7 @@ def huge_page_floats(n: int) -> torch.Tensor:
     """n fp32 values (uninitialised) in anonymous memory advised to transparent huge pages, 2 MiB aligned
     (Linux; elsewhere, or if the advice fails, plain torch.empty). The engine keeps all packed weights in one
     such arena: streamed front to back every step, they read 1-2% faster than in 4 KiB pages in
-    `benchmarks/linear_layouts.py` (up to ~5% in a one-off A/B; benchmarks/RESULTS.md, "own_engine's native
+    `benchmarks/linear_layouts.py` (up to ~5% in a one-off A/B; benchmarks/history/own_serving.md, "own_engine's native
     kernels"), and one arena wastes under 2 MiB where one mapping per tensor could waste ~2 MiB each."""
     advice = getattr(mmap, "MADV_HUGEPAGE", None)
     if advice is None or n == 0:

@@ -13,7 +13,7 @@
  * rows x heads of a tile that share a KV head), 32 keys at a time, with no horizontal sums. Then an exact
  * softmax per query vector over its own keys, and P @ V with 64-wide slices of each V row loaded once for the
  * same 6 vectors. Register-blocked this way (32 keys, 64 outputs, 6 vectors) it ran 1.27-1.39x faster than with
- * 16 and 16 at 512 rows after 512-3584 cached, in one run (benchmarks/RESULTS.md, "Prefill-chunk attention,
+ * 16 and 16 at 512 rows after 512-3584 cached, in one run (benchmarks/history/engines.md, "Prefill-chunk attention,
  * register-blocked").
  * Returns 0, or -1 when a buffer could not be allocated (the output is then incomplete). OpenMP over (KV head,
  * row tile) tasks, `nthreads` of them, on torch's own libgomp (see panel_linear.c). */

@@ -3,7 +3,7 @@
  *
  * The per-layer path (native_layer.layer_forward) makes 9 calls a layer, each its own OpenMP parallel region:
  * at batch 1 on small-100m that is 108 calls from Python a step, ~1.7 ms of a ~8 ms step beside the linears'
- * 6.3 ms (benchmarks/RESULTS.md, "One call per decode step"). Here one parallel region runs all layers; the
+ * 6.3 ms (benchmarks/history/engines.md, "One call per decode step"). Here one parallel region runs all layers; the
  * threads share out the same units of work as the one-op kernels (kernel_parts.h: panel groups, rows, attention
  * tasks), with a barrier between the phases of a layer:
  *
