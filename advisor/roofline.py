@@ -198,43 +198,6 @@ class BacktestRow:
 
 
 @dataclass(frozen=True)
-class Backtest:
-    rows: tuple[BacktestRow, ...]
-
-    @property
-    def ttft_mape(self) -> float | None:
-        return statistics.mean(abs(r.ttft_error) for r in self.rows) if self.rows else None
-
-    @property
-    def tpot_mape(self) -> float | None:
-        return statistics.mean(abs(r.tpot_error) for r in self.rows) if self.rows else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rows": [r.to_dict() for r in self.rows], "ttft_mape": self.ttft_mape, "tpot_mape": self.tpot_mape}
-
-
-def backtest(runs: list[tuple[RunResult, Hardware]]) -> Backtest:
-    """Estimator error (p50 TTFT, mean TPOT) against every measured run; leave-one-out when possible.
-    A run a signal or the run limit interrupted is partial (INVALID) and is neither judged nor used."""
-    runs = [(run, hw) for run, hw in runs if not run.loadgen.interrupted]
-    rows = []
-    for i, (run, hw) in enumerate(runs):
-        shape, wl, s = ModelShape.from_engine(run.engine), Workload.from_summary(run.summary), run.summary
-        ttft, tpot = measured_s(s.ttft_ms.at(50)), measured_s(s.tpot_ms.mean)
-        if shape is None or wl is None or not ttft or not tpot or hw.peak_tflops(shape.dtype_bytes) is None:
-            continue
-        others = runs[:i] + runs[i + 1:]
-        eff = calibrate(others) if others else DEFAULT
-        how = "leave-one-out"
-        if eff is DEFAULT:
-            eff, how = calibrate([(run, hw)]), "in-sample"
-        t = predict(shape, hw, wl, eff)
-        rows.append(BacktestRow(run.run_id, hw.id, ttft * 1e3, t.ttft_s * 1e3, tpot * 1e3,
-                                t.tpot_s * 1e3, how))
-    return Backtest(tuple(rows))
-
-
-@dataclass(frozen=True)
 class Estimate:
     """A configuration on catalog hardware that was not measured: capacity under the SLOs."""
 

@@ -15,7 +15,6 @@ from advisor.roofline import (
     Efficiency,
     ModelShape,
     Workload,
-    backtest,
     calibrate,
     decode_step_ideal_s,
     estimate,
@@ -90,15 +89,15 @@ def test_calibration_recovers_efficiency_and_tails(h100):
 
 
 def test_backtest_is_leave_one_out(h100):
-    bt = backtest([(synthetic_run("a", h100, 0.4), h100), (synthetic_run("b", h100, 0.6), h100)])
-    a, b = bt.rows
+    """The recommender's backtest (advisor.recommend.error_bars, the one computation behind its error bars)."""
+    from advisor.recommend.error_bars import _loo
+
+    a, b = _loo([(synthetic_run("a", h100, 0.4), h100), (synthetic_run("b", h100, 0.6), h100)])
     assert a.calibration == "leave-one-out"
     # run a is predicted with b's efficiency: times are ideal / 0.6 instead of ideal / 0.4 -> -1/3
     assert a.ttft_error == pytest.approx(0.4 / 0.6 - 1)
     assert b.ttft_error == pytest.approx(0.6 / 0.4 - 1)
-    assert bt.ttft_mape == pytest.approx((1 / 3 + 1 / 2) / 2)
-    one = backtest([(synthetic_run("a", h100, 0.4), h100)])
-    assert one.rows[0].calibration == "in-sample" and one.rows[0].ttft_error == pytest.approx(0.0)
+    assert _loo([(synthetic_run("a", h100, 0.4), h100)]) == []  # one run predicts nothing: no in-sample row
 
 
 def test_estimate_respects_slos_and_memory(h100):
