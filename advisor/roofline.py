@@ -183,7 +183,7 @@ class BacktestRow:
     ttft_ms_estimated: float
     tpot_ms_measured: float
     tpot_ms_estimated: float
-    calibration: str  # "leave-one-out" or "in-sample"
+    calibration: str  # "leave-one-out" (advisor.recommend.error_bars: the one backtest)
 
     @property
     def ttft_error(self) -> float:
