@@ -46,7 +46,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dic
     env = {k: v for k, v in os.environ.items() if k not in ("ADVISOR_TRACES", "PYTHONPATH", "VIRTUAL_ENV")}
     _run([sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation", "-q", "-w", str(root / "dist")],
          src, env)
-    wheel = next((root / "dist").glob("advisor-*.whl"))
+    wheel = next((root / "dist").glob("inference_advisor-*.whl"))  # named for the distribution (pyproject)
     target = root / "venv"
     venv.create(target, with_pip=False)
     py = target / "bin" / "python"
