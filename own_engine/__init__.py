@@ -18,15 +18,20 @@ from importlib import metadata
 from typing import Any
 
 DISTRIBUTION = "inference-advisor"  # the name on the package registry ("advisor" there is another project)
+SHIPPED_VERSION_ENV = "ADVISOR_SHIPPED_VERSION"  # set on Ray workers by --ship-code, with the driver's version
 
 
 def _version() -> str:
     """pyproject.toml's version; from a git checkout, with the commit it runs (`0.1.0+g4b15ba7`, `.dirty` when
     tracked files differ), so a run made from a source tree says exactly which code made it."""
+    import os
     import subprocess
     import tomllib
     from pathlib import Path
 
+    shipped = os.environ.get(SHIPPED_VERSION_ENV)
+    if shipped:  # this code was sent by a driver (`advisor matrix --ship-code`): the copy has no .git of its own
+        return shipped
     root = Path(__file__).resolve().parent.parent
     if (root / ".git").exists() and (root / "pyproject.toml").is_file():
         try:

@@ -94,7 +94,10 @@ def render_report(runs: Sequence[RunResult], *, prices: dict[str, RunPrice] | No
                   recommendation: RecommendationResult | None = None, sweeps: Sequence[dict[str, Any]] = (),
                   title: str = "Inference engine benchmark report", generated_utc: str | None = None,
                   usd_per_kwh: float | None = None, quality: dict[str, Any] | None = None) -> str:
-    """The report as one HTML string; `quality`: an `advisor verify --json` document (its drift section)."""
+    """The report as one HTML string, secrets redacted; `quality`: an `advisor verify --json` document.
+
+    Redaction runs over the report's own content only: plotly.js is put in afterwards, because minified code
+    such as `z.key=function(...)` looks like a secret assignment and redacting it broke every chart."""
     if not runs:
         raise ValueError("a report needs at least one saved run; run `advisor bench` first")
     prices = price_runs(runs) if prices is None else prices
@@ -102,10 +105,16 @@ def render_report(runs: Sequence[RunResult], *, prices: dict[str, RunPrice] | No
     ctx = build_context(runs, prices, rec, sweeps, usd_per_kwh)
     figures = [{"id": f.id, "title": f.title, "json": figure_json(f.figure)} for f in report_figures(runs, prices)]
     generated = generated_utc or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    return environment().get_template("report.html.j2").render(
+    html = environment().get_template("report.html.j2").render(
         **ctx, figures=figures, title=title, generated_utc=generated, version=__version__,
-        plotly_js=_plotly_js(), max_rows=MAX_RECOMMENDATION_ROWS,
+        plotly_js=_PLOTLY_SLOT, max_rows=MAX_RECOMMENDATION_ROWS,
         quality=quality_context(quality) if quality else None)
+    head, slot, tail = redact_text(html).partition(_PLOTLY_SLOT)
+    assert slot, "the report template lost its plotly.js slot"
+    return head + _plotly_js() + tail
+
+
+_PLOTLY_SLOT = "/*advisor:plotly.js*/"
 
 
 @cache
@@ -120,7 +129,6 @@ def write_report(path: Path, runs: Sequence[RunResult], **kwargs: Any) -> Path:
     path = Path(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-    html = redact_text(render_report(runs, **kwargs))  # one redaction for every file advisor writes
-    write_atomic(path, html)
+    write_atomic(path, render_report(runs, **kwargs))  # redacted there: one redaction for every file advisor writes
     return path
 

@@ -28,3 +28,14 @@ def test_a_checkout_records_the_commit_it_runs() -> None:
                          check=True).stdout.strip()
     assert advisor.__version__ in (f"{base}+g{sha}", f"{base}+g{sha}.dirty")
     assert "unknown" not in advisor.__version__
+
+
+def test_code_shipped_to_a_ray_worker_says_it_is_the_drivers_version() -> None:
+    """`--ship-code` copies the packages without .git: the worker is told the driver's version, and reports it."""
+    import os
+    import sys
+
+    env = {**os.environ, own_engine.SHIPPED_VERSION_ENV: "9.9.9+gabc1234"}
+    out = subprocess.run([sys.executable, "-c", "import advisor; print(advisor.__version__)"], env=env, cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "9.9.9+gabc1234"

@@ -61,7 +61,11 @@ def connect(address: str, say: Callable[[str], None], ship_code: bool = False, p
     ray = import_ray()
     kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False, "namespace": "advisor"}
     if ship_code:
-        kwargs["runtime_env"] = {"py_modules": [_package_dir(p) for p in _PACKAGES]}
+        from own_engine import SHIPPED_VERSION_ENV, __version__
+
+        # the shipped copy has no .git, so it is told which version it is: the driver's, which it is, byte for byte
+        kwargs["runtime_env"] = {"py_modules": [_package_dir(p) for p in _PACKAGES],
+                                 "env_vars": {SHIPPED_VERSION_ENV: __version__}}
     if address != "auto":
         check_reachable(address)
         _init(ray, address, kwargs, say)
