@@ -253,7 +253,7 @@ class LLMEngine:
                 "decode_attention": "native" if self.runner.native is not None else "sdpa",  # chunks too
                 "layer_ops": "native" if self.model.native is not None else "torch",
                 "kv_page_release": self.runner.release_blocks.enabled,
-                "simulated_device": self.sim.to_dict() if self.sim is not None else None}
+                "simulated_device": self.runner.describe() if isinstance(self.runner, SimRunner) else None}
 
 
 def describe_model(engine: LLMEngine | StaticBatchEngine) -> dict:

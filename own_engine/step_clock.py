@@ -8,7 +8,7 @@ One step is cut at four marks into parts that add up to its wall time:
   computation; on a simulated device the profile's step time);
 - `forward_overrun`: on a simulated device only, the time from the simulated device's completion until the step
   thread ran again (the sleep's overshoot: waiting for the GIL or the OS scheduler; on CUDA the same wait hides
-  inside `forward`);
+  inside `forward`), and the launches' time past the device's when the host could not keep up (a host-bound step);
 - `sample_output`: from the forward's end to `step()` returning: sampling, `.tolist()`, the scheduler's
   postprocess (stops, frees), the step's outputs;
 - `handoff`: from `step()` returning to the tokens being handed to the front (the async front's delivery to the

@@ -33,6 +33,56 @@ def test_custom_profile_parses_and_bad_ones_say_how_to_spell_it() -> None:
         SimProfile("x", ((8, 1.0), (1, 2.0)), 1.0)
 
 
+def test_a_step_that_is_not_a_graph_replay_launches_every_op_from_the_host() -> None:
+    h200 = parse_sim("sim:h200")
+    assert h200.eager_ops == 917
+    assert h200.launches(64, 0) == 1  # a decode-only step replays one CUDA graph
+    assert h200.launches(8, 512) == 917 and h200.launches(0, 1024) == 917  # a step with a prompt chunk is eager
+    assert h200.launches(257, 0) == 917  # past the graphs' largest batch bucket
+    custom = parse_sim("sim:1=1.0,prefill=4,ops=50,launch_us=8")
+    assert custom.eager_ops == 50 and custom.launch_us == 8
+    assert parse_sim(custom.device) == custom and "ops=50,launch_us=8" in custom.spec
+    assert parse_sim("sim:1=1.0,prefill=4").launches(0, 1024) == 0  # no ops given: a plain sleep
+    for bad in ("sim:1=1.0,prefill=4,ops=-1", "sim:1=1.0,prefill=4,ops=5,launch_us=0"):
+        with pytest.raises(SimDeviceError, match="ops"):
+            parse_sim(bad)
+
+
+@pytest.mark.slow  # timing: a shared machine's load can blur it, though the effect is several-fold
+def test_launches_hold_the_gil_as_a_real_eager_step_does(tiny_path) -> None:
+    """A thread that keeps the GIL busy slows an eager simulated step (it convoys), and not a graph replay."""
+    import threading
+
+    from own_engine.sampling_params import SamplingParams
+
+    def mixed_step_s(busy: bool) -> float:
+        from own_engine.llm_engine import LLMEngine
+
+        engine = LLMEngine(tiny_path, device="sim:1=0.1,prefill=0.1,ops=2000,launch_us=5", max_num_seqs=8)
+        engine.add_request(list(range(5, 40)), SamplingParams(max_tokens=2))
+        stop = threading.Event()
+
+        def spin() -> None:
+            while not stop.is_set():
+                sum(range(2000))  # pure Python: holds the GIL until the switch interval
+
+        t = threading.Thread(target=spin)
+        if busy:
+            t.start()
+        try:
+            t0 = time.perf_counter()
+            engine.step()
+            return time.perf_counter() - t0
+        finally:
+            stop.set()
+            if busy:
+                t.join()
+
+    quiet = min(mixed_step_s(False) for _ in range(3))
+    contended = min(mixed_step_s(True) for _ in range(3))
+    assert contended > 2 * quiet  # launches waited for the GIL: the convoy a plain sleep hid
+
+
 def _engine(tiny_path, **kw):
     from own_engine.llm_engine import LLMEngine
 
