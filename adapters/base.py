@@ -269,7 +269,7 @@ class Adapter(ABC):
         """Engine-side gauges if any (kv_blocks_used, kv_blocks_total, running, waiting, preemptions)."""
         return {}
 
-    # ---- load-generator workers (advisor.loadgen.workers) -------------------------------------------------
+    # ---- load-generator workers (advisor.loadgen.workers) --------------------------------------
     def worker_client(self) -> WorkerClient | None:
         """How a worker process sends requests to this started engine; None: only this process can (in-process)."""
         return None
