@@ -269,7 +269,7 @@ class Adapter(ABC):
         """Engine-side gauges if any (kv_blocks_used, kv_blocks_total, running, waiting, preemptions)."""
         return {}
 
-    # ---- load-generator workers (advisor.workers) -------------------------------------------------
+    # ---- load-generator workers (advisor.loadgen.workers) --------------------------------------
     def worker_client(self) -> WorkerClient | None:
         """How a worker process sends requests to this started engine; None: only this process can (in-process)."""
         return None
@@ -369,6 +369,6 @@ class Adapter(ABC):
         """An answer's streamed text as the model's token ids, where the adapter holds the tokenizer; else None.
 
         Multi-turn sessions resend each answer in the next prompt: engines that report `Chunk.token_ids`
-        need none of this; a server that streams text only is re-encoded here (advisor.sessions).
+        need none of this; a server that streams text only is re-encoded here (advisor.loadgen.sessions).
         """
         return None

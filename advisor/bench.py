@@ -25,23 +25,24 @@ from typing import Any
 
 import adapters
 from adapters import json_codec, launch
-from adapters.base import Adapter, EngineInfo, EngineOptions, RequestSpec
+from adapters.base import Adapter, EngineInfo, EngineOptions
 from adapters.placement import client_pinned
-from advisor import eventloop, interrupts, manifest, redact, worker_spec, workers
-from advisor.loadgen import LoadResult, drive
-from advisor.loadgen_info import LoadgenInfo
+from advisor import interrupts, manifest, redact
+from advisor.loadgen import eventloop, worker_spec, workers
+from advisor.loadgen.drive import LoadResult, drive
+from advisor.loadgen.info import LoadgenInfo
+from advisor.loadgen.spec_source import spec_source
+from advisor.loadgen.worker_spec import Workers
 from advisor.metrics import lag as lag_mod
 from advisor.metrics import summarize, verdict
 from advisor.metrics.summary import cut_by_stop
 from advisor.metrics.verdict import Verdict
 from advisor.run_schedule import RunSchedule
 from advisor.run_window import capped, offered_in, planned_offered_rps, real_window_ns
-from advisor.sessions import SessionPrompts
 from advisor.store import RunNotSaved, RunResult, new_run_id
 from advisor.telemetry import Telemetry
-from advisor.worker_spec import Workers
 from scenarios.catalog import load_scenario
-from scenarios.prompts import MAX_PROMPT_TOKENS, make_prompt_ids
+from scenarios.prompts import MAX_PROMPT_TOKENS
 from scenarios.schedule import Overrides, build_schedule
 from scenarios.spec import Scenario
 from scenarios.types import Schedule
@@ -49,10 +50,6 @@ from scenarios.types import Schedule
 # Memory bounds (docs/metrics.md, "Memory bounds"): the longest request (prompt + output) advisor builds when the
 # engine states no context length; --max-request-tokens raises it up to scenarios.prompts.MAX_PROMPT_TOKENS.
 DEFAULT_MAX_REQUEST_TOKENS = 1_048_576
-
-# Token ids below this are left out of synthetic prompts: they are special tokens
-# (BOS/EOS/PAD) in the models the tool makes, and in most real vocabularies.
-_FIRST_PROMPT_TOKEN = 3
 
 
 class BenchError(ValueError):
@@ -78,9 +75,9 @@ class BenchConfig:
     timeout_s: float = 600.0  # per request
     max_run_s: float | None = None  # whole run; None: the schedule's length plus drain time
     telemetry_interval_s: float = 1.0
-    workers: Workers = "auto"  # load generators (advisor.worker_spec): auto, N processes here, or ray:N actors
+    workers: Workers = "auto"  # load generators (advisor.loadgen.worker_spec): auto, N processes here, or ray:N actors
     auto_workers_cap: int | None = None  # `auto` uses at most this many (the CPUs a scheduler gave a matrix cell)
-    ray_address: str | None = None  # the Ray cluster for `ray:N` (None: auto, advisor.matrix.ray_connect)
+    ray_address: str | None = None  # the Ray cluster for `ray:N` (None: auto, advisor.ray_connect)
     max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS  # the ceiling when the engine states no context
     server_hardware: dict[str, Any] | None = None  # a served engine's hardware (`--server-hardware`), into the manifest
 
@@ -136,7 +133,7 @@ def plan(cfg: BenchConfig) -> Plan:
         raise BenchError(f"--workers {cfg.workers}: only a served engine (openai) is driven by several processes; "
                          f"'{cfg.engine}' runs in advisor and keeps one driver: use --workers auto or 1")
     if worker_spec.on_ray(cfg.workers) is not None:
-        from advisor.ray_workers import preflight
+        from advisor.loadgen.ray_workers import preflight
 
         try:
             preflight(cfg.ray_address)  # Ray installed, a given cluster reachable: before an engine starts
@@ -221,35 +218,6 @@ def _check_sessions_fit(schedule: Schedule, info: EngineInfo, ceiling: int) -> N
                 " cap lengths with --max-input-tokens/--max-output-tokens or --length-scale")
 
 
-def spec_source(schedule: Schedule, info: EngineInfo,
-                adapter: Adapter | None = None) -> Callable[[int], RequestSpec] | SessionPrompts:
-    """Schedule index -> its concrete request for this engine's vocabulary, built when asked (never all at once).
-
-    A session schedule gets a `SessionPrompts`: its turns hold the previous answers (re-encoded with
-    `adapter.answer_ids` where the engine streams text only).
-    """
-    if schedule.sessions is not None:
-        vocab = info.vocab_size or 32000
-        return SessionPrompts(schedule, vocab, token_range=(_FIRST_PROMPT_TOKEN, vocab),
-                              max_model_len=info.max_model_len,
-                              encode=adapter.answer_ids if adapter is not None else None)
-    return _plain_specs(schedule, info)
-
-
-def _plain_specs(schedule: Schedule, info: EngineInfo) -> Callable[[int], RequestSpec]:
-    """Schedule index -> its concrete request for this engine's vocabulary, built when asked (never all at once)."""
-    vocab = info.vocab_size or 32000
-    token_range = (_FIRST_PROMPT_TOKEN, vocab)
-
-    def spec(i: int) -> RequestSpec:
-        r = schedule.requests[i]
-        return RequestSpec(request_id=f"{schedule.scenario}-{r.idx}",
-                           prompt_ids=make_prompt_ids(r, schedule.seed, vocab, token_range=token_range),
-                           max_tokens=r.n_out, min_tokens=r.n_out, ignore_eos=True)
-
-    return spec
-
-
 def run_bench(cfg: BenchConfig, adapter: Adapter, progress: Callable[[int, int], None] | None = None,
               planned: Plan | None = None) -> RunResult:
     """Measure one run on a started engine and save it under cfg.out_dir/<run_id>/; the engine stays up.
@@ -299,7 +267,7 @@ async def _measure(cfg: BenchConfig, p: Plan, adapter: Adapter, info: EngineInfo
     client = adapter.worker_client() if n_workers > 1 or n_ray else None
     cpu0 = time.process_time()
     if client is not None and n_ray:
-        from advisor.ray_workers import drive_ray_workers
+        from advisor.loadgen.ray_workers import drive_ray_workers
 
         task = asyncio.create_task(drive_ray_workers(
             client, p.schedule, n_workers, address=cfg.ray_address, timeout_s=cfg.timeout_s,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from advisor.records import RequestRecord
+from advisor.loadgen.records import RequestRecord
 from scenarios.types import Schedule
 
 

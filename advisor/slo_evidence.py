@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from advisor.loadgen.records import RequestRecord
 from advisor.metrics.distribution import Distribution
 from advisor.metrics.per_request import e2e_ms, tpot_ms, ttft_ms
 from advisor.metrics.summary import RunSummary
 from advisor.metrics.support import SloCheck, check_slo, count_over, n_over_bound
-from advisor.records import RequestRecord
 from advisor.store import RunResult, StoreError
 
 SLO_KEYS = ("ttft_ms", "tpot_ms", "e2e_ms")

@@ -21,10 +21,10 @@ import pyarrow.parquet as pq
 
 from adapters.base import EngineInfo
 from advisor.atomic import staged_folder, write_atomic
-from advisor.loadgen_info import LoadgenInfo
+from advisor.loadgen.info import LoadgenInfo
+from advisor.loadgen.records import RequestRecord
 from advisor.metrics.summary import RunSummary
 from advisor.metrics.verdict import Verdict
-from advisor.records import RequestRecord
 from advisor.redact import redact_text
 from advisor.run_schedule import RunSchedule
 from advisor.telemetry.record import TelemetrySummary

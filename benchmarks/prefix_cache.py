@@ -4,7 +4,7 @@
     python benchmarks/prefix_cache.py --engine vllm --server-python .venv-vllm/bin/python
     python benchmarks/prefix_cache.py --preset tiny --users 2 --sessions 1 --turns 3   # smoke run
 
-Every turn resends the conversation so far (advisor's session workload, `advisor.sessions`), so turn
+Every turn resends the conversation so far (advisor's session workload, `advisor.loadgen.sessions`), so turn
 k's prompt starts with turn k-1's prompt and answer. The server is launched by advisor (the openai
 adapter's `launch`), once per setting, with its prefix cache off or on:
 

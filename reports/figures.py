@@ -18,10 +18,10 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from advisor.loadgen.records import RequestRecord
 from advisor.metrics import per_request
 from advisor.metrics.distribution import Distribution, percentile_key
 from advisor.recommend.pareto import non_dominated
-from advisor.records import RequestRecord
 from advisor.store import RunResult, StoreError
 from advisor.telemetry.record import TelemetrySummary
 from reports.costs import RunPrice

@@ -4,7 +4,7 @@ The scenario's `sessions` block (spec.SessionSpec, after `fit` and overrides) dr
 of (scenario, effective settings) like the rest of a schedule: session starts, turns per session,
 message and answer lengths and think times are drawn from numpy Generators seeded from (seed, stream). Session j's turn count and its turns' lengths do not change when only the session
 rate or the number of users does. What this module does not decide: a turn's prompt (it holds the
-previous turn's real answer, so `advisor.sessions` builds it when the turn is sent) and, for open-loop
+previous turn's real answer, so `advisor.loadgen.sessions` builds it when the turn is sent) and, for open-loop
 sessions, when turns after the first are sent (a think time after the previous answer ended).
 """
 

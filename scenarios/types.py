@@ -85,12 +85,12 @@ class ScheduledRequest:
 
 @dataclass(frozen=True, slots=True)
 class SessionPlan:
-    """How a session schedule is driven (scenarios.sessions builds it; advisor.loadgen runs it).
+    """How a session schedule is driven (scenarios.sessions builds it; advisor.loadgen.drive runs it).
 
     Closed (`users` set): that many users, each taking the next whole session when its last one ended.
     Open (`users` None): a session starts at its turn 0's `t_sched_s`; turn k goes `think_s` after turn
     k-1 ended, and a turn falling due after `window_end_s` is not sent. The prompt of each turn is
-    built when it is sent (advisor.sessions), never here: it holds the previous turn's real answer.
+    built when it is sent (advisor.loadgen.sessions), never here: it holds the previous turn's real answer.
     """
 
     n_sessions: int

@@ -126,7 +126,7 @@ def catalog_from_flags(prices: Path | None, price: tuple[str, ...]) -> Any:
 
 def workers_from(value: str | int) -> int | str:
     """`--workers`: 'auto', an integer >= 1 or ray:N (a usage error otherwise)."""
-    from advisor.worker_spec import WorkersError, parse
+    from advisor.loadgen.worker_spec import WorkersError, parse
 
     try:
         return parse(value)

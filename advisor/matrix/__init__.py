@@ -4,5 +4,6 @@ needs), run here one after another or on a Ray cluster, every run saved into the
 - `plan`: the plan file as a validated model; `needs`: what a cell needs against what a node has;
 - `cell`: run one cell (the only caller of the benchmark library); `bundle`: run folders in transit;
 - `store`: the matrix's own file; `progress`: cell events into that file and onto the console;
-- `local`, `ray_runner` (+ `ray_task` on the nodes, `ray_connect`): the two ways to run; `run`: both.
+- `local`, `ray_runner` (+ `ray_task` on the nodes): the two ways to run; `run`: both (Ray connection:
+  `advisor.ray_connect`, shared with the load generator's Ray workers).
 """

@@ -44,7 +44,7 @@ def run_cell(cell: Cell, out_dir: Path, on_progress: Callable[[str], None] | Non
     """Run the cell's benchmark (one run, or its repeats) or sweep (its rates) on one engine; runs under `out_dir`.
 
     `cpus_held`: the CPUs a scheduler gave the cell (Ray); its `workers: auto` then uses no more than those,
-    and still one worker for a light open loop, by the same rule as here (advisor.workers.count).
+    and still one worker for a light open loop, by the same rule as here (advisor.loadgen.workers.count).
     """
     from advisor.bench import BenchConfig, bench_once, open_engine, plan, run_bench
 

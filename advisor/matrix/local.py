@@ -41,15 +41,15 @@ def check_local(log: CellLog) -> None:
 
 def _check_ray_workers(cell: Cell) -> None:
     """A `workers: ray:N` cell run here needs Ray installed: say so now, not after the cells before it ran."""
-    from advisor import worker_spec
-    from advisor.ray_workers import WorkerError, require_ray
+    from advisor.loadgen import worker_spec
+    from advisor.ray_connect import RayConnectError, import_ray
 
     if worker_spec.on_ray(worker_spec.parse(cell.workers)) is None:
         return
     try:
-        require_ray()
-    except WorkerError as e:
-        raise CellError(str(e).replace("--workers ray:N", f"workers: {cell.workers}")) from None
+        import_ray(f"workers: {cell.workers}")
+    except RayConnectError as e:
+        raise CellError(str(e)) from None
 
 
 def _cluster_only(cell: Cell) -> bool:

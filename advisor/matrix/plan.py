@@ -73,7 +73,7 @@ class Cell(BaseModel):
     max_output_tokens: int | None = None
     full_scale: bool = False
     timeout_s: float = 600.0  # per request
-    workers: int | str = "auto"  # load generators (advisor.worker_spec): auto, N, or ray:N actors; on Ray, auto: at most the CPUs held
+    workers: int | str = "auto"  # load generators (advisor.loadgen.worker_spec): auto, N, or ray:N actors; on Ray, auto: at most the CPUs held
     repeats: int = Field(1, ge=1, le=100)  # runs of the cell (per step for a sweep), grouped (advisor.repeats)
     restart_engine: bool = False  # a fresh engine for every repeat
     resources: dict[str, float] = Field(default_factory=dict)
@@ -269,7 +269,7 @@ def _check_runs(cell: Cell, problems: list[str]) -> None:
 
 def _check_workers(cell: Cell, problems: list[str]) -> None:
     import adapters
-    from advisor import worker_spec
+    from advisor.loadgen import worker_spec
 
     try:
         w = worker_spec.parse(cell.workers, name=f"cell '{cell.name}': workers")

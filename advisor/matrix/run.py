@@ -30,8 +30,8 @@ def run_matrix(matrix: MatrixFile, say: Callable[[str], None], *, ray_address: s
             return matrix
         _run(matrix, lambda: run_local(log))
         return matrix
-    from advisor.matrix.ray_connect import connect
     from advisor.matrix.ray_runner import RayRunner
+    from advisor.ray_connect import connect
 
     ray = connect(ray_address, say, ship_code=ship_code)
     try:

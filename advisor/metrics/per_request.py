@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from advisor.records import RequestRecord
+from advisor.loadgen.records import RequestRecord
 from scenarios.types import SLOs
 
 _NS_PER_MS = 1e6

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from advisor.loadgen.records import RequestRecord
 from advisor.metrics.distribution import json_float
 from advisor.metrics.per_request import completion_ns, ttft_sched_ms
 from advisor.metrics.throughput import completed_in
-from advisor.records import RequestRecord
 
 MIN_PER_THIRD = 5  # fewer requests than this in a third of the window: no trend reported
 UNFINISHED_KINDS = ("cancelled",)  # the run stopped before the request finished

@@ -16,13 +16,13 @@ from typing import Any, Literal
 
 import numpy as np
 
+from advisor.loadgen.records import RequestRecord
 from advisor.metrics import per_request as pr
 from advisor.metrics import throughput as tp
 from advisor.metrics.distribution import Distribution, json_float
 from advisor.metrics.lag import LagCheck, check_lag
 from advisor.metrics.saturation import UNFINISHED_KINDS, SaturationSignals, saturation_signals
 from advisor.metrics.turns import SessionStats, session_stats
-from advisor.records import RequestRecord
 from scenarios.types import Mode, SLOs
 
 NOT_SENT = "not_sent"  # error kind for a measured request the load generator never sent

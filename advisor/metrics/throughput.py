@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from advisor.loadgen.records import RequestRecord
 from advisor.metrics.per_request import completion_ns
-from advisor.records import RequestRecord
 
 _NS_PER_S = 1_000_000_000
 

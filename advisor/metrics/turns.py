@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.loadgen.records import RequestRecord
 from advisor.metrics import per_request as pr
 from advisor.metrics.distribution import Distribution, json_float
-from advisor.records import RequestRecord
 
 POOLED_FROM = 10  # turns 10, 11, ... share the row "10+"
 

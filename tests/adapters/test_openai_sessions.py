@@ -14,8 +14,8 @@ import pytest
 from adapters.base import RequestSpec
 from adapters.openai import OpenAIAdapter
 from adapters.openai_request import RequestShape
-from advisor.loadgen import drive
-from advisor.sessions import SessionPrompts
+from advisor.loadgen.drive import drive
+from advisor.loadgen.sessions import SessionPrompts
 from scenarios.catalog import scenario_from_dict
 from scenarios.schedule import build_schedule
 from tests.servers.mock_openai import MockOpenAIServer

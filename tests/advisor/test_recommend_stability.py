@@ -8,7 +8,7 @@ import pytest
 
 from advisor.catalog import load_catalog
 from advisor.hardware_detect import detect
-from advisor.loadgen_info import LoadgenInfo
+from advisor.loadgen.info import LoadgenInfo
 from advisor.metrics.verdict import Verdict
 from advisor.recommend.candidates import MeasuredRun
 from advisor.recommend.error_bars import _loo, ineligible

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from adapters.base import EngineInfo
+from advisor.loadgen.records import RequestRecord
 from advisor.metrics.summary import RunSummary
 from advisor.metrics.verdict import Verdict
-from advisor.records import RequestRecord
 from advisor.run_schedule import RunSchedule
 from advisor.store import RunResult, StoreError, list_runs, load_run
 from advisor.telemetry.record import TelemetrySummary

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.faults
 
 
 def _workers(proc) -> list[psutil.Process]:
-    return [c for c in psutil.Process(proc.pid).children() if "advisor.worker_process" in " ".join(c.cmdline())]
+    return [c for c in psutil.Process(proc.pid).children() if "advisor.loadgen.worker_process" in " ".join(c.cmdline())]
 
 
 def test_a_worker_killed_mid_run_loses_only_its_own_unfinished_requests(fault_server, tmp_path):

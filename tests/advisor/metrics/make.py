@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 
-from advisor.records import RequestRecord
+from advisor.loadgen.records import RequestRecord
 
 MS = 1_000_000  # ns per ms
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from adapters.base import Adapter, AdapterError, Chunk, RequestSpec
 from adapters.deadlines import DONE, EXPIRED, Deadlines
-from advisor.records import RequestRecord
+from advisor.loadgen.records import RequestRecord
 from scenarios.types import Schedule
 
 # Sleep until this close to a send time, then yield to the loop until it is due:
@@ -56,7 +56,7 @@ class SessionTurn(Protocol):
 
 @runtime_checkable
 class SessionSource(Protocol):
-    """Prompts of a multi-turn schedule (advisor.sessions.SessionPrompts), asked for in turn order per session."""
+    """Prompts of a multi-turn schedule (advisor.loadgen.sessions.SessionPrompts), asked for in turn order per session."""
 
     def __call__(self, i: int) -> RequestSpec: ...
     def turn(self, i: int) -> SessionTurn: ...
@@ -71,7 +71,7 @@ class LoadResult:
     wall_s: float
     interrupted: str | None = None  # why the run stopped early, if it did
     n_finished: int = 0  # requests that ended (successfully or not) before the run stopped
-    workers: list[dict[str, Any]] = field(default_factory=list)  # per worker: requests, CPU, send lag (advisor.workers)
+    workers: list[dict[str, Any]] = field(default_factory=list)  # per worker: requests, CPU, send lag (advisor.loadgen.workers)
     notes: tuple[str, ...] = ()  # what workers' adapters learned while serving
 
 
@@ -138,7 +138,7 @@ async def _drive(adapter: Adapter, schedule: Schedule, records: list[RequestReco
 
     tasks: set[asyncio.Task[None]] = set()
     if schedule.sessions is not None:
-        assert isinstance(specs, SessionSource), "a session schedule needs a SessionSource (advisor.sessions)"
+        assert isinstance(specs, SessionSource), "a session schedule needs a SessionSource (advisor.loadgen.sessions)"
         runner = _session_loop(schedule, records, specs, one, t0, tasks)
     elif schedule.mode == "closed":
         runner = _closed_loop(schedule, records, specs, one, t0)

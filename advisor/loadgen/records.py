@@ -31,10 +31,10 @@ class RequestRecord:
     session_id: int | None = None  # multi-turn sessions: which conversation, and which turn of it (0 first)
     turn: int | None = None
     n_in_shared: int = 0  # prompt tokens repeated verbatim from the previous turn's prompt + answer
-    turns_dropped: int = 0  # earlier turns dropped from this prompt to fit the context (advisor.sessions)
+    turns_dropped: int = 0  # earlier turns dropped from this prompt to fit the context (advisor.loadgen.sessions)
     error_kind: str | None = None
     error: str | None = None
-    worker: int = 0  # the load-generator worker that sent it (advisor.workers; 0 with one driver)
+    worker: int = 0  # the load-generator worker that sent it (advisor.loadgen.workers; 0 with one driver)
 
     @property
     def ok(self) -> bool:

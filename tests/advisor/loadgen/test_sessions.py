@@ -17,9 +17,9 @@ import adapters
 from adapters.base import Chunk, RequestSpec
 from adapters.fake import FakeAdapter, FakeOptions, answer_ids
 from advisor.bench import BenchConfig, BenchError, bench_once, check_fits, plan
-from advisor.loadgen import drive
+from advisor.loadgen.drive import drive
+from advisor.loadgen.sessions import SessionPrompts
 from advisor.metrics import summarize
-from advisor.sessions import SessionPrompts
 from scenarios.catalog import scenario_from_dict
 from scenarios.schedule import Overrides, build_schedule
 

@@ -6,7 +6,7 @@ round-robin in send order (`shard`), so every worker's load has the
 schedule's shape at 1/N of its rate, and a multi-turn session is never
 split (`shard_key`). Each worker is a process that attaches to the engine the
 driver started (`Adapter.attached`: no launch, no warm-up), runs
-`advisor.loadgen.drive` on its shard from one start time on the system's
+`advisor.loadgen.drive.drive` on its shard from one start time on the system's
 monotonic clock (`time.perf_counter_ns()` is CLOCK_MONOTONIC on Linux, the
 same in every process), and streams its raw records back as they end. The
 driver merges them into the list one process would have written, each
@@ -14,7 +14,7 @@ stamped with its worker id.
 
 A worker is anything that takes a `Shard`, a start time in its own clock and
 an `emit` callback (`run_shard`); here it is a process (`drive_workers`), on
-a Ray cluster an actor (`advisor.ray_workers`, `--workers ray:N`).
+a Ray cluster an actor (`advisor.loadgen.ray_workers`, `--workers ray:N`).
 What this does not do: move a crashed worker's load to the others (its
 requests become `worker` errors, the others' records are kept), or drive
 in-process engines (they keep one driver: one engine, one client).
@@ -36,9 +36,9 @@ import numpy as np
 
 from adapters.base import WorkerClient
 from adapters.placement import available_cpus
-from advisor.loadgen import LoadResult, Progress, cancel_handled
-from advisor.records import RequestRecord
-from advisor.worker_process import Shard
+from advisor.loadgen.drive import LoadResult, Progress, cancel_handled
+from advisor.loadgen.records import RequestRecord
+from advisor.loadgen.worker_process import Shard
 from scenarios.types import Schedule, ScheduledRequest
 
 START_MARGIN_S = 0.5  # from "go" to the common start: every worker is in its loop by then
@@ -242,13 +242,13 @@ def blank_records(schedule: Schedule) -> tuple[list[RequestRecord], dict[int, in
 
 
 def start_worker(shard_w: Shard) -> tuple[subprocess.Popen[bytes], Connection]:
-    """A worker process (`python -m advisor.worker_process`) and the driver's end of its socket.
+    """A worker process (`python -m advisor.loadgen.worker_process`) and the driver's end of its socket.
 
     A fresh interpreter, never a fork of this one (it runs an event loop and threads), and not
     multiprocessing's spawn either, which re-runs the caller's main script in the child.
     """
     mine, theirs = socket.socketpair()
-    proc = subprocess.Popen([sys.executable, "-m", "advisor.worker_process", str(theirs.fileno())],
+    proc = subprocess.Popen([sys.executable, "-m", "advisor.loadgen.worker_process", str(theirs.fileno())],
                             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
     theirs.close()
     conn = Connection(mine.detach())

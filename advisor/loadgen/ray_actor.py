@@ -1,9 +1,9 @@
 """One load-generator worker as a Ray actor: attach to the served engine, drive a shard, hand records back in batches.
 
-The driver (`advisor.ray_workers`) creates one `LoadActor` per shard; the actor attaches to the
+The driver (`advisor.loadgen.ray_workers`) creates one `LoadActor` per shard; the actor attaches to the
 engine from its node (`adapters.attach`, no launch, no warm-up) and builds its first prompts in
 its constructor. Then the driver reads the actor's clock a few times (`now_ns`, for
-`advisor.clock_sync`), sends the common start time translated into the actor's clock (`go`), and
+`advisor.loadgen.clock_sync`), sends the common start time translated into the actor's clock (`go`), and
 polls (`poll`) for the records `run_shard` emitted since the last poll, until the actor's report
 comes with them. `stop` cancels the run; what was measured still comes back through `poll`.
 
@@ -23,8 +23,8 @@ import threading
 import time
 from typing import Any
 
-from advisor.records import RequestRecord
-from advisor.worker_process import Shard
+from advisor.loadgen.records import RequestRecord
+from advisor.loadgen.worker_process import Shard
 
 
 def skew_clock(skew_ns: int) -> None:
@@ -57,8 +57,8 @@ class LoadActor:
         self.failed: str | None = None
         try:
             from adapters import attach
-            from advisor import eventloop
-            from advisor.bench import spec_source
+            from advisor.loadgen import eventloop
+            from advisor.loadgen.spec_source import spec_source
 
             self.adapter = attach(shard.client)
             self.specs = spec_source(shard.schedule, shard.client.info, self.adapter)
@@ -105,7 +105,7 @@ class LoadActor:
             self._out.extend(batch)
 
     def _run(self, start_ns: int) -> None:
-        from advisor import eventloop
+        from advisor.loadgen import eventloop
 
         cpu0, wall0 = time.process_time(), time.perf_counter()
         report: dict[str, Any] = {"worker": self.shard.worker, "pid": os.getpid(), "host": socket.gethostname(),
@@ -121,8 +121,8 @@ class LoadActor:
             self._report = report
 
     async def _main(self, start_ns: int) -> Any:
-        from advisor.loadgen import LoadResult
-        from advisor.worker_process import run_shard
+        from advisor.loadgen.drive import LoadResult
+        from advisor.loadgen.worker_process import run_shard
 
         with self._lock:
             self._loop = asyncio.get_running_loop()

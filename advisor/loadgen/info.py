@@ -2,8 +2,8 @@
 
 Written once by `advisor.bench`; `to_dict`/`from_dict` are its file form (a run written before a
 key existed reads it as None, and a run without `loadgen` at all reads as all None). Each worker's
-row stays a JSON object: local and Ray workers report different facts (`advisor.workers`,
-`advisor.ray_workers`), and only the console and the report show them.
+row stays a JSON object: local and Ray workers report different facts (`advisor.loadgen.workers`,
+`advisor.loadgen.ray_workers`), and only the console and the report show them.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class LoadgenInfo:
     signal: str | None = None
     n_finished: int | None = None
     timeout_s: float | None = None
-    event_loop: str | None = None  # advisor.eventloop's name of the loop used
+    event_loop: str | None = None  # advisor.loadgen.eventloop's name of the loop used
     json_codec: str | None = None  # adapters.json_codec's name of the JSON codec used (orjson or json)
     n_workers: int | None = None
     workers: list[dict[str, Any]] = field(default_factory=list)  # per load-generator worker

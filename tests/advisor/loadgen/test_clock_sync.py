@@ -1,4 +1,4 @@
-"""Clock offsets from round trips (advisor.clock_sync) and the `--workers` spellings (advisor.worker_spec): no Ray."""
+"""Clock offsets from round trips (advisor.loadgen.clock_sync) and the `--workers` spellings (advisor.loadgen.worker_spec): no Ray."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from advisor import clock_sync, worker_spec
-from advisor.clock_sync import ClockOffset
+from advisor.loadgen import clock_sync, worker_spec
+from advisor.loadgen.clock_sync import ClockOffset
 
 
 class _Link:

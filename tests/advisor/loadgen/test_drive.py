@@ -8,7 +8,7 @@ import pytest
 
 import adapters
 from adapters.base import RequestSpec
-from advisor.loadgen import drive
+from advisor.loadgen.drive import drive
 from scenarios.types import Schedule, ScheduledRequest, SLOs
 
 

@@ -12,8 +12,9 @@ import sys
 import pytest
 
 import adapters
-from advisor.bench import BenchConfig, bench_once, check_fits, spec_source
-from advisor.loadgen import drive
+from advisor.bench import BenchConfig, bench_once, check_fits
+from advisor.loadgen.drive import drive
+from advisor.loadgen.spec_source import spec_source
 from advisor.metrics import summarize
 from scenarios.catalog import scenario_from_dict
 from scenarios.schedule import build_schedule

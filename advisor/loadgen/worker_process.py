@@ -3,13 +3,13 @@
 `run_shard` is the worker itself, independent of how it is hosted: it gets a
 `Shard`, a start time in its own monotonic clock and an `emit` callback, and
 returns the shard's `LoadResult`. `worker_main` hosts it in a process started
-by `advisor.workers` (`python -m advisor.worker_process FD`) and talks to the driver over a socket:
+by `advisor.loadgen.workers` (`python -m advisor.loadgen.worker_process FD`) and talks to the driver over a socket:
 
     driver -> worker: Shard, then ("go", start_ns) | ("stop",)
     worker -> driver: ("ready",) | ("failed", why) | ("records", [RequestRecord]) | ("done", report)
 
-A worker on another host (`advisor.ray_actor`, `--workers ray:N`) calls `run_shard` the same way,
-with the start time translated into its clock (`advisor.clock_sync`) and `emit` buffering for the driver's polls.
+A worker on another host (`advisor.loadgen.ray_actor`, `--workers ray:N`) calls `run_shard` the same way,
+with the start time translated into its clock (`advisor.loadgen.clock_sync`) and `emit` buffering for the driver's polls.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.base import Adapter, WorkerClient
-from advisor import eventloop
-from advisor.loadgen import LoadResult, SpecSource, drive
-from advisor.records import RequestRecord
+from advisor.loadgen import eventloop
+from advisor.loadgen.drive import LoadResult, SpecSource, drive
+from advisor.loadgen.records import RequestRecord
 from scenarios.types import Schedule
 
 FLUSH_S = 0.05  # records go back at least this often while a run is on
@@ -90,7 +90,7 @@ def worker_main(conn: Any) -> None:
     try:
         from adapters import attach
         from adapters.placement import pin_self
-        from advisor.bench import spec_source
+        from advisor.loadgen.spec_source import spec_source
 
         pin_self(shard.cpus)
         adapter = attach(shard.client)

@@ -1,9 +1,9 @@
 """`--workers` (bench, sweep) and a matrix cell's `workers:`: how many load generators, and where.
 
     auto     one process per CPU the client may use (served engines; one driver otherwise, and one while an open
-             loop's peak rate is well within one process's measured capacity: advisor.workers.count)
+             loop's peak rate is well within one process's measured capacity: advisor.loadgen.workers.count)
     N        N processes on this machine
-    ray:N    N Ray actors spread over a Ray cluster's nodes (`advisor.ray_workers`)
+    ray:N    N Ray actors spread over a Ray cluster's nodes (`advisor.loadgen.ray_workers`)
 
 One parser for every spelling, so the CLI and the matrix plan say the same thing about a bad value.
 """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from advisor import eventloop
 from advisor.bench import BenchConfig, bench_once
+from advisor.loadgen import eventloop
 
 
 @pytest.mark.parametrize("choice", ["asyncio", "uvloop"])

@@ -47,7 +47,7 @@ class _Conversation:
 class SessionPrompts:
     """`turn(i)` builds schedule entry i's request from its conversation; `answered(i, chunks, ok)` records the answer.
 
-    Used by advisor.loadgen's session runner, which calls them in turn order within each session.
+    Used by advisor.loadgen.drive's session runner, which calls them in turn order within each session.
     """
 
     def __init__(self, schedule: Schedule, vocab_size: int, *, token_range: tuple[int, int],

@@ -1,9 +1,9 @@
 """`--workers ray:N`: one schedule sharded over N Ray actors on a cluster's nodes, one common start, records merged.
 
-The same sharding as local workers (`advisor.workers.shard`). Each shard goes to a `LoadActor`
-(`advisor.ray_actor`), placed with Ray's SPREAD strategy (one CPU each) so the actors land on as
+The same sharding as local workers (`advisor.loadgen.workers.shard`). Each shard goes to a `LoadActor`
+(`advisor.loadgen.ray_actor`), placed with Ray's SPREAD strategy (one CPU each) so the actors land on as
 many nodes as the cluster has. Every node's monotonic clock counts from its own boot, so the
-driver measures each actor's clock offset (`advisor.clock_sync`: round trips, the smallest RTT
+driver measures each actor's clock offset (`advisor.loadgen.clock_sync`: round trips, the smallest RTT
 kept), picks one start time t0 in its own clock and sends each actor t0 + its offset. An actor's
 records are relative to its start, which is t0 in the driver's clock; so they are the driver's
 times relative to t0 already, off by at most the offset's uncertainty (half the best round trip),
@@ -14,7 +14,7 @@ Records come back in batches while the run goes on (the driver polls every actor
 the task (Ctrl-C, SIGTERM) stops every actor and keeps what they measured. An actor that dies
 (its node or process gone) loses the requests it had not returned: they become `worker` errors,
 as with a local worker that dies. Only served engines: the engine URL must be reachable from
-every node the actors may land on.
+every node the actors may land on. Joining the cluster is `advisor.ray_connect`'s, as for the matrix.
 """
 
 from __future__ import annotations
@@ -28,12 +28,14 @@ from types import ModuleType
 from typing import Any
 
 from adapters.base import WorkerClient
-from advisor import clock_sync
-from advisor.clock_sync import ClockOffset
-from advisor.loadgen import LoadResult, Progress, cancel_handled
-from advisor.records import RequestRecord
-from advisor.worker_process import Shard
-from advisor.workers import WorkerError, blank_records, gathered, lag_and_cpu, mark_lost, shard
+from advisor.loadgen import clock_sync
+from advisor.loadgen.clock_sync import ClockOffset
+from advisor.loadgen.drive import LoadResult, Progress, cancel_handled
+from advisor.loadgen.records import RequestRecord
+from advisor.loadgen.worker_process import Shard
+from advisor.loadgen.workers import WorkerError, blank_records, gathered, lag_and_cpu, mark_lost, shard
+from advisor.ray_connect import RayConnectError, check_reachable, import_ray
+from advisor.ray_connect import connect as ray_connect
 from scenarios.types import Schedule
 
 START_MARGIN_S = 1.0  # from "go" to the common start: every actor has its start time by then
@@ -41,21 +43,18 @@ READY_TIMEOUT_S = 120.0  # actors placed and attached by then, else the run fail
 POLL_S = 0.1  # how often the driver collects records
 STOP_GRACE_S = 30.0
 SKEW_ENV = "ADVISOR_TEST_RAY_CLOCK_SKEW"  # tests only: "W:NS" adds NS to worker W's clock readings
-_INSTALL = "pip install 'inference-advisor[ray]' (in a checkout: pip install -e '.[ray]')"
 
 
-def require_ray() -> None:
-    """Ray is importable, else one line saying what to install."""
+def require_ray() -> ModuleType:
+    """The ray module, else one line saying what to install."""
     try:
-        import ray  # noqa: F401
-    except ImportError:
-        raise WorkerError(f"--workers ray:N needs Ray, which is not installed: {_INSTALL}") from None
+        return import_ray("--workers ray:N")
+    except RayConnectError as e:
+        raise WorkerError(str(e)) from None
 
 
 def preflight(address: str | None) -> None:
     """Ray installed and, where an address is given (or in RAY_ADDRESS), that cluster reachable; cheap, no init."""
-    from advisor.matrix.ray_connect import RayConnectError, check_reachable
-
     require_ray()
     given = address if address not in (None, "auto") else os.environ.get("RAY_ADDRESS")
     if given and given != "auto":
@@ -67,20 +66,15 @@ def preflight(address: str | None) -> None:
 
 def connect(address: str | None) -> ModuleType:
     """The ray module, connected: a cluster this process already joined (a matrix cell on Ray), else `address`."""
-    require_ray()
-    import ray
-
+    ray = require_ray()
     _ray_messages_to_stderr()
     if ray.is_initialized():
         return ray
-    from advisor.matrix.ray_connect import RayConnectError
-    from advisor.matrix.ray_connect import connect as ray_connect
-
     try:
         return ray_connect(address or "auto", lambda msg: print(f"advisor: {msg}", file=sys.stderr),
                            purpose="the run")
     except RayConnectError as e:
-        raise WorkerError(str(e).replace("--ray needs", "--workers ray:N needs")) from None
+        raise WorkerError(str(e)) from None
 
 
 def _ray_messages_to_stderr() -> None:
@@ -130,7 +124,7 @@ async def drive_ray_workers(client: WorkerClient, schedule: Schedule, n: int, *,
                             progress: Progress | None = None) -> LoadResult:
     """Run `schedule` on n Ray actors; the merged records, as one `drive` would return them."""
     ray = await asyncio.to_thread(connect, address)
-    from advisor.ray_actor import LoadActor
+    from advisor.loadgen.ray_actor import LoadActor
 
     cls = ray.remote(LoadActor)
     records, pos = blank_records(schedule)

@@ -7,9 +7,9 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
-from advisor import workers
 from advisor.bench import BenchConfig, BenchError, bench_once, plan
 from advisor.cli import cli
+from advisor.loadgen import workers
 from advisor.metrics.lag import LagCheck, held
 from advisor.store import load_run
 from scenarios.types import Schedule, ScheduledRequest, SLOs

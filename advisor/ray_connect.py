@@ -1,9 +1,12 @@
-"""Connect the driver to a Ray cluster: an address, or `auto` (RAY_ADDRESS, a cluster running here, else a new one).
+"""Ray connection, in one place: import ray, check an address, join a cluster (or start one), ship this checkout.
 
-An unreachable address is one line at once: the host and port are tried with a plain TCP connection
-(3 s) before `ray.init`, which would otherwise retry for minutes. Without the `ray` extra, `--ray` says
-what to install. `--ship-code` sends this checkout's packages to the workers (Ray's `py_modules`), for
-clusters whose nodes have advisor's dependencies but not advisor itself.
+Used by the matrix (`advisor matrix --ray`, `advisor.matrix.run`) and by the load generator's Ray workers
+(`--workers ray:N`, `advisor.loadgen.ray_workers`); it imports neither. An address is `HOST:PORT`, `ray://HOST[:PORT]`
+or `auto` (RAY_ADDRESS, a cluster running here, else a new one). An unreachable address is one line at once: the host
+and port are tried with a plain TCP connection (3 s) before `ray.init`, which would otherwise retry for minutes.
+Without the `ray` extra, the flag that needed Ray says what to install. `--ship-code` sends this checkout's packages
+to the workers (Ray's `py_modules`), for clusters whose nodes have advisor's dependencies but not advisor itself.
+What runs on Ray stays with its user: `advisor.matrix.ray_runner`/`ray_task`, `advisor.loadgen.ray_actor`.
 """
 
 from __future__ import annotations
@@ -25,11 +28,12 @@ class RayConnectError(RuntimeError):
     """No usable Ray cluster; the message says what to check or install."""
 
 
-def import_ray() -> ModuleType:
+def import_ray(needed_by: str = "--ray") -> ModuleType:
+    """The ray module; without it, one line: `needed_by` (the flag or setting that asked) needs Ray, and how to install it."""
     try:
         import ray
     except ImportError:
-        raise RayConnectError(f"--ray needs Ray, which is not installed: {INSTALL_HINT}") from None
+        raise RayConnectError(f"{needed_by} needs Ray, which is not installed: {INSTALL_HINT}") from None
     return ray
 
 
