@@ -395,6 +395,6 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     extra = {"server.log": Path(server_log)} if server_log and Path(server_log).is_file() else {}  # stays with it
     try:
         result.save(cfg.out_dir, load.records, extra_files=extra)
-    except OSError as e:  # measured but not written: the caller still shows it all (advisor.cli.bench)
+    except OSError as e:  # measured but not written: the caller still shows it all (advisor_cli.bench)
         raise RunNotSaved(result, Path(cfg.out_dir) / run_id, (*result.files, *extra), e) from None
     return result

@@ -26,7 +26,7 @@ from pathlib import Path
 
 def one(out: Path, extra: list[str]) -> dict:
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-c", "from advisor.cli import main; main()", "bench", "--scenario",
+    res = subprocess.run([sys.executable, "-c", "from advisor_cli import main; main()", "bench", "--scenario",
                           "copilot", "--out", str(out), "--json", *extra], capture_output=True, text=True)
     if res.returncode != 0:
         return {"status": "ERROR", "error": res.stderr.strip()[-300:]}

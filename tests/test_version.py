@@ -18,7 +18,7 @@ def test_the_distribution_name_is_not_the_registrys_other_advisor() -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert meta["name"] == own_engine.DISTRIBUTION == "inference-advisor"
     assert (tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["advisor"]
-            == "advisor.cli:main")  # the command keeps its name
+            == "advisor_cli:main")  # the command keeps its name
 
 
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not a git checkout")

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from advisor.cli.options import engine_flags, repeat_flags, run_flags, scenario_flags
+from advisor_cli.options import engine_flags, repeat_flags, run_flags, scenario_flags
 
 
 def _numbers(text: str | None, flag: str, conv: type) -> tuple | None:
@@ -59,8 +59,8 @@ def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float
       advisor sweep --resume 20261122-101500-sweep-copilot-own-3fa2c1
     """
     from advisor.bench import open_engine, plan
-    from advisor.cli.options import bench_config
     from advisor.sweep import SweepConfig, SweepError, check_unlocked, load_sweep, resume_config, run_sweep
+    from advisor_cli.options import bench_config
 
     resumed = None
     try:

@@ -43,7 +43,7 @@ def show_command(run: str, root: Path, as_json: bool) -> None:
 def print_sweep(sweep: Any) -> None:
     """Its steps (each a run `advisor show` prints), the capacity and why it stopped."""
     from advisor.capacity import capacity_text
-    from advisor.cli.sweep import step_line
+    from advisor_cli.sweep import step_line
 
     model = f", model {sweep.model}" if sweep.model else ""
     click.echo(f"sweep {sweep.sweep_id} ({sweep.state}): {sweep.scenario} on {sweep.engine}{model}")

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from advisor.cli.options import catalog_from_flags, price_flags
+from advisor_cli.options import catalog_from_flags, price_flags
 
 
 def _quality(path: Path | None) -> dict[str, float]:

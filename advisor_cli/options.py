@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 import click
 
-from advisor.cli.server_hardware import server_hardware_flags, server_hardware_from
+from advisor_cli.server_hardware import server_hardware_flags, server_hardware_from
 from scenarios.overrides import FLAGS
 
 
