@@ -35,6 +35,7 @@ SCHEMA = "advisor.sweep/2"
 READABLE = ("advisor.sweep/1", SCHEMA)
 SWEEP_FILE = "sweep.json"
 MAX_STEPS = 50
+MAX_REPEATS = 100  # runs per step (and per `advisor bench --repeats`)
 
 
 class SweepError(ValueError):
@@ -72,8 +73,8 @@ class SweepConfig:
     restart_engine: bool = False  # a fresh engine for every repeat
 
     def __post_init__(self) -> None:
-        if not 1 <= self.repeats <= 100:
-            raise SweepError(f"--repeats must be 1 to 100, got {self.repeats}")
+        if not 1 <= self.repeats <= MAX_REPEATS:
+            raise SweepError(f"--repeats must be 1 to {MAX_REPEATS}, got {self.repeats}")
         if self.rates is not None and self.concurrencies is not None:
             raise SweepError("give --rates or --concurrencies, not both")
         if self.rates is not None and (not self.rates or any(not 0 < r < float("inf") for r in self.rates)):
