@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from advisor import interrupts
-from advisor.sweep import MAX_REPEATS
+from advisor.run_config import MAX_REPEATS
 from advisor_cli.options import RUNS
 
 if TYPE_CHECKING:

@@ -19,8 +19,7 @@ from typing import Any, NoReturn
 
 import click
 
-from advisor.bench import BenchConfig
-from advisor.sweep import MAX_REPEATS, SweepConfig
+from advisor.run_config import MAX_REPEATS, BenchConfig, SweepConfig
 from advisor_cli.server_hardware import server_hardware_flags, server_hardware_from
 from scenarios.overrides import FLAGS
 from scenarios.prompts import MAX_PROMPT_TOKENS
@@ -189,7 +188,7 @@ def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: 
     A flag left at None (a caller without it) takes BenchConfig's own default; BenchConfig checks every
     value once (`--workers` included) and its BenchError becomes the usage error.
     """
-    from advisor.bench import BenchError
+    from advisor.run_config import BenchError
 
     if not scenario:
         fail("--scenario is required (see `advisor scenarios`)")

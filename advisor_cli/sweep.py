@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from advisor.sweep import SweepConfig
+from advisor.run_config import SweepConfig
 from advisor_cli.options import default, engine_flags, repeat_flags, run_flags, scenario_flags
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from advisor import bench
 from advisor.bench import BenchConfig
-from advisor.sweep import MAX_REPEATS, SweepConfig
+from advisor.run_config import MAX_REPEATS, SweepConfig
 from advisor_cli import cli
 from advisor_cli.options import bench_config
 
