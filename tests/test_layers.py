@@ -25,18 +25,30 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     return out
 
 
+def _upward(package: str, path: Path, shown: str) -> list[str]:
+    wrong = []
+    for line, target in _imports(path):
+        top = target.split(".")[0]
+        if top in LAYER and top != package and LAYER[top] >= LAYER[package]:
+            wrong.append(f"{shown}:{line} ({package}) imports {target} ({top}, a layer "
+                         f"{'above' if LAYER[top] > LAYER[package] else 'beside'} it)")
+    return wrong
+
+
 def test_no_import_points_up_a_layer():
     wrong = []
     for package in LAYER:
         for path in sorted((REPO / package).rglob("*.py")):
-            for line, target in _imports(path):
-                top = target.split(".")[0]
-                if top not in LAYER:
-                    continue
-                if top != package and LAYER[top] >= LAYER[package]:
-                    wrong.append(f"{path.relative_to(REPO)}:{line} ({package}) imports {target} ({top}, a layer "
-                                 f"{'above' if LAYER[top] > LAYER[package] else 'beside'} it)")
+            wrong += _upward(package, path, str(path.relative_to(REPO)))
     assert not wrong, "imports that point up:\n" + "\n".join(wrong)
+
+
+def test_the_walk_refuses_an_import_of_the_command_line(tmp_path):
+    source = tmp_path / "view.py"
+    source.write_text("def f():\n    from advisor_cli.options import RUNS\n    import reports.html\n")
+    assert _upward("reports", source, "reports/view.py") == [
+        "reports/view.py:2 (reports) imports advisor_cli.options (advisor_cli, a layer above it)"]
+    assert _upward("advisor_cli", source, "advisor_cli/view.py") == []  # the top floor may import every layer
 
 
 def test_the_walk_sees_every_layer():
