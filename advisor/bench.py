@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import os
 import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import adapters
 from adapters import json_codec, launch
@@ -32,28 +30,20 @@ from advisor.loadgen import eventloop, worker_spec, workers
 from advisor.loadgen.drive import LoadResult, drive
 from advisor.loadgen.info import LoadgenInfo
 from advisor.loadgen.spec_source import spec_source
-from advisor.loadgen.worker_spec import Workers
 from advisor.metrics import lag as lag_mod
 from advisor.metrics import summarize, verdict
 from advisor.metrics.summary import cut_by_stop
 from advisor.metrics.verdict import Verdict
+from advisor.run_config import DEFAULT_MAX_REQUEST_TOKENS, BenchConfig, BenchError
 from advisor.run_schedule import RunSchedule
 from advisor.run_window import capped, offered_in, planned_offered_rps, real_window_ns
 from advisor.store import RunNotSaved, RunResult, new_run_id
 from advisor.telemetry import Telemetry
 from scenarios.catalog import load_scenario
 from scenarios.prompts import MAX_PROMPT_TOKENS
-from scenarios.schedule import Overrides, build_schedule
+from scenarios.schedule import build_schedule
 from scenarios.spec import Scenario
 from scenarios.types import Schedule
-
-# Memory bounds (docs/metrics.md, "Memory bounds"): the longest request (prompt + output) advisor builds when the
-# engine states no context length; --max-request-tokens raises it up to scenarios.prompts.MAX_PROMPT_TOKENS.
-DEFAULT_MAX_REQUEST_TOKENS = 1_048_576
-
-
-class BenchError(ValueError):
-    """A benchmark that cannot run as asked; the message says what to change."""
 
 
 class RunInterrupted(interrupts.Interrupted):
@@ -62,46 +52,6 @@ class RunInterrupted(interrupts.Interrupted):
     def __init__(self, signum: int, result: RunResult) -> None:
         super().__init__(signum)
         self.result = result
-
-
-@dataclass(frozen=True)
-class BenchConfig:
-    scenario: str
-    engine: str = "own"
-    model: str | None = None
-    overrides: Overrides = field(default_factory=Overrides)
-    engine_options: dict[str, Any] = field(default_factory=dict)
-    out_dir: Path = Path("runs")
-    timeout_s: float = 600.0  # per request
-    max_run_s: float | None = None  # whole run; None: the schedule's length plus drain time
-    telemetry_interval_s: float = 1.0
-    workers: Workers = "auto"  # load generators (advisor.loadgen.worker_spec): auto, N processes here, or ray:N actors
-    auto_workers_cap: int | None = None  # `auto` uses at most this many (the CPUs a scheduler gave a matrix cell)
-    ray_address: str | None = None  # the Ray cluster for `ray:N` (None: auto, advisor.ray_connect)
-    max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS  # the ceiling when the engine states no context
-    server_hardware: dict[str, Any] | None = None  # a served engine's hardware (`--server-hardware`), into the manifest
-
-    def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "workers", worker_spec.parse(self.workers))
-        except worker_spec.WorkersError as e:
-            raise BenchError(str(e)) from None
-        cap = self.auto_workers_cap
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-            raise BenchError(f"auto_workers_cap must be a whole number >= 1 or None, got {cap!r}")
-        m = self.max_request_tokens
-        if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= MAX_PROMPT_TOKENS:
-            raise BenchError(f"--max-request-tokens must be a whole number from 1 to {MAX_PROMPT_TOKENS:,} (the most "
-                             f"advisor holds in memory for one request), got {m!r}")
-        if self.ray_address is not None and worker_spec.on_ray(self.workers) is None:
-            raise BenchError(f"--ray {self.ray_address}: the Ray cluster is for --workers ray:N; add it or drop --ray")
-        for name in ("timeout_s", "max_run_s", "telemetry_interval_s"):
-            v = getattr(self, name)
-            if v is None and name == "max_run_s":
-                continue
-            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
-                flag = {"timeout_s": "--timeout"}.get(name, name)
-                raise BenchError(f"{flag} must be a finite number of seconds > 0, got {v!r}")
 
 
 @dataclass(frozen=True)
@@ -363,6 +313,6 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     extra = {"server.log": Path(server_log)} if server_log and Path(server_log).is_file() else {}  # stays with it
     try:
         result.save(cfg.out_dir, load.records, extra_files=extra)
-    except OSError as e:  # measured but not written: the caller still shows it all (advisor.cli.bench)
+    except OSError as e:  # measured but not written: the caller still shows it all (advisor_cli.bench)
         raise RunNotSaved(result, Path(cfg.out_dir) / run_id, (*result.files, *extra), e) from None
     return result

@@ -28,17 +28,12 @@ from advisor.atomic import write_atomic
 from advisor.bench import BenchConfig, RunInterrupted, check_fits, plan, run_bench
 from advisor.capacity import Capacity, SweepPoint, capacity_from_sweep, stop_reason
 from advisor.redact import redact_text
+from advisor.run_config import SweepConfig, SweepError
 from advisor.store import RunResult, item_folder
-from scenarios.overrides import Overrides
 
 SCHEMA = "advisor.sweep/2"
 READABLE = ("advisor.sweep/1", SCHEMA)
 SWEEP_FILE = "sweep.json"
-MAX_STEPS = 50
-
-
-class SweepError(ValueError):
-    """A sweep that cannot run or be read; the message names the fix."""
 
 
 class SweepInterrupted(RunInterrupted):
@@ -58,71 +53,6 @@ class SweepInterrupted(RunInterrupted):
     def out_dir(self) -> Path:
         """The --out folder the sweep was saved under (where --resume must look)."""
         return self.sweep.path.parent if self.sweep.path is not None else Path("runs")
-
-
-@dataclass(frozen=True)
-class SweepConfig:
-    bench: BenchConfig  # engine, scenario, model, options and overrides of every step
-    rates: tuple[float, ...] | None = None  # explicit rates, else start x factor^i
-    concurrencies: tuple[int, ...] | None = None  # closed-loop users instead of rates
-    start_rps: float = 0.5
-    factor: float = 2.0
-    max_steps: int = 6
-    repeats: int = 1  # runs per step, grouped (advisor.repeats)
-    restart_engine: bool = False  # a fresh engine for every repeat
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.repeats <= 100:
-            raise SweepError(f"--repeats must be 1 to 100, got {self.repeats}")
-        if self.rates is not None and self.concurrencies is not None:
-            raise SweepError("give --rates or --concurrencies, not both")
-        if self.rates is not None and (not self.rates or any(not 0 < r < float("inf") for r in self.rates)):
-            raise SweepError(f"--rates must be positive numbers, e.g. 0.5,1,2,4; got {self.rates}")
-        if self.concurrencies is not None and (not self.concurrencies or any(
-                isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in self.concurrencies)):
-            raise SweepError(f"--concurrencies must be whole numbers >= 1, e.g. 1,2,4,8; got {self.concurrencies}")
-        if not (0 < self.start_rps < float("inf")) or not (1 < self.factor < float("inf")) \
-                or not 1 <= self.max_steps <= MAX_STEPS:
-            raise SweepError(f"need --start > 0, --factor > 1 and 1 <= --max-steps <= {MAX_STEPS}; got "
-                             f"{self.start_rps}, {self.factor}, {self.max_steps}")
-        if len(self.load_plan()) > MAX_STEPS:
-            raise SweepError(f"at most {MAX_STEPS} steps per sweep; got {len(self.load_plan())}")
-
-    @property
-    def unit(self) -> Literal["rps", "users"]:
-        return "users" if self.concurrencies is not None else "rps"
-
-    def load_plan(self) -> list[float]:
-        if self.concurrencies is not None:
-            return [float(c) for c in sorted(set(self.concurrencies))]
-        if self.rates is not None:
-            return sorted(set(self.rates))
-        return [round(self.start_rps * self.factor ** i, 6) for i in range(self.max_steps)]
-
-    def step_config(self, load: float) -> BenchConfig:
-        ov = (replace(self.bench.overrides, concurrency=int(load)) if self.unit == "users"
-              else replace(self.bench.overrides, rate_rps=load))
-        return replace(self.bench, overrides=ov)
-
-    def to_dict(self) -> dict[str, Any]:
-        b = self.bench
-        return {"scenario": b.scenario, "engine": b.engine, "model": b.model, "overrides": b.overrides.as_dict(),
-                "engine_options": dict(b.engine_options), "out_dir": str(b.out_dir), "timeout_s": b.timeout_s,
-                "workers": b.workers, "rates": list(self.rates) if self.rates is not None else None,
-                "concurrencies": list(self.concurrencies) if self.concurrencies is not None else None,
-                "start_rps": self.start_rps, "factor": self.factor, "max_steps": self.max_steps,
-                "repeats": self.repeats, "restart_engine": self.restart_engine}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any], out_dir: Path) -> SweepConfig:
-        bench = BenchConfig(scenario=d["scenario"], engine=d["engine"], model=d.get("model"),
-                            overrides=Overrides(**d.get("overrides", {})), engine_options=d.get("engine_options", {}),
-                            out_dir=out_dir, timeout_s=float(d.get("timeout_s", 600.0)),
-                            workers=d.get("workers", "auto"))  # a resumed sweep keeps its load-generator workers
-        return cls(bench, rates=tuple(d["rates"]) if d.get("rates") is not None else None,
-                   concurrencies=tuple(d["concurrencies"]) if d.get("concurrencies") is not None else None,
-                   start_rps=d.get("start_rps", 0.5), factor=d.get("factor", 2.0), max_steps=d.get("max_steps", 6),
-                   repeats=int(d.get("repeats", 1)), restart_engine=bool(d.get("restart_engine", False)))
 
 
 @dataclass

@@ -213,7 +213,7 @@ warmup_s: 1
 slos: {{}}
 """)
     out = work / "runs"
-    cmd = [sys.executable, "-c", "from advisor.cli import main; main()", "bench", "--scenario", str(scenario), "--engine", "openai",
+    cmd = [sys.executable, "-c", "from advisor_cli import main; main()", "bench", "--scenario", str(scenario), "--engine", "openai",
            "--url", args.url, "--workers", str(workers), "--out", str(out), "--json",
            *(a for o in opts for a in ("--opt", o))]
     server, kernel = ServerCPU(server_pids(args.url)), ServerCPU([], kernel=True)

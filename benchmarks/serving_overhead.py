@@ -57,7 +57,7 @@ def served(args: argparse.Namespace, c: int, work: Path, core_tok_s: float) -> d
     per_user = max(2, round((args.warmup + args.duration) * core_tok_s / (c * args.output_len)))
     scen.write_text(SCENARIO.format(p=args.prompt_len, o=args.output_len, c=c, d=args.duration, w=args.warmup,
                                     r=per_user))
-    cmd = [sys.executable, "-c", "import sys; from advisor.cli import main; sys.argv[0] = 'advisor'; main()",
+    cmd = [sys.executable, "-c", "import sys; from advisor_cli import main; sys.argv[0] = 'advisor'; main()",
            "bench", "--engine", "own", "--device", args.device, "--model", args.model, "--scenario", str(scen),
            "--out", str(work / "runs"), "--json", "--opt", f"max_batch={c}"]
     if args.threads:

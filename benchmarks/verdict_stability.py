@@ -26,7 +26,7 @@ from pathlib import Path
 
 def one(out: Path, extra: list[str]) -> dict:
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-c", "from advisor.cli import main; main()", "bench", "--scenario",
+    res = subprocess.run([sys.executable, "-c", "from advisor_cli import main; main()", "bench", "--scenario",
                           "copilot", "--out", str(out), "--json", *extra], capture_output=True, text=True,
                          env={**os.environ, "ADVISOR_EXIT_ZERO": "1"})  # INVALID is a verdict to count, not an error
     if res.returncode != 0:

@@ -18,7 +18,7 @@ def test_the_distribution_name_is_not_the_registrys_other_advisor() -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert meta["name"] == own_engine.DISTRIBUTION == "inference-advisor"
     assert (tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["advisor"]
-            == "advisor.cli:main")  # the command keeps its name
+            == "advisor_cli:main")  # the command keeps its name
 
 
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not a git checkout")
@@ -39,3 +39,15 @@ def test_code_shipped_to_a_ray_worker_says_it_is_the_drivers_version() -> None:
     out = subprocess.run([sys.executable, "-c", "import advisor; print(advisor.__version__)"], env=env, cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == "9.9.9+gabc1234"
+
+
+def test_the_entry_point_and_python_m_run_the_same_command() -> None:
+    """The console script's target resolves, and `python -m advisor_cli` is the same `advisor` (the top floor)."""
+    import importlib
+    import sys
+
+    module, _, name = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["advisor"].partition(":")
+    assert callable(getattr(importlib.import_module(module), name))
+    out = subprocess.run([sys.executable, "-m", "advisor_cli", "--version"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == f"advisor, version {advisor.__version__}"

@@ -24,32 +24,20 @@ import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from adapters.formats import limits, text_check, tokenizer_family
 from adapters.formats.check import ConversionError, Divergence, check_logits
+from adapters.formats.registry import FORMATS, Format
+from adapters.formats.registry import format_module as _module
 from own_engine import staging
 
-Format = Literal["gguf", "onnx", "openvino"]
-FORMATS: tuple[Format, ...] = ("gguf", "onnx", "openvino")
 MANIFEST = "manifest.json"
 _TOOLS = {"gguf": ("gguf", "llama-cpp-python"), "onnx": ("onnxruntime-genai", "onnxruntime"),
           "openvino": ("openvino", "openvino-tokenizers")}
 
 __all__ = ["FORMATS", "ConversionError", "Converted", "Divergence", "convert", "ensure_converted",
            "normalize_precision", "precisions", "converted_dir", "read_manifest", "logits_fn"]
-
-
-def _module(fmt: str) -> Any:
-    if fmt == "gguf":
-        from adapters.formats import gguf as mod
-    elif fmt == "onnx":
-        from adapters.formats import onnx as mod
-    elif fmt == "openvino":
-        from adapters.formats import openvino as mod
-    else:
-        raise ConversionError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
-    return mod
 
 
 def precisions(fmt: str) -> tuple[str, ...]:

@@ -116,11 +116,11 @@ def _short(ids: list[int]) -> str:
 
 def check(model_path: Path, fmt: str, out_dir: Path) -> TextCheck:
     """The text check of `fmt`'s tokenizer in the converted folder `out_dir` (the format module's `tokenizer_fn`)."""
-    from adapters.formats import _module
     from adapters.formats.check import ConversionError
+    from adapters.formats.registry import format_module
     from adapters.formats.tokenizer_family import detect
 
-    mod: Any = _module(fmt)
+    mod: Any = format_module(fmt)
     encode, decode, skip_special = mod.tokenizer_fn(out_dir)
     try:
         return compare(model_path, encode, decode, skip_special=skip_special)

@@ -158,7 +158,7 @@ class CountingFake(FakeAdapter):
 def test_a_sweep_starts_the_engine_once(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from advisor.cli import cli
+    from advisor_cli import cli
 
     monkeypatch.setitem(adapters.REGISTRY, "fake", replace(adapters.REGISTRY["fake"],
                                                            target="tests.adapters.test_contract:CountingFake"))

@@ -8,7 +8,7 @@ import shutil
 from click.testing import CliRunner
 
 from advisor.bench import BenchConfig, bench_once
-from advisor.cli import cli
+from advisor_cli import cli
 from reports.dashboard.data import load_runs
 from scenarios.overrides import Overrides
 

@@ -9,14 +9,14 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from advisor.cli import cli
+from advisor_cli import cli
 
 FAST = ["--engine", "fake", "--opt", "ttft_ms=5", "--opt", "tpot_ms=1", "--duration", "2", "--warmup", "0.5",
         "--rate", "20"]
 
 
 def _advisor(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "from advisor.cli import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from advisor_cli import main; main()", *args],
                           capture_output=True, text=True, timeout=120, cwd=cwd)
 
 

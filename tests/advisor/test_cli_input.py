@@ -8,7 +8,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from advisor.cli import cli, main
+from advisor_cli import cli, main
 from tests.servers.mock_openai import MockOpenAIServer
 
 FAST = ["--engine", "fake", "--opt", "ttft_ms=2", "--opt", "tpot_ms=1", "--duration", "1", "--rate", "20",

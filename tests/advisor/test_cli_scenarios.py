@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from plotly.offline import get_plotlyjs
 
-from advisor.cli import cli
+from advisor_cli import cli
 from scenarios.catalog import load_scenario
 from tests.scenarios.fit.make_logs import gamma_times, lognormal_lengths, openai_rows, write_jsonl
 

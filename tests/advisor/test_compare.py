@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from advisor.cli import cli
+from advisor_cli import cli
 from tests.advisor.recommend.runs import make_run, write_runs
 
 
@@ -87,7 +87,7 @@ def test_the_console_script_exits_1_on_a_regression(root):
     import sys
 
     def run(*args):
-        return subprocess.run([sys.executable, "-c", "from advisor.cli import main; main()", "compare", "--runs",
+        return subprocess.run([sys.executable, "-c", "from advisor_cli import main; main()", "compare", "--runs",
                                str(root), *args], capture_output=True, text=True, timeout=120)
 
     bad = run("base", "slow", "--max-regression", "10", "--json")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from advisor.cli import cli
+from advisor_cli import cli
 from tests.advisor.recommend.runs import make_run, write_runs
 
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from advisor import quality as tq
-from advisor.cli.verify import verify_command
+from advisor_cli.verify import verify_command
 from tests.adapters.formats.models import tiny_model
 
 

@@ -8,10 +8,10 @@ from dataclasses import replace
 from click.testing import CliRunner
 
 import adapters
-from advisor.cli import cli
 from advisor.repeats import group_runs
 from advisor.store import list_runs
 from advisor.sweep import load_sweep
+from advisor_cli import cli
 from tests.adapters.test_contract import CountingFake
 
 FAST = ["--engine", "fake", "--opt", "ttft_ms=2", "--opt", "tpot_ms=1", "--duration", "0.6", "--warmup", "0",

@@ -14,9 +14,9 @@ import torch
 from click.testing import CliRunner
 
 from advisor import interrupts, selftest
-from advisor.cli import cli
 from advisor.selftest_checks import greedy_disagreement, nvml_check
 from advisor.selftest_model import Check, SelftestConfig
+from advisor_cli import cli
 
 
 def _passing() -> Check:

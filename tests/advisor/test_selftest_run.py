@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_selftest_on_cpu_passes_and_writes_both_documents(tmp_path):
     out = tmp_path / "st"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.run([sys.executable, "-c", "from advisor.cli import main; main()", "selftest", "--device", "cpu",
+    proc = subprocess.run([sys.executable, "-c", "from advisor_cli import main; main()", "selftest", "--device", "cpu",
                            "--quick", "--out", str(out)], capture_output=True, text=True, timeout=1200, env=env)
     doc = json.loads((out / "selftest.json").read_text())
     assert proc.returncode == 0, (proc.stderr[-3000:], doc["failed"])

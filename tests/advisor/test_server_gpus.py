@@ -10,9 +10,9 @@ import click
 import pytest
 
 from advisor.catalog import load_catalog
-from advisor.cli.options import bench_config
 from advisor.recommend import Constraints, recommend
 from advisor.server_gpus import parse_dcgm
+from advisor_cli.options import bench_config
 from tests.advisor.recommend.runs import loaded, make_run
 
 

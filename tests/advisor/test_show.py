@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from advisor.bench import BenchConfig, RunInterrupted
-from advisor.cli import cli
 from advisor.sweep import SweepConfig, run_sweep
+from advisor_cli import cli
 from tests.advisor.test_sweep_interrupted import measure_until_signal
 
 

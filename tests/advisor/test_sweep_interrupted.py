@@ -7,9 +7,9 @@ import signal
 import pytest
 
 from advisor.bench import BenchConfig, RunInterrupted
-from advisor.cli import _interrupted
 from advisor.store import RunResult
 from advisor.sweep import SweepConfig, SweepInterrupted, load_sweep, run_sweep
+from advisor_cli import _interrupted
 from tests.advisor.recommend.runs import make_run
 
 

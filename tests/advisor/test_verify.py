@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from advisor.cli.verify import verify_command
 from advisor.verify import VARIANTS, Variant, VariantResult, VerifyReport, verify
+from advisor_cli.verify import verify_command
 from tests.adapters.formats.models import tiny_model
 
 

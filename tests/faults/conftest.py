@@ -86,13 +86,13 @@ slos: {{ttft_ms: 1000, tpot_ms: 100}}
 
 def advisor(*args: str, env: dict | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     """A real `advisor` process (the console entry point), run to the end."""
-    return subprocess.run([sys.executable, "-c", "from advisor.cli import main; main()", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-c", "from advisor_cli import main; main()", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def advisor_bg(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
     """A real `advisor` process in the background (to signal it)."""
-    return subprocess.Popen([sys.executable, "-c", "from advisor.cli import main; main()", *args], cwd=cwd or ROOT,
+    return subprocess.Popen([sys.executable, "-c", "from advisor_cli import main; main()", *args], cwd=cwd or ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

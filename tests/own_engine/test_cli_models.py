@@ -9,8 +9,8 @@ import shlex
 import pytest
 from click.testing import CliRunner
 
-from advisor.cli.generate import generate_command
-from advisor.cli.models import models_group
+from advisor_cli.generate import generate_command
+from advisor_cli.models import models_group
 from own_engine import reference
 
 

@@ -22,7 +22,7 @@ from tests.advisor.matrix.plans import write_plan
 from tests.ray.cluster import NodeSpec
 
 pytestmark = pytest.mark.ray
-CMD = [sys.executable, "-c", "from advisor.cli import main; main()", "matrix"]
+CMD = [sys.executable, "-c", "from advisor_cli import main; main()", "matrix"]
 
 
 def env(**extra: str) -> dict[str, str]:

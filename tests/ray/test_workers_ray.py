@@ -23,7 +23,7 @@ from advisor.store import load_run
 from tests.faults.conftest import fault_server, write_scenario  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.ray
-CMD = [sys.executable, "-c", "from advisor.cli import main; main()", "bench"]
+CMD = [sys.executable, "-c", "from advisor_cli import main; main()", "bench"]
 SKEW_NS = 5_000_000_000
 
 

@@ -94,7 +94,7 @@ def test_int8_and_int4_drift_more_than_fp16_and_text_is_readable(smollm2) -> Non
 def test_generate_prints_readable_text(smollm2) -> None:
     from click.testing import CliRunner
 
-    from advisor.cli import cli
+    from advisor_cli import cli
 
     folder, _ = smollm2
     res = CliRunner().invoke(cli, ["generate", "--engine", "own", "--model", str(folder), "--prompt",
@@ -108,7 +108,7 @@ def test_create_from_package_one_command(smollm2_gguf: Path, tmp_path: Path, mon
     """`models create NAME --from WHEEL` on the downloaded wheel (no second download)."""
     from click.testing import CliRunner
 
-    from advisor.cli import cli
+    from advisor_cli import cli
 
     wheel = next(smollm2_gguf.parent.glob("*.whl"), None)
     if wheel is None:

@@ -18,7 +18,7 @@ pytest.importorskip("streamlit")
 
 def test_dashboard_command_serves_the_packaged_app_and_stops_on_ctrl_c(tmp_path):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", "from advisor.cli import main; main()", "dashboard", "--runs",
+    proc = subprocess.Popen([sys.executable, "-c", "from advisor_cli import main; main()", "dashboard", "--runs",
                              str(tmp_path), "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=tmp_path)  # not the checkout: the app must come from the package
     try:
@@ -44,7 +44,7 @@ def test_dashboard_needs_its_extra_and_says_so(monkeypatch):
 
     from click.testing import CliRunner
 
-    from advisor.cli import cli
+    from advisor_cli import cli
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "streamlit" else real(n, *a))

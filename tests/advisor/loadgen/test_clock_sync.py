@@ -85,7 +85,7 @@ def test_bad_ray_workers_fail_before_anything_runs(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
     from advisor.bench import BenchConfig, BenchError, plan
-    from advisor.cli import cli
+    from advisor_cli import cli
 
     def bench(*args: str):
         return CliRunner().invoke(cli, ["bench", "--scenario", "chat", "--out", str(tmp_path), *args])

@@ -38,7 +38,7 @@ def test_a_12000_request_trace_starts_at_once_and_stays_under_500_mb(tmp_path):
         "workload: {trace: {file: long.jsonl}}\narrival: {process: trace, speed: 40}\n"
         "duration_s: 700\nwarmup_s: 0\n")
     t_start = time.monotonic_ns()
-    proc = subprocess.Popen([sys.executable, "-c", "from advisor.cli import main; main()", "bench", "--scenario",
+    proc = subprocess.Popen([sys.executable, "-c", "from advisor_cli import main; main()", "bench", "--scenario",
                              str(tmp_path / "long.yaml"), "--engine", "fake", "--out", str(tmp_path / "runs"),
                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     me = psutil.Process(proc.pid)

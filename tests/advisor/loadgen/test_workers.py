@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from advisor.bench import BenchConfig, BenchError, bench_once, plan
-from advisor.cli import cli
 from advisor.loadgen import workers
 from advisor.metrics.lag import LagCheck, held
 from advisor.store import load_run
+from advisor_cli import cli
 from scenarios.types import Schedule, ScheduledRequest, SLOs
 from tests.servers.mock_openai import MockOpenAIServer
 

@@ -11,15 +11,15 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from advisor.cli import cli
 from advisor.store import list_runs, load_run
 from advisor.sweep import load_sweep
+from advisor_cli import cli
 from tests.advisor.matrix.plans import write_plan
 
 
 def advisor(*args: str, code: str = "") -> subprocess.CompletedProcess[str]:
     """The real entry point (exit codes and error lines as a user sees them)."""
-    return subprocess.run([sys.executable, "-c", f"{code}from advisor.cli import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", f"{code}from advisor_cli import main; main()", *args],
                           capture_output=True, text=True, timeout=120)
 
 
@@ -100,7 +100,7 @@ def test_sigterm_keeps_finished_cells_and_resume_runs_the_rest(tmp_path):
     plan = write_plan(tmp_path, [{"name": "first", "rate": 10}, {"name": "long", "rate": 10, "duration": 8},
                                  {"name": "last", "rate": 10}])
     runs = tmp_path / "runs"
-    cmd = [sys.executable, "-c", "from advisor.cli import main; main()", "matrix", str(plan), "--out", str(runs)]
+    cmd = [sys.executable, "-c", "from advisor_cli import main; main()", "matrix", str(plan), "--out", str(runs)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait until the second cell has been running for a while
@@ -140,9 +140,9 @@ def test_a_ray_workers_cell_without_ray_fails_the_check_before_anything_runs(tmp
 
 
 def test_the_table_shows_a_failed_cells_reason_verbatim(tmp_path, capsys):
-    from advisor.cli.matrix import _report
     from advisor.matrix.plan import load_plan
     from advisor.matrix.store import MatrixFile
+    from advisor_cli.matrix import _report
 
     m = MatrixFile("m", tmp_path, load_plan(write_plan(tmp_path, [{"name": "bad"}])), "local")
     m.cells["bad"].state, m.cells["bad"].error = "failed", "needs Ray: pip install 'inference-advisor[ray]'"

@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from advisor.cli.hardware import hardware_command
-from advisor.cli.recommend import recommend_command
+from advisor_cli.hardware import hardware_command
+from advisor_cli.recommend import recommend_command
 from tests.advisor.recommend.runs import make_run, write_runs
 
 L4 = [{"name": "NVIDIA L4", "memory_gb": 24.0}]

@@ -9,13 +9,13 @@ import pytest
 from click.testing import CliRunner
 
 from advisor.catalog import load_catalog
-from advisor.cli.recommend import recommend_command
-from advisor.cli.sweep import sweep_command
 from advisor.metrics.intervals import Interval
 from advisor.recommend import Constraints, recommend
 from advisor.recommend.candidates import Candidate
 from advisor.recommend.ranking import evaluate
 from advisor.slo_evidence import RunSample
+from advisor_cli.recommend import recommend_command
+from advisor_cli.sweep import sweep_command
 from tests.advisor.recommend.runs import dist, loaded, make_run, write_runs
 
 L4 = [{"name": "NVIDIA L4", "memory_gb": 24.0}]

@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from advisor.catalog import load_catalog
-from advisor.cli.recommend import recommend_command
 from advisor.recommend import Constraints, recommend
+from advisor_cli.recommend import recommend_command
 from tests.advisor.recommend.runs import loaded, make_run, write_runs
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cli.recommend import _quality
 from advisor.verify import VariantResult, VerifyReport
+from advisor_cli.recommend import _quality
 
 
 def test_verify_json_feeds_recommend(tmp_path: Path) -> None:

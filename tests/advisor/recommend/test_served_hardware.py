@@ -43,7 +43,7 @@ def test_openai_run_with_declared_h100_is_priced_as_one():
 
 
 def test_unknown_server_hardware_id_lists_the_valid_ones():
-    from advisor.cli import cli
+    from advisor_cli import cli
 
     res = CliRunner().invoke(cli, ["bench", "--scenario", "chat", "--engine", "openai", "--url", "http://127.0.0.1:9",
                                    "--server-hardware", "h100-sxxm"])
@@ -55,7 +55,7 @@ def test_unknown_server_hardware_id_lists_the_valid_ones():
 
 def test_the_declaration_goes_into_the_manifest():
     from advisor import manifest
-    from advisor.cli.options import bench_config
+    from advisor_cli.options import bench_config
 
     cfg = bench_config(scenario="chat", engine="openai", model=None, opts=(), threads=None, device=None,
                        url="http://127.0.0.1:9", launch=None, out_dir=".", timeout_s=10.0,

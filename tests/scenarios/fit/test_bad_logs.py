@@ -78,7 +78,7 @@ def test_output_must_be_yaml(tmp_path: Path) -> None:
 
 
 def _advisor(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "from advisor.cli import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from advisor_cli import main; main()", *args],
                           capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
@@ -108,7 +108,7 @@ def test_cli_errors_are_one_line_without_traceback(tmp_path: Path, args: list[st
 def test_cli_usage_errors_name_the_flag(args: list[str], message: str) -> None:
     from click.testing import CliRunner
 
-    from advisor.cli import cli
+    from advisor_cli import cli
 
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 2 and message in res.output

@@ -26,7 +26,7 @@ LINE = ('{"id":"req-%d","created":%.3f,"model":"m1","session_id":"s%d","messages
 FIT = ("import atexit, re, sys\n"
        "atexit.register(lambda: sys.stderr.write('maxrss_kb=%s\\n' % "
        "re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)))\n"
-       "from advisor.cli import main\n"
+       "from advisor_cli import main\n"
        "main()\n")
 
 

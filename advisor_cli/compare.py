@@ -23,6 +23,7 @@ import click
 from advisor.metrics.intervals import Interval
 from advisor.repeats import FIGURE_BY_KEY, FIGURES, RepeatGroup, find_group
 from advisor.store import RESULT_FILE, RunResult, StoreError, item_folder, list_runs, load_run
+from advisor_cli.options import RUNS
 
 COST_KEY = "usd_per_1m_output"
 
@@ -150,7 +151,7 @@ def _side(group: RepeatGroup) -> dict[str, Any]:
 @click.command("compare")
 @click.argument("a", metavar="A")
 @click.argument("b", metavar="B")
-@click.option("--runs", "root", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
+@click.option("--runs", "root", type=click.Path(file_okay=False, path_type=Path), default=RUNS,
               show_default=True, help="Folder of saved runs (ids and repeat groups are looked up here).")
 @click.option("--max-regression", "max_regression_pct", type=click.FloatRange(min=0), default=None, metavar="PCT",
               help="Exit 1 when a figure of B is worse than A's beyond both intervals and by more than PCT percent.")

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from advisor.cli.options import catalog_from_flags, price_flags
+from advisor_cli.options import RUNS, catalog_from_flags, price_flags
 
 
 def _quality(path: Path | None) -> dict[str, float]:
@@ -36,7 +36,7 @@ def _quality(path: Path | None) -> dict[str, float]:
 
 @click.command("recommend")
 @click.option("--scenario", "-s", default=None, help="Only runs of this scenario.")
-@click.option("--runs", "root", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
+@click.option("--runs", "root", type=click.Path(path_type=Path), default=RUNS, show_default=True,
               help="Folder of saved runs.")
 @click.option("--constraints", "constraints_file", type=click.Path(path_type=Path), default=None,
               help="Constraints YAML (flags win over it).")

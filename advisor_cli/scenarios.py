@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from advisor.cli.options import fail
+from advisor_cli.options import fail
 
 
 def _list(as_json: bool) -> None:

@@ -1,7 +1,8 @@
-"""The `advisor` command line: one group, each command in the module named for it (advisor/cli/<command>.py).
+"""The `advisor` command line: one group, each command in the module named for it (advisor_cli/<command>.py).
 
 Shared flags live in `options.py` (declared once for bench, sweep and matrix). The command line is the
-entry point: it sits on top of every layer (it may import reports/), and nothing imports it.
+top floor, a package of its own above reports/ (docs/map.md): it may import every layer, and nothing
+imports it.
 
 Commands import their heavy dependencies (torch, engines) only when they run,
 so `advisor --help` is instant. Every user error ends in a one-line message
@@ -20,7 +21,7 @@ import click
 
 from advisor import __version__
 
-# Every sub-command, one module each under advisor/cli/ (attached to the main group in this order).
+# Every sub-command, one module each under advisor_cli/ (attached to the main group in this order).
 _COMMANDS = ("bench", "sweep", "matrix", "show", "scenarios", "engines", "models", "generate", "verify", "recommend",
              "hardware", "report", "compare", "dashboard", "selftest")
 
@@ -41,7 +42,7 @@ def cli() -> None:
 
 def _attach() -> None:
     for name in _COMMANDS:
-        module = importlib.import_module(f"advisor.cli.{name}")
+        module = importlib.import_module(f"advisor_cli.{name}")
         cmd = next(v for k, v in vars(module).items() if isinstance(v, click.Command) and v.name == name
                    and not k.startswith("_"))
         cli.add_command(cmd)

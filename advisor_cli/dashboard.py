@@ -9,9 +9,11 @@ from pathlib import Path
 
 import click
 
+from advisor_cli.options import RUNS
+
 
 @click.command("dashboard")
-@click.option("--runs", "root", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
+@click.option("--runs", "root", type=click.Path(file_okay=False, path_type=Path), default=RUNS,
               show_default=True, help="Folder of saved runs the dashboard shows (and where its Run page saves).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True, help="Port to serve on.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback by default).")

@@ -11,12 +11,14 @@ from pathlib import Path
 
 import click
 
+from advisor_cli.options import RUNS
+
 
 @click.command("report")
 @click.argument("items", nargs=-1, metavar="RUN_OR_SWEEP...")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("report.html"),
               show_default=True, help="HTML file to write.")
-@click.option("--runs", "root", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
+@click.option("--runs", "root", type=click.Path(file_okay=False, path_type=Path), default=RUNS,
               show_default=True, help="Folder of saved runs (run and sweep ids are looked up here).")
 @click.option("--constraints", "constraints_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Constraints YAML for the recommendation (SLOs, peak load, budget, hardware; see `advisor recommend`).")

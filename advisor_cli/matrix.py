@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 import click
 
 from advisor import interrupts
+from advisor.run_config import MAX_REPEATS
+from advisor_cli.options import RUNS
 
 if TYPE_CHECKING:
     from advisor.matrix.store import MatrixFile
@@ -22,13 +24,13 @@ if TYPE_CHECKING:
                    "running here, else a new local one). Needs the `ray` extra.")
 @click.option("--resume", "resume_id", default=None, metavar="MATRIX_ID",
               help="Run the cells of this matrix that did not finish (its plan is the recorded one).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
-              show_default=True, help="Runs store: every run, sweep and the matrix file go here.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=RUNS, show_default=True, help="Runs store: every run, sweep and the matrix file go here.")
 @click.option("--check", "check_only", is_flag=True, help="Check the plan (and its placement) and run nothing.")
 @click.option("--ship-code", is_flag=True, help="With --ray: send this install's advisor code to the workers.")
 @click.option("--node-wait", "node_wait_s", type=float, default=0.0, show_default=True,
               help="With --ray on an autoscaling cluster: seconds a cell may wait for a node that can run it.")
-@click.option("--repeats", type=click.IntRange(1, 100), default=None,
+@click.option("--repeats", type=click.IntRange(1, MAX_REPEATS), default=None,
               help="Run every cell N times (a cell's own `repeats:` wins); each repeat an ordinary run, grouped.")
 @click.option("--json", "as_json", is_flag=True, help="Print the matrix file at the end and nothing else on stdout.")
 def matrix_command(plan_file: Path | None, ray_address: str | None, resume_id: str | None, out_dir: Path,

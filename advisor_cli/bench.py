@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from advisor.cli.options import bench_config, engine_flags, repeat_flags, run_flags, scenario_flags
+from advisor_cli.options import bench_config, engine_flags, repeat_flags, run_flags, scenario_flags
 
 # Exit codes by verdict (README, "Exit codes"): CI can gate on them; --exit-zero (or ADVISOR_EXIT_ZERO=1) gives 0.
 VERDICT_EXIT = {"VALID": 0, "SATURATED": 0, "INVALID": 3, "FAILED": 4}

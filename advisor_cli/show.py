@@ -8,10 +8,12 @@ from typing import Any
 
 import click
 
+from advisor_cli.options import RUNS
+
 
 @click.command("show")
 @click.argument("run", metavar="RUN_OR_SWEEP")
-@click.option("--runs", "root", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
+@click.option("--runs", "root", type=click.Path(path_type=Path), default=RUNS, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the saved result.json (a sweep: its sweep.json).")
 def show_command(run: str, root: Path, as_json: bool) -> None:
     """Show a saved run or sweep (a folder, or an id under --runs)."""
@@ -43,7 +45,7 @@ def show_command(run: str, root: Path, as_json: bool) -> None:
 def print_sweep(sweep: Any) -> None:
     """Its steps (each a run `advisor show` prints), the capacity and why it stopped."""
     from advisor.capacity import capacity_text
-    from advisor.cli.sweep import step_line
+    from advisor_cli.sweep import step_line
 
     model = f", model {sweep.model}" if sweep.model else ""
     click.echo(f"sweep {sweep.sweep_id} ({sweep.state}): {sweep.scenario} on {sweep.engine}{model}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from advisor.cli.options import catalog_from_flags, price_flags
+from advisor_cli.options import catalog_from_flags, price_flags
 
 
 @click.command("hardware")

@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from advisor.cli.options import engine_flags, repeat_flags, run_flags, scenario_flags
+from advisor.run_config import SweepConfig
+from advisor_cli.options import default, engine_flags, repeat_flags, run_flags, scenario_flags
 
 
 def _numbers(text: str | None, flag: str, conv: type) -> tuple | None:
@@ -42,9 +43,11 @@ def _given(*params: str) -> list[str]:
 @click.option("--rates", default=None, help="Comma-separated request rates, e.g. 0.5,1,2,4.")
 @click.option("--concurrencies", default=None, help="Comma-separated closed-loop users, e.g. 1,2,4,8 "
               "(closed-loop scenarios: capacity in concurrent users).")
-@click.option("--start", "start_rps", type=float, default=0.5, show_default=True, help="First rate (req/s).")
-@click.option("--factor", type=float, default=2.0, show_default=True, help="Rate multiplier per step.")
-@click.option("--max-steps", type=int, default=6, show_default=True)
+@click.option("--start", "start_rps", type=float, default=default(SweepConfig, "start_rps"), show_default=True,
+              help="First rate (req/s).")
+@click.option("--factor", type=float, default=default(SweepConfig, "factor"), show_default=True,
+              help="Rate multiplier per step.")
+@click.option("--max-steps", type=int, default=default(SweepConfig, "max_steps"), show_default=True)
 @click.option("--resume", "resume_id", default=None, metavar="SWEEP_ID",
               help="Go on with an interrupted sweep (its saved settings; finished steps are not run again).")
 def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float, factor: float, max_steps: int,
@@ -59,8 +62,8 @@ def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float
       advisor sweep --resume 20261122-101500-sweep-copilot-own-3fa2c1
     """
     from advisor.bench import open_engine, plan
-    from advisor.cli.options import bench_config
-    from advisor.sweep import SweepConfig, SweepError, check_unlocked, load_sweep, resume_config, run_sweep
+    from advisor.sweep import SweepError, check_unlocked, load_sweep, resume_config, run_sweep
+    from advisor_cli.options import bench_config
 
     resumed = None
     try:

@@ -3,25 +3,43 @@
 `engine_flags`, `scenario_flags` and `run_flags` are decorators; a command that
 takes them receives the values as keyword arguments and turns them into a
 `BenchConfig` with `bench_config(...)`. The scenario flags' names come from
-`scenarios.overrides.FLAGS` (the one flag-name map). A zero that means
-something is kept (`--warmup 0`); a bad value is a usage error naming the flag
-and the valid range, raised before anything runs.
+`scenarios.overrides.FLAGS` (the one flag-name map). A flag's default is the
+config type's (`default(BenchConfig, "timeout_s")`): declared once, in the type
+the flag fills, and checked once, there (`--workers` is parsed by `BenchConfig`).
+A zero that means something is kept (`--warmup 0`); a bad value is a usage
+error naming the flag and the valid range, raised before anything runs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
-from advisor.cli.server_hardware import server_hardware_flags, server_hardware_from
+from advisor.run_config import MAX_REPEATS, BenchConfig, SweepConfig
+from advisor_cli.server_hardware import server_hardware_flags, server_hardware_from
 from scenarios.overrides import FLAGS
+from scenarios.prompts import MAX_PROMPT_TOKENS
 
 
 def fail(message: str) -> NoReturn:
     raise click.UsageError(message)
+
+
+def default(config: type, name: str) -> Any:
+    """The default a config dataclass declares for `name`: a flag that fills that field shows and uses it."""
+    found = next(f for f in dataclasses.fields(config) if f.name == name)
+    if found.default is not dataclasses.MISSING:
+        return found.default
+    if found.default_factory is not dataclasses.MISSING:
+        return found.default_factory()
+    raise TypeError(f"{config.__name__}.{name} declares no default")
+
+
+RUNS: Path = default(BenchConfig, "out_dir")  # the runs store: --out of bench/sweep/matrix, --runs of the readers
 
 
 def _stack(options: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
@@ -58,7 +76,7 @@ def scenario_flags(*, skip: tuple[str, ...] = ()) -> Callable[[Any], Any]:
 
 
 engine_flags = _stack([
-    click.option("--engine", "-e", default="own", show_default=True, help="Engine adapter (see `advisor engines`)."),
+    click.option("--engine", "-e", default=default(BenchConfig, "engine"), show_default=True, help="Engine adapter (see `advisor engines`)."),
     click.option("--model", "-m", default=None,
                  help="Model folder or name in the model cache; default: the built-in tiny model."),
     click.option("--threads", type=int, default=None,
@@ -72,7 +90,8 @@ engine_flags = _stack([
 ])
 
 repeat_flags = _stack([
-    click.option("--repeats", type=click.IntRange(1, 100), default=1, show_default=True,
+    click.option("--repeats", type=click.IntRange(1, MAX_REPEATS), default=default(SweepConfig, "repeats"),
+                 show_default=True,
                  help="Run the same cell N times: each an ordinary saved run, grouped, reported as median "
                       "[interval] (docs/metrics.md, 'Repeats')."),
     click.option("--restart-engine", is_flag=True, help="Start the engine afresh for every repeat (default: one "
@@ -83,16 +102,16 @@ def out_folder(value: Path | str) -> Path:
     """--out as given: an empty one would save into the current folder, so it is refused."""
     if not str(value).strip() or str(value) in (".", "./"):
         raise click.BadParameter("give a folder for the runs (an empty --out would save into the current folder); "
-                                 "the default is runs", param_hint="--out")
+                                 f"the default is {RUNS}", param_hint="--out")
     return Path(value)
 
 
 run_flags = _stack([
-    click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
-                 show_default=True, help="Folder for saved runs.", callback=lambda c, p, v: out_folder(v)),
-    click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
+    click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+                 default=RUNS, show_default=True, help="Folder for saved runs.", callback=lambda c, p, v: out_folder(v)),
+    click.option("--timeout", "timeout_s", type=float, default=default(BenchConfig, "timeout_s"), show_default=True,
                  help="Per-request timeout (s)."),
-    click.option("--workers", "workers", default="auto", show_default=True, metavar="N|auto|ray:N",
+    click.option("--workers", "workers", default=default(BenchConfig, "workers"), show_default=True, metavar="N|auto|ray:N",
                  help="Load generators for a served engine (one schedule, sharded): N processes here (auto: one "
                       "while an open loop's peak rate is well within one process's measured capacity, else one "
                       "per CPU the client may use), or ray:N, N Ray actors spread over a cluster's nodes. "
@@ -103,7 +122,8 @@ run_flags = _stack([
     click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else."),
     click.option("--max-request-tokens", type=int, default=None, metavar="N",
                  help="Longest request (prompt + output tokens) to build when the engine states no context "
-                      "length (default 1,048,576; at most 16,777,216). An engine's stated context always wins."),
+                      f"length (default {default(BenchConfig, 'max_request_tokens'):,}; at most {MAX_PROMPT_TOKENS:,}). "
+                      "An engine's stated context always wins."),
 ])
 
 
@@ -122,16 +142,6 @@ def catalog_from_flags(prices: Path | None, price: tuple[str, ...]) -> Any:
         return load_catalog(prices, parse_price_flags(price))
     except CatalogError as e:
         raise click.UsageError(str(e)) from None
-
-
-def workers_from(value: str | int) -> int | str:
-    """`--workers`: 'auto', an integer >= 1 or ray:N (a usage error otherwise)."""
-    from advisor.loadgen.worker_spec import WorkersError, parse
-
-    try:
-        return parse(value)
-    except WorkersError as e:
-        fail(str(e))
 
 
 def overrides_from(flags: dict[str, Any]) -> Any:
@@ -169,21 +179,25 @@ def engine_options(opts: tuple[str, ...], **named: Any) -> dict[str, Any]:
 
 def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: tuple[str, ...],
                  threads: int | None, device: str | None, url: str | None, launch: str | None, out_dir: Path,
-                 timeout_s: float, workers: str | int = "auto", ray: str | None = None,
+                 timeout_s: float, workers: str | int | None = None, ray: str | None = None,
                  max_request_tokens: int | None = None, server_hardware: str | None = None,
                  server_hardware_count: int = 1, server_where: str | None = None, server_metrics: str | None = None,
                  **flags: Any) -> Any:
-    """The BenchConfig the shared flags describe; every problem is a usage error before anything starts."""
-    from advisor.bench import BenchConfig, BenchError
+    """The BenchConfig the shared flags describe; every problem is a usage error before anything starts.
+
+    A flag left at None (a caller without it) takes BenchConfig's own default; BenchConfig checks every
+    value once (`--workers` included) and its BenchError becomes the usage error.
+    """
+    from advisor.run_config import BenchError
 
     if not scenario:
         fail("--scenario is required (see `advisor scenarios`)")
     served = server_hardware_from(engine, server_hardware, server_hardware_count, server_where, server_metrics)
     options = engine_options(opts, threads=threads, device=device, url=url, launch=launch)
     try:
+        given = {"workers": workers, "max_request_tokens": max_request_tokens}
         return BenchConfig(scenario=scenario, engine=engine, model=model, overrides=overrides_from(flags),
-                           engine_options=options, out_dir=out_dir, timeout_s=timeout_s,
-                           workers=workers_from(workers), ray_address=ray, server_hardware=served,
-                           **({"max_request_tokens": max_request_tokens} if max_request_tokens is not None else {}))
+                           engine_options=options, out_dir=out_dir, timeout_s=timeout_s, ray_address=ray,
+                           server_hardware=served, **{k: v for k, v in given.items() if v is not None})
     except BenchError as e:
         fail(str(e))
