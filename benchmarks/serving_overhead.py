@@ -16,7 +16,9 @@ For each concurrency C, in one run:
   warm-up steps, then output tokens over `--duration` s of wall time.
 
 ratio = served / core output tok/s (with `--core-twice`, the core runs before and after the served run and
-the ratio uses the mean of the two). The served run's step breakdown (own_engine.step_clock, from result.json's
+the ratio uses the mean of the two). The load generator's CPU share is printed with the served row: on a machine
+whose CPUs slow each other (benchmarks/cpu_siblings.py), a busy client slows the served engine's host work,
+which the core, run with the client's CPU idle, never pays. The served run's step breakdown (own_engine.step_clock, from result.json's
 engine statistics) is printed with it: where the engine's step time went. One JSON document goes to stdout.
 On a simulated device (`sim:...`) the forward sleeps (own_engine.sim_device), so every figure is the host's.
 """
@@ -76,7 +78,16 @@ def served(args: argparse.Namespace, c: int, work: Path, core_tok_s: float) -> d
             "verdict": doc["verdict"]["status"], "verdict_reasons": doc["verdict"]["reasons"], "run_id": doc["run_id"], "tpot_p50_ms": s["tpot_ms"]["p50"],
             "itl_p99_ms": s["itl_ms"]["p99"], "ttft_p95_ms": s["ttft_ms"]["p95"],
             "engine_threads": eng["threads"], "engine_cpus": eng["placement"].get("engine_cpus"),
-            "engine_cpu_percent": doc["telemetry"].get("cpu_percent_mean"), "step": step_breakdown(stats)}
+            "engine_cpu_percent": doc["telemetry"].get("cpu_percent_mean"), "client_cpu_share": client_cpu_share(doc),
+            "step": step_breakdown(stats)}
+
+
+def client_cpu_share(doc: dict) -> float | None:
+    """The load generator's CPU time over its wall time: how busy the engine's neighbour CPU was (on a machine
+    whose CPUs slow each other, benchmarks/cpu_siblings.py, that busyness slows the served engine too)."""
+    ws = (doc.get("loadgen") or {}).get("workers") or []
+    cpu, wall = sum(w.get("cpu_s") or 0 for w in ws), max((w.get("wall_s") or 0 for w in ws), default=0)
+    return round(cpu / wall, 3) if wall else None
 
 
 def step_breakdown(stats: dict) -> dict:
@@ -172,7 +183,7 @@ def main() -> None:
             row = {"concurrency": c, "served": s, "core": k, "core_after": k2, "core_tok_s": core_tok_s,
                    "ratio": round(s["output_tok_s"] / core_tok_s, 3) if s["output_tok_s"] else None}
             out["rows"].append(row)
-            print(f"C={c}: served {s['output_tok_s']:.1f} tok/s ({s['verdict']}), core {core_tok_s:.1f} tok/s "
+            print(f"C={c}: served {s['output_tok_s']:.1f} tok/s ({s['verdict']}, client CPU {s['client_cpu_share']}), core {core_tok_s:.1f} tok/s "
                   f"({k['output_tok_s']:.1f}, {k2['output_tok_s'] if k2 else float('nan'):.1f}), ratio {row['ratio']}; "
                   f"served step {s['step']}; core step {k['step']}",
                   file=sys.stderr, flush=True)
