@@ -10,7 +10,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-LAYER = {"own_engine": 0, "scenarios": 0, "adapters": 1, "advisor": 2, "reports": 3}
+LAYER = {"build_info": 0, "model_cache": 0, "scenarios": 0, "own_engine": 1, "adapters": 2, "advisor": 3, "reports": 4}
 TOP = "advisor.cli"  # the command line is the entry point: it may import every layer; nothing imports it
 
 

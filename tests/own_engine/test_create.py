@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from own_engine.create import create_model
-from own_engine.paths import resolve_model
-from own_engine.presets import PRESETS
+from model_cache.create import create_model
+from model_cache.paths import resolve_model
+from model_cache.presets import PRESETS
 
 FILES = ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
          "special_tokens_map.json")
@@ -83,11 +83,11 @@ def test_presets_have_the_promised_shapes() -> None:
 
 
 # `models create --force` in a child process that SIGKILLs itself while writing, or between moving the old model
-# aside and renaming the new one in (own_engine.staging)
+# aside and renaming the new one in (model_cache.staging)
 KILLED_CREATE = """
 import os, signal, sys
 from pathlib import Path
-import own_engine.create as create
+import model_cache.create as create
 
 root, when = Path(sys.argv[1]), sys.argv[2]
 real_write, real_rename = create._write, os.rename
@@ -115,7 +115,7 @@ def test_a_killed_create_force_leaves_a_model_and_no_leftovers(tmp_path, when) -
     import sys
     from pathlib import Path
 
-    from own_engine.paths import is_model_dir
+    from model_cache.paths import is_model_dir
 
     root = Path(__file__).resolve().parents[2]
     create_model("m", "tiny", root=tmp_path)

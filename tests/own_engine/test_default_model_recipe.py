@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from own_engine.paths import RECIPE, resolve_model
+from model_cache.paths import RECIPE, resolve_model
 
 
 def test_a_default_model_from_another_recipe_is_remade(tmp_path, monkeypatch, capsys):

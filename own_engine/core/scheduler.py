@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from own_engine.block_manager import BlockManager
-from own_engine.sequence import Sequence, SequenceStatus
+from own_engine.core.block_manager import BlockManager
+from own_engine.core.sequence import Sequence, SequenceStatus
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ def resolve_model(name_or_path: str | Path | None, *, arg: str = "--model") -> P
             print(f"advisor: the default model in {target} was made by another advisor version; remaking it",
                   file=sys.stderr)
         if stale or not is_model_dir(target):
-            from own_engine.create import create_model  # torch only when a model must be made
+            from model_cache.create import create_model  # torch only when a model must be made
 
             try:
                 create_model(DEFAULT_MODEL, DEFAULT_MODEL, force=stale)

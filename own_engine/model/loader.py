@@ -11,9 +11,9 @@ from pathlib import Path
 
 import torch
 
-from own_engine.config import ModelConfig
-from own_engine.model import LlamaModel
-from own_engine.safetensors_read import SafetensorsFile, SafetensorsFormatError
+from model_cache.config import ModelConfig
+from own_engine.model.llama import LlamaModel
+from own_engine.model.safetensors_read import SafetensorsFile, SafetensorsFormatError
 
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
            "float16": torch.float16, "fp16": torch.float16}

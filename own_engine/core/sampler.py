@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from own_engine.sequence import Sequence
+from own_engine.core.sequence import Sequence
 
 
 class Sampler:

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from own_engine.config import ModelConfig
+from model_cache.config import ModelConfig
 
 
 def inv_freq_and_scale(cfg: ModelConfig, max_model_len: int) -> tuple[torch.Tensor, float]:

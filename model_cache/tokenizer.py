@@ -5,14 +5,14 @@ Kinds (`TOKENIZER_KINDS`):
 - `bpe-gpt2`: byte-level BPE with GPT-2's pre-tokenizer (advisor's original tokenizer);
 - `bpe-llama3`: byte-level BPE split by Llama-3's regex, `ignore_merges`, BOS added (as Llama-3 ships);
 - `bpe-qwen2`: byte-level BPE split by Qwen2's regex (single digits), NFC-normalised (as Qwen2 ships);
-- `spm-bpe`: SentencePiece-style BPE with byte fallback (Llama-2, Mistral, TinyLlama; `own_engine.tokenizer_spm`);
-- `unigram`, `wordlevel`: the other two `tokenizers` models (`own_engine.tokenizer_spm`), for refusal tests.
+- `spm-bpe`: SentencePiece-style BPE with byte fallback (Llama-2, Mistral, TinyLlama; `model_cache.tokenizer_spm`);
+- `unigram`, `wordlevel`: the other two `tokenizers` models (`model_cache.tokenizer_spm`), for refusal tests.
 
 Every token a model made by `advisor models create` can emit decodes to
 complete, printable text (servers never hold back partial UTF-8): alphabets
 are printable ASCII plus, for the byte-level kinds and the byte fallback of
 `spm-bpe`, all 256 bytes (as real tokenizers hold them); the model's LM-head
-rows of the unprintable ones are zero (`own_engine.create`). Text beyond the shipped corpus is synthesised
+rows of the unprintable ones are zero (`model_cache.create`). Text beyond the shipped corpus is synthesised
 deterministically (pseudo-words from a seeded generator) until the model can
 reach the requested vocab size.
 """
@@ -94,7 +94,7 @@ def tokenizer_spec(kind: str) -> TokenizerSpec:
 
 
 def shipped_corpus() -> str:
-    return files("own_engine").joinpath("data/corpus.txt").read_text(encoding="ascii")
+    return files("model_cache").joinpath("data/corpus.txt").read_text(encoding="ascii")
 
 
 def synthetic_lines(vocab_size: int, seed: int) -> list[str]:
@@ -116,7 +116,7 @@ def build_tokenizer(vocab_size: int, *, kind: str = "bpe-gpt2", seed: int = 0): 
     """A `kind` tokenizer with exactly `vocab_size` tokens (the kind's specials first)."""
     spec = tokenizer_spec(kind)
     if kind in ("spm-bpe", "unigram", "wordlevel"):
-        from own_engine import tokenizer_spm
+        from model_cache import tokenizer_spm
 
         return tokenizer_spm.build(spec, vocab_size, seed)
     return _byte_level(spec, vocab_size, seed)

@@ -20,14 +20,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from own_engine.memory_release import KVPageRelease, page_aligned_zeros
-from own_engine.model import LlamaModel
-from own_engine.native import NativeKernels
-from own_engine.paged_attention import ChunkMeta, DecodeContext, PagedAttention, PagedMeta
-from own_engine.sampler import Sampler
-from own_engine.scheduler import ScheduledBatch
-from own_engine.sequence import Sequence
-from own_engine.step_clock import StepClock
+from own_engine.core.memory_release import KVPageRelease, page_aligned_zeros
+from own_engine.core.sampler import Sampler
+from own_engine.core.scheduler import ScheduledBatch
+from own_engine.core.sequence import Sequence
+from own_engine.core.step_clock import StepClock
+from own_engine.kernels.native import NativeKernels
+from own_engine.model.llama import LlamaModel
+from own_engine.model.paged_attention import ChunkMeta, DecodeContext, PagedAttention, PagedMeta
 
 
 def kv_bytes_per_token(model: LlamaModel) -> int:
@@ -64,7 +64,7 @@ class ModelRunner:
         self.release_blocks = KVPageRelease([self.k_cache, self.v_cache] if release_freed_kv else [])
         self.graphs = None
         if cuda_graphs:
-            from own_engine.cuda_graph import DecodeGraphs
+            from own_engine.kernels.cuda_graph import DecodeGraphs
 
             self.graphs = DecodeGraphs(model, self.k_cache, self.v_cache, block_size=block_size,
                                        dummy_block=num_blocks, max_batch=max_num_seqs,

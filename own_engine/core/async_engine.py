@@ -32,9 +32,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from own_engine.loop_queue import LoopQueue, deliver_all
-from own_engine.sampling_params import SamplingParams
-from own_engine.sequence import StepOutput
+from own_engine.core.loop_queue import LoopQueue, deliver_all
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.core.sequence import StepOutput
 
 STATS_INTERVAL_S = 0.25  # the gauges are refreshed at most this often while steps run (and when a request ends)
 

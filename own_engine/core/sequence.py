@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from enum import Enum, auto
 
-from own_engine.sampling_params import SamplingParams
+from own_engine.core.sampling_params import SamplingParams
 
 StepOutput = tuple[int, list[int], bool]  # what an engine step gives per sequence: (seq_id, new token ids, finished)
 

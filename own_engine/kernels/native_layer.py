@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
-from own_engine.native import NativeKernels
-from own_engine.rope import apply_rope
+from own_engine.kernels.native import NativeKernels
+from own_engine.model.rope import apply_rope
 
 if TYPE_CHECKING:
-    from own_engine.model import DecoderLayer, LlamaModel
-    from own_engine.paged_attention import PagedAttention
+    from own_engine.model.llama import DecoderLayer, LlamaModel
+    from own_engine.model.paged_attention import PagedAttention
 
 
 def native_forward(native: NativeKernels, model: LlamaModel, x: torch.Tensor, positions: torch.Tensor,
@@ -154,10 +154,10 @@ def decode_layers_agree(native: NativeKernels) -> bool:
     """The one-call decode step against the per-layer path on a 2-layer model with random weights: biases on
     every linear, a window on one layer, head size 40 (the any-size attention path), 3 rows of unequal contexts
     over scattered blocks. The hidden states and both caches must be equal bit for bit."""
-    from own_engine.config import ModelConfig
-    from own_engine.model import Linear, LlamaModel
-    from own_engine.paged_attention import PagedAttention, PagedMeta
-    from own_engine.panel_linear import PanelLinear
+    from model_cache.config import ModelConfig
+    from own_engine.kernels.panel_linear import PanelLinear
+    from own_engine.model.llama import Linear, LlamaModel
+    from own_engine.model.paged_attention import PagedAttention, PagedMeta
 
     gen = torch.Generator().manual_seed(0)
     cfg = ModelConfig(hidden_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,

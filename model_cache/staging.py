@@ -1,6 +1,6 @@
 """Where a model or a conversion is written before it replaces the cached one, and what a killed writer left.
 
-Used by `advisor models create` (own_engine.create) and by every format conversion (adapters.formats).
+Used by `advisor models create` (model_cache.create) and by every format conversion (adapters.formats).
 A model or conversion is written into a hidden folder beside its target, named for the
 target and its owner: `.<target>.new.<pid>@<host>.<random>`. `swap_in` then
 renames the old target aside (`.<target>.old.<pid>@<host>.<random>`), renames

@@ -15,14 +15,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from own_engine.cpu_linear import pack_linears
-from own_engine.llm_engine import check_request, describe_model, pick_device, precision_name
-from own_engine.loader import load_model
-from own_engine.paths import resolve_model
-from own_engine.sampler import Sampler
-from own_engine.sampling_params import SamplingParams
-from own_engine.scheduler import stop_reached
-from own_engine.sequence import Sequence, SequenceStatus, StepOutput
+from model_cache.paths import resolve_model
+from own_engine.core.llm_engine import check_request, describe_model, pick_device, precision_name
+from own_engine.core.sampler import Sampler
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.core.scheduler import stop_reached
+from own_engine.core.sequence import Sequence, SequenceStatus, StepOutput
+from own_engine.kernels.cpu_linear import pack_linears
+from own_engine.model.loader import load_model
 
 
 class ContiguousAttention:

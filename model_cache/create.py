@@ -18,10 +18,10 @@ import shutil
 import zlib
 from pathlib import Path
 
-from own_engine import staging
-from own_engine.paths import RECIPE, check_model_name, is_model_dir, models_root
-from own_engine.presets import Preset, get_preset
-from own_engine.tokenizer import build_tokenizer, special_tokens_map, tokenizer_config, tokenizer_spec
+from model_cache import staging
+from model_cache.paths import RECIPE, check_model_name, is_model_dir, models_root
+from model_cache.presets import Preset, get_preset
+from model_cache.tokenizer import build_tokenizer, special_tokens_map, tokenizer_config, tokenizer_spec
 
 INIT_STD = 0.02
 
@@ -30,7 +30,7 @@ def create_model(name: str, preset: str, *, seed: int = 0, root: Path | None = N
                  dtype: str | None = None, tokenizer: str | None = None) -> Path:
     """Write model `name` from `preset` under `root` (default: the model cache); returns its folder.
 
-    `tokenizer` overrides the preset's tokenizer kind (see `own_engine.tokenizer.TOKENIZER_KINDS`).
+    `tokenizer` overrides the preset's tokenizer kind (see `model_cache.tokenizer.TOKENIZER_KINDS`).
     """
     check_model_name(name)
     p = get_preset(preset)
@@ -42,7 +42,7 @@ def create_model(name: str, preset: str, *, seed: int = 0, root: Path | None = N
         raise ValueError(f"unknown dtype '{dtype}'; choose float32, bfloat16 or float16")
     root = Path(root) if root is not None else models_root()
     target = root / name
-    staging.sweep(root, is_model_dir)  # what killed writers left (own_engine.staging), before judging the target
+    staging.sweep(root, is_model_dir)  # what killed writers left (model_cache.staging), before judging the target
     if target.exists() and not force:
         raise FileExistsError(f"{target} already exists; pass --force (force=True) to overwrite it")
     root.mkdir(parents=True, exist_ok=True)

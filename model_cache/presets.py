@@ -4,7 +4,7 @@
 tests; `small-100m` is the ENGINE_NOTES reference shape; `llama-1b` follows
 LLaMA-3.2-1B (with a 32000-token vocab). The `tiny-<family>` presets are the
 tiny shape as each family ships it: architecture, biases, sliding window, tied
-embeddings and tokenizer kind (`own_engine.tokenizer`). Every vocab size
+embeddings and tokenizer kind (`model_cache.tokenizer`). Every vocab size
 differs from every projection width, because some converters find the LM head
 by output width.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from own_engine.tokenizer import TOKENIZER_KINDS
+from model_cache.tokenizer import TOKENIZER_KINDS
 
 Family = Literal["llama", "qwen2", "mistral"]
 
@@ -35,7 +35,7 @@ class Preset:
     rms_norm_eps: float = 1e-5
     summary: str = ""
     family: Family = "llama"
-    tokenizer: str = "bpe-gpt2"  # an own_engine.tokenizer kind
+    tokenizer: str = "bpe-gpt2"  # an model_cache.tokenizer kind
     sliding_window: int | None = None  # mistral: every layer; qwen2: the layers from max_window_layers on
     max_window_layers: int = 0  # qwen2 only
 

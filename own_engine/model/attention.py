@@ -1,6 +1,6 @@
 """Attention without a cache for `LlamaModel.forward`: causal SDPA over packed sequences (the reference).
 
-The paged-KV-cache backend the engine serves with is `own_engine.paged_attention`.
+The paged-KV-cache backend the engine serves with is `own_engine.model.paged_attention`.
 
 Sliding windows (Mistral, Qwen2 with `use_sliding_window`) are masks on top of
 the causal one (`sliding_sdpa`; the paged backend builds its own): a layer

@@ -1,15 +1,15 @@
 """own_engine's native CPU kernels (`kernels/*.c`): built at first use, loaded with ctypes, probed, or a reason why not.
 
 All fp32 and AVX-512F, all on torch's own OpenMP thread pool:
-- `panel_linear`: the linear layers on one packed layout (`own_engine.panel_linear`), optionally adding into
+- `panel_linear`: the linear layers on one packed layout (`own_engine.kernels.panel_linear`), optionally adding into
   their output (the residual);
 - `decode_attention`: every decode row of a step over its paged KV cache in one call per layer, where PyTorch
   needs one SDPA call per sequence; `chunk_attention`: a prefill chunk over its cache in one call
-  (`own_engine.paged_attention`);
+  (`own_engine.model.paged_attention`);
 - `layer_ops`: RMSNorm, RoPE with the write of the new K/V into the cache, SiLU(gate) * up: the decoder
-  layer's work between its linears (`own_engine.native_layer`);
+  layer's work between its linears (`own_engine.kernels.native_layer`);
 - `decode_layers`: all of the above for every layer of a decode step in one call and one parallel region
-  (`own_engine.native_layer.decode_layers_forward`).
+  (`own_engine.kernels.native_layer.decode_layers_forward`).
 
 They are C, built once per machine with the machine's C compiler (`$CC`, else `cc`) into
 `$ADVISOR_HOME/kernels/` and loaded after torch (so their libgomp is torch's), so installing advisor needs no
@@ -32,10 +32,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from own_engine.paths import advisor_home
+from model_cache.paths import advisor_home
 
-SOURCES = sorted((Path(__file__).with_name("kernels")).glob("*.c"))
-HEADERS = sorted((Path(__file__).with_name("kernels")).glob("*.h"))  # included by SOURCES: part of the build's hash
+SOURCES = sorted(Path(__file__).parent.glob("*.c"))
+HEADERS = sorted(Path(__file__).parent.glob("*.h"))  # included by SOURCES: part of the build's hash
 CFLAGS = ["-O3", "-mavx512f", "-mfma", "-fopenmp", "-shared", "-fPIC"]
 NOT_HERE = ("has no AVX-512F", "no C compiler", "built for Linux on x86-64")  # what a machine may lack: not a fault
 
@@ -93,9 +93,9 @@ def native_kernels() -> NativeKernels | str:
         getattr(lib, name).argtypes = argtypes
         getattr(lib, name).restype = _I if name in RETURN_STATUS else None
     kernels = NativeKernels(lib, lib.panel_linear_group())
-    from own_engine.native_layer import decode_layers_agree, layer_ops_agree
-    from own_engine.paged_attention import native_chunk_agrees, native_decode_agrees
-    from own_engine.panel_linear import agrees_with_f_linear
+    from own_engine.kernels.native_layer import decode_layers_agree, layer_ops_agree
+    from own_engine.kernels.panel_linear import agrees_with_f_linear
+    from own_engine.model.paged_attention import native_chunk_agrees, native_decode_agrees
 
     for name, agrees, reference in (
             ("panel_linear", agrees_with_f_linear, "PyTorch"), ("decode_attention", native_decode_agrees, "PyTorch"),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from own_engine.tokenizer import TokenizerSpec, add_bos_template, training_lines
+from model_cache.tokenizer import TokenizerSpec, add_bos_template, training_lines
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

@@ -1,6 +1,6 @@
 """own_engine's own fp32 linear kernel for CPUs with AVX-512: one packed layout, fast at every row count.
 
-The oneDNN kernel (`own_engine.cpu_linear.PackedLinear`) reads the weights of a batch-1 decode step well
+The oneDNN kernel (`own_engine.kernels.cpu_linear.PackedLinear`) reads the weights of a batch-1 decode step well
 below memory speed: on the 2-core AMD EPYC (Zen 4) CI machine, one token through small-100m's 49 linears
 (351 MB) took 14.0 ms through packed oneDNN against 10.1 ms for this kernel, the time it takes to read
 those weights at all (10.3 ms), and 14.4 against 11.1 ms at 8 rows, with 64-256 rows level (0.97-1.00x)
@@ -9,7 +9,7 @@ one row alone would need a second, plain copy of the weights (packing pays from 
 keeps one copy, in its own layout (`kernels/panel_linear.c` says which), for every step.
 
 It is C (`kernels/panel_linear.c`), built at first use with own_engine's other native kernels
-(`own_engine.native`, which also says what happens where it can't be built: the engine keeps oneDNN).
+(`own_engine.kernels.native`, which also says what happens where it can't be built: the engine keeps oneDNN).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from own_engine.model import Linear
-from own_engine.native import NativeKernels
+from own_engine.kernels.native import NativeKernels
+from own_engine.model.llama import Linear
 
 HUGE_PAGE = 2 << 20
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import torch
 
-from own_engine.model import LlamaModel
-from own_engine.paged_attention import PagedAttention, PagedMeta
-from own_engine.sequence import Sequence
+from own_engine.core.sequence import Sequence
+from own_engine.model.llama import LlamaModel
+from own_engine.model.paged_attention import PagedAttention, PagedMeta
 
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 MIN_CONTEXT_BUCKET_TOKENS = 256

@@ -1,6 +1,6 @@
 """CPU linear kernels for fp32 models: which one the engine uses (`pack_linears`), and oneDNN's.
 
-own_engine's own AVX-512 kernel (`own_engine.panel_linear`) comes first where it builds; oneDNN with the
+own_engine's own AVX-512 kernel (`own_engine.kernels.panel_linear`) comes first where it builds; oneDNN with the
 weights repacked once into its blocked layout (below) is the fallback; plain F.linear the last resort.
 
 PyTorch's CPU `F.linear` calls MKL, which on AMD CPUs runs the skinny products
@@ -35,7 +35,7 @@ import os
 import torch
 from torch import nn
 
-from own_engine.model import Linear, LlamaModel
+from own_engine.model.llama import Linear, LlamaModel
 
 BATCH_HINT = 64  # oneDNN picks its weight layout for this many rows; measured best over 1-300 row products
 PRIMITIVE_CACHE_CAPACITY = 16  # oneDNN primitives (and ideep's cached ops) kept per process, each cache
@@ -85,7 +85,7 @@ def pack_linears(model: LlamaModel, kernels: str = "auto") -> tuple[int, str, st
     """Swap every `Linear` of an fp32 CPU model for a packed one: (how many were swapped, the kernel the
     linears now use: `panel-avx512`, `onednn-packed` or `torch`, and why a faster one is not used or None).
 
-    `kernels` names one ("panel": own_engine.panel_linear; "onednn": `PackedLinear`; "torch": plain F.linear);
+    `kernels` names one ("panel": own_engine.kernels.panel_linear; "onednn": `PackedLinear`; "torch": plain F.linear);
     a named one that can't run here is a ValueError, "auto" takes the first that can, in that order.
     """
     if kernels not in LINEAR_KERNELS:
@@ -103,8 +103,8 @@ def pack_linears(model: LlamaModel, kernels: str = "auto") -> tuple[int, str, st
     note = None
     make = None
     if kernels in ("auto", "panel"):
-        from own_engine.native import native_kernels
-        from own_engine.panel_linear import panel_linears_in_one_arena
+        from own_engine.kernels.native import native_kernels
+        from own_engine.kernels.panel_linear import panel_linears_in_one_arena
 
         kernel = native_kernels()
         if isinstance(kernel, str):

@@ -16,7 +16,7 @@ query rows (GQA without copies), in one of two ways:
 - one SDPA for the whole batch over each sequence's blocks gathered with one
   `index_select` (contiguous block-sized copies), masked when contexts differ:
   CUDA, its graphs, and CPU batches whose contexts are all equal;
-- on CPU with own_engine's native kernels (`own_engine.native`), one call per
+- on CPU with own_engine's native kernels (`own_engine.kernels.native`), one call per
   layer for every decode row and head, reading the blocks in place
   (`native_decode_attention`): no per-sequence calls, no copies, no mask.
 
@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from own_engine.attention import causal_sdpa, sliding_sdpa
-from own_engine.native import NativeKernels
+from own_engine.kernels.native import NativeKernels
+from own_engine.model.attention import causal_sdpa, sliding_sdpa
 
 
 @dataclass
@@ -99,7 +99,7 @@ class PagedAttention:
 
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                window: int | None = None) -> torch.Tensor:
-        """Attention only, the step's new K/V already in the cache (`own_engine.native_layer` writes them as it
+        """Attention only, the step's new K/V already in the cache (`own_engine.kernels.native_layer` writes them as it
         rotates them)."""
         m = self.meta
         kc, vc = self.k_cache[layer], self.v_cache[layer]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from own_engine.sequence import Sequence
+from own_engine.core.sequence import Sequence
 
 
 class BlockManager:

@@ -2,11 +2,11 @@
 
 Tokens of all sequences in a step are one flat [T] batch; where attention
 keys come from (no cache, the paged cache, a contiguous static cache) is the
-job of an attention backend (`own_engine.attention`) passed to `forward`.
+job of an attention backend (`own_engine.model.attention`) passed to `forward`.
 q/k/v and gate/up are fused into one matmul each (as in nano-vllm); the
 loader splits the Hugging Face tensors into them. The families differ only in
 which projections carry a bias and in per-layer sliding windows (see
-`own_engine.config`); a layer with a window passes it to the backend.
+`model_cache.config`); a layer with a window passes it to the backend.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from own_engine.config import ModelConfig
-from own_engine.native import NativeKernels
-from own_engine.native_layer import native_forward
-from own_engine.paged_attention import PagedAttention
-from own_engine.rope import apply_rope, rope_cache
+from model_cache.config import ModelConfig
+from own_engine.kernels.native import NativeKernels
+from own_engine.kernels.native_layer import native_forward
+from own_engine.model.paged_attention import PagedAttention
+from own_engine.model.rope import apply_rope, rope_cache
 
 
 class AttentionBackend(Protocol):
@@ -104,7 +104,7 @@ class LlamaModel(nn.Module):
         self.lm_head = None if cfg.tie_word_embeddings else Linear(cfg.hidden_size, cfg.vocab_size, False, dtype)
         self.register_buffer("rope", rope_cache(cfg, max_model_len), persistent=False)  # [max_len, 2, D] fp32
         # set by cpu_linear.pack_linears when every linear is own_engine's panel kernel: then a forward over the
-        # paged cache runs each layer on the native kernels (own_engine.native_layer)
+        # paged cache runs each layer on the native kernels (own_engine.kernels.native_layer)
         self.native: NativeKernels | None = None
         self.native_table: tuple[tuple, torch.Tensor] | None = None  # native_layer.decode_layers_forward: key, table
 

@@ -15,21 +15,21 @@ from typing import TYPE_CHECKING
 import psutil
 import torch
 
-from own_engine.block_manager import BlockManager
-from own_engine.cpu_linear import pack_linears
-from own_engine.loader import load_model
-from own_engine.model_runner import ModelRunner, kv_bytes_per_token
-from own_engine.native import NativeKernels, native_kernels
-from own_engine.paths import resolve_model
-from own_engine.sampler import Sampler
-from own_engine.sampling_params import SamplingParams
-from own_engine.scheduler import Scheduler
-from own_engine.sequence import Sequence, StepOutput
-from own_engine.sim_device import SimProfile, SimRunner, is_sim, parse_sim
-from own_engine.step_clock import StepClock
+from model_cache.paths import resolve_model
+from own_engine.core.block_manager import BlockManager
+from own_engine.core.model_runner import ModelRunner, kv_bytes_per_token
+from own_engine.core.sampler import Sampler
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.core.scheduler import Scheduler
+from own_engine.core.sequence import Sequence, StepOutput
+from own_engine.core.sim_device import SimProfile, SimRunner, is_sim, parse_sim
+from own_engine.core.step_clock import StepClock
+from own_engine.kernels.cpu_linear import pack_linears
+from own_engine.kernels.native import NativeKernels, native_kernels
+from own_engine.model.loader import load_model
 
 if TYPE_CHECKING:
-    from own_engine.static_engine import StaticBatchEngine
+    from own_engine.core.static_engine import StaticBatchEngine
 
 # per-step token budget, decode rows and prefill tokens together (docs/engines.md, "Prefill chunks"). CPU: a
 # decode step reads the weights once, a prefill token computes with them, so one decode step is worth a fixed
@@ -82,7 +82,7 @@ class LLMEngine:
     on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given. On CPU at fp32 the
     linear layers run on packed weights (`cpu_linear.pack_linears`; `linear_kernels`: auto, panel, onednn,
     torch), and with the panel kernel attention and the rest of each layer run on own_engine's native kernels too
-    (`own_engine.native`). On CPU (Linux) a freed KV block's pages go back to the OS unless
+    (`own_engine.kernels.native`). On CPU (Linux) a freed KV block's pages go back to the OS unless
     `release_freed_kv=False` (`memory_release`).
     """
 

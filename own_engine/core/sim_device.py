@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 import torch
 
-from own_engine.scheduler import ScheduledBatch
-from own_engine.sequence import Sequence
-from own_engine.step_clock import StepClock
+from own_engine.core.scheduler import ScheduledBatch
+from own_engine.core.sequence import Sequence
+from own_engine.core.step_clock import StepClock
 
 PREFILL_TOKENS_PER_UNIT = 1024
 
@@ -142,7 +142,7 @@ class SimRunner:
         self.eos = frozenset(eos_token_ids)
         self.block_size = block_size
         self.clock = clock
-        from own_engine.memory_release import KVPageRelease
+        from own_engine.core.memory_release import KVPageRelease
 
         self.release_blocks = KVPageRelease([])  # no cache memory to give back
 

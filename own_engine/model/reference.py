@@ -11,9 +11,9 @@ from pathlib import Path
 
 import torch
 
-from own_engine.attention import NoCacheAttention
-from own_engine.loader import load_model
-from own_engine.model import LlamaModel
+from own_engine.model.attention import NoCacheAttention
+from own_engine.model.llama import LlamaModel
+from own_engine.model.loader import load_model
 
 
 @lru_cache(maxsize=4)
