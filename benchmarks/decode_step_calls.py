@@ -47,7 +47,7 @@ def main() -> None:
     from own_engine.kernels.panel_linear import PanelLinear
 
     engine = LLMEngine(args.model, device="cpu", threads=args.threads)
-    if engine.model.native is None:
+    if not engine.kernels.native_layers:
         sys.exit(f"decode_step_calls.py: own_engine runs without native kernels here ({engine.describe()})")
     one_call = native_layer.decode_layers_forward
     linears = [m for m in engine.model.modules() if isinstance(m, PanelLinear)]

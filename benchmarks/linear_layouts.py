@@ -89,7 +89,8 @@ def main() -> None:
     torch.manual_seed(0)
     weights = linear_weights(args.preset)
     packed = [torch.ops.mkldnn._reorder_linear_weight(w, BATCH_HINT) for w in weights]
-    from own_engine.kernels.native import NativeKernels, native_kernels
+    from own_engine.kernels.backends import native_kernels
+    from own_engine.kernels.native import NativeKernels
     from own_engine.kernels.panel_linear import huge_page_floats, pack_weight, packed_numel
 
     own = native_kernels()

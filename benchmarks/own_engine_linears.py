@@ -32,7 +32,7 @@ _spec.loader.exec_module(_bench)
 
 
 def _panel_builds() -> bool:
-    from own_engine.kernels.native import native_kernels
+    from own_engine.kernels.backends import native_kernels
 
     return not isinstance(native_kernels(), str)
 

@@ -24,8 +24,7 @@ from own_engine.core.scheduler import Scheduler
 from own_engine.core.sequence import Sequence, StepOutput
 from own_engine.core.sim_device import SimProfile, SimRunner, is_sim, parse_sim
 from own_engine.core.step_clock import StepClock
-from own_engine.kernels.cpu_linear import pack_linears
-from own_engine.kernels.native import NativeKernels, native_kernels
+from own_engine.kernels.backends import SIMULATED, choose
 from own_engine.model.loader import load_model
 
 if TYPE_CHECKING:
@@ -82,7 +81,7 @@ class LLMEngine:
     on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given. On CPU at fp32 the
     linear layers run on packed weights (`cpu_linear.pack_linears`; `linear_kernels`: auto, panel, onednn,
     torch), and with the panel kernel attention and the rest of each layer run on own_engine's native kernels too
-    (`own_engine.kernels.native`). On CPU (Linux) a freed KV block's pages go back to the OS unless
+    (`own_engine.kernels.backends`). On CPU (Linux) a freed KV block's pages go back to the OS unless
     `release_freed_kv=False` (`memory_release`).
     """
 
@@ -107,11 +106,10 @@ class LLMEngine:
         self.device = torch.device("cpu") if self.sim is not None else pick_device(device)
         self.model = load_model(self.model_path, device=self.device, dtype="fp32" if self.sim else dtype,
                                 max_model_len=max_model_len)
-        if self.sim is None:
-            self.num_packed_linears, self.linear_kernels, self.linear_kernel_note = pack_linears(self.model,
-                                                                                                 linear_kernels)
-        else:
-            self.num_packed_linears, self.linear_kernels, self.linear_kernel_note = 0, "none (simulated device)", None
+        # the kernel backend, chosen once: nothing asks again which one runs
+        self.kernels = choose(self.model, linear_kernels) if self.sim is None else SIMULATED
+        self.num_packed_linears, self.linear_kernels = self.kernels.num_packed, self.kernels.linear
+        self.linear_kernel_note = self.kernels.note
         cfg = self.model.cfg
         self.config = cfg
         self.max_model_len = self.model.max_model_len
@@ -142,7 +140,7 @@ class LLMEngine:
             self.runner = ModelRunner(self.model, num_blocks=self.num_kv_blocks, block_size=block_size,
                                       sampler=Sampler(cfg.eos_token_ids, seed), cuda_graphs=self.cuda_graphs,
                                       max_num_seqs=max_num_seqs, release_freed_kv=release_freed_kv,
-                                      native=self._native(), clock=self.clock)
+                                      native=self.kernels.attention, clock=self.clock)
         if self.runner.release_blocks.enabled:
             self.block_manager.on_free = self.runner.release_blocks
         if self.runner.graphs is not None:
@@ -156,13 +154,6 @@ class LLMEngine:
         if self.device.type == "cuda" or self.sim is not None:
             return max(DEFAULT_MAX_BATCHED_TOKENS[True], max_num_seqs)
         return max(DEFAULT_MAX_BATCHED_TOKENS[False], max_num_seqs + CPU_CHUNK_TOKENS_PAST_DECODES)
-
-    def _native(self) -> NativeKernels | None:
-        """own_engine's native kernels for attention: where the linears run on them (CPU, fp32)."""
-        if self.linear_kernels != "panel-avx512":
-            return None
-        kernels = native_kernels()
-        return None if isinstance(kernels, str) else kernels
 
     def _default_num_blocks(self, kv_cache_gb: float | None, fraction: float | None) -> int:
         """Blocks for max_num_seqs full-length sequences, capped by the memory given to the cache."""
@@ -250,8 +241,7 @@ class LLMEngine:
                 "kv_cache_bytes": self.num_kv_blocks * self.block_size * kv_bytes_per_token(self.model),
                 "max_num_seqs": self.max_num_seqs, "max_num_batched_tokens": self.max_num_batched_tokens,
                 "cuda_graphs": self.cuda_graphs,
-                "decode_attention": "native" if self.runner.native is not None else "sdpa",  # chunks too
-                "layer_ops": "native" if self.model.native is not None else "torch",
+                **self.kernels.describe(),
                 "kv_page_release": self.runner.release_blocks.enabled,
                 "simulated_device": self.sim.to_dict() if self.sim is not None else None}
 

@@ -21,7 +21,7 @@ from own_engine.core.sampler import Sampler
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.core.scheduler import stop_reached
 from own_engine.core.sequence import Sequence, SequenceStatus, StepOutput
-from own_engine.kernels.cpu_linear import pack_linears
+from own_engine.kernels.backends import choose
 from own_engine.model.loader import load_model
 
 
@@ -79,7 +79,8 @@ class StaticBatchEngine:
         self.device = pick_device(device)
         self.model = load_model(self.model_path, device=self.device, dtype=dtype, max_model_len=max_model_len)
         # the same kernels as LLMEngine
-        self.num_packed_linears, self.linear_kernels, self.linear_kernel_note = pack_linears(self.model, linear_kernels)
+        kernels = choose(self.model, linear_kernels)
+        self.num_packed_linears, self.linear_kernels, self.linear_kernel_note = kernels.num_packed, kernels.linear, kernels.note
         self.config = self.model.cfg
         self.max_model_len = self.model.max_model_len
         self.max_batch_size = max_batch_size

@@ -35,6 +35,8 @@ import os
 import torch
 from torch import nn
 
+from own_engine.kernels.native import NativeKernels
+from own_engine.kernels.panel_linear import panel_linears_in_one_arena
 from own_engine.model.llama import Linear, LlamaModel
 
 BATCH_HINT = 64  # oneDNN picks its weight layout for this many rows; measured best over 1-300 row products
@@ -81,12 +83,14 @@ def onednn_linear_works() -> bool:
 LINEAR_KERNELS = ("auto", "panel", "onednn", "torch")  # auto: panel where it builds here, else onednn, else torch
 
 
-def pack_linears(model: LlamaModel, kernels: str = "auto") -> tuple[int, str, str | None]:
+def pack_linears(model: LlamaModel, kernels: str, native: NativeKernels | str) -> tuple[int, str, str | None]:
     """Swap every `Linear` of an fp32 CPU model for a packed one: (how many were swapped, the kernel the
     linears now use: `panel-avx512`, `onednn-packed` or `torch`, and why a faster one is not used or None).
 
-    `kernels` names one ("panel": own_engine.kernels.panel_linear; "onednn": `PackedLinear`; "torch": plain F.linear);
-    a named one that can't run here is a ValueError, "auto" takes the first that can, in that order.
+    `kernels` names one ("panel": own_engine.kernels.panel_linear on `native`, the checked native kernels or
+    why there are none; "onednn": `PackedLinear`; "torch": plain F.linear); a named one that can't run here is
+    a ValueError, "auto" takes the first that can, in that order. The engine calls it through
+    `own_engine.kernels.backends.choose`.
     """
     if kernels not in LINEAR_KERNELS:
         raise ValueError(f"linear_kernels must be one of {', '.join(LINEAR_KERNELS)}, got {kernels!r}")
@@ -103,16 +107,12 @@ def pack_linears(model: LlamaModel, kernels: str = "auto") -> tuple[int, str, st
     note = None
     make = None
     if kernels in ("auto", "panel"):
-        from own_engine.kernels.native import native_kernels
-        from own_engine.kernels.panel_linear import panel_linears_in_one_arena
-
-        kernel = native_kernels()
-        if isinstance(kernel, str):
+        if isinstance(native, str):
             if kernels == "panel":
-                raise ValueError(f"linear_kernels=panel: {kernel}")
-            note = kernel
+                raise ValueError(f"linear_kernels=panel: {native}")
+            note = native
         else:
-            make = panel_linears_in_one_arena([getattr(p, n).weight for p, n in targets], kernel)
+            make = panel_linears_in_one_arena([getattr(p, n).weight for p, n in targets], native)
             name = "panel-avx512"
     if make is None:
         if not onednn_linear_works():
@@ -122,7 +122,4 @@ def pack_linears(model: LlamaModel, kernels: str = "auto") -> tuple[int, str, st
         make, name = PackedLinear, "onednn-packed"
     for parent, child_name in targets:
         setattr(parent, child_name, make(getattr(parent, child_name)))
-    if name == "panel-avx512" and model.cfg.head_dim % 2 == 0:  # rope_store rotates halves of an even head
-        model.native = kernel  # every layer's linears are PanelLinears: the layers can run natively
     return len(targets), name, note
-

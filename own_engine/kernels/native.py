@@ -13,8 +13,8 @@ All fp32 and AVX-512F, all on torch's own OpenMP thread pool:
 
 They are C, built once per machine with the machine's C compiler (`$CC`, else `cc`) into
 `$ADVISOR_HOME/kernels/` and loaded after torch (so their libgomp is torch's), so installing advisor needs no
-compiler. Each is probed against PyTorch before use (the one-call decode step against the per-layer kernels, bit
-for bit). Where they can't be used (no compiler, no AVX-512F, not Linux on x86-64, a build error, or a probe
+compiler. Each is checked against PyTorch before use (the one-call decode step against the per-layer kernels, bit
+for bit) by the check its own module holds, run by `own_engine.kernels.backends`. Where they can't be used (no compiler, no AVX-512F, not Linux on x86-64, a build error, or a probe
 that disagrees) the engine runs on oneDNN, PyTorch's ops and SDPA and says why in
 `describe()["linear_kernel_note"]`.
 """
@@ -59,9 +59,10 @@ class NativeKernels:
 
 
 @functools.cache
-def native_kernels() -> NativeKernels | str:
-    """The built and probed kernels, or why there are none (one line). Built once per machine, loaded once
-    per process."""
+def load_native() -> NativeKernels | str:
+    """The built and loaded kernels, not yet checked, or why there are none (one line). Built once per machine,
+    loaded once per process. This loader imports none of the kernels' users: each backend checks itself
+    (`own_engine.kernels.backends.native_kernels` runs the checks and is what the engine uses)."""
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         here = f"{platform.system()} {platform.machine()}"
         return f"own_engine's native kernels are built for Linux on x86-64, not {here}"
@@ -92,15 +93,4 @@ def native_kernels() -> NativeKernels | str:
     for name, argtypes in SIGNATURES.items():
         getattr(lib, name).argtypes = argtypes
         getattr(lib, name).restype = _I if name in RETURN_STATUS else None
-    kernels = NativeKernels(lib, lib.panel_linear_group())
-    from own_engine.kernels.native_layer import decode_layers_agree, layer_ops_agree
-    from own_engine.kernels.panel_linear import agrees_with_f_linear
-    from own_engine.model.paged_attention import native_chunk_agrees, native_decode_agrees
-
-    for name, agrees, reference in (
-            ("panel_linear", agrees_with_f_linear, "PyTorch"), ("decode_attention", native_decode_agrees, "PyTorch"),
-            ("chunk_attention", native_chunk_agrees, "PyTorch"), ("layer ops", layer_ops_agree, "PyTorch"),
-            ("decode step", decode_layers_agree, "the per-layer native kernels")):
-        if not agrees(kernels):
-            return f"own_engine's native {name} disagreed with {reference} on a probe"
-    return kernels
+    return NativeKernels(lib, lib.panel_linear_group())

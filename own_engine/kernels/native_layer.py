@@ -1,5 +1,5 @@
-"""The decoder layer on own_engine's native kernels: what `LlamaModel.forward` runs on CPU at fp32 when the
-linears are the panel kernel's (`cpu_linear.pack_linears`) and attention is the paged cache's.
+"""The decoder layer on own_engine's native kernels: the decoder stack (`NativeLayers`) that `backends.choose`
+gives an fp32 CPU model whose linears are the panel kernel's, for a forward over the paged cache.
 
 The same arithmetic as `DecoderLayer.forward`, in 9 calls instead of ~40 PyTorch ops, with no temporaries
 beyond the linears' outputs:
@@ -26,17 +26,35 @@ calls, bit for bit, without 108 calls from Python and as many parallel regions a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import weakref
 
 import torch
 import torch.nn.functional as F
 
+from model_cache.config import ModelConfig
 from own_engine.kernels.native import NativeKernels
+from own_engine.kernels.panel_linear import PanelLinear
+from own_engine.model.llama import AttentionBackend, DecoderLayer, Linear, LlamaModel, torch_layers
+from own_engine.model.paged_attention import PagedAttention, PagedMeta
 from own_engine.model.rope import apply_rope
 
-if TYPE_CHECKING:
-    from own_engine.model.llama import DecoderLayer, LlamaModel
-    from own_engine.model.paged_attention import PagedAttention
+# decode_layers_forward's table of every layer's pointers, per model: (the KV cache's key, the table)
+_TABLES: weakref.WeakKeyDictionary[LlamaModel, tuple[tuple, torch.Tensor]] = weakref.WeakKeyDictionary()
+
+
+class NativeLayers:
+    """`LlamaModel.decoder` on the native kernels: over the paged cache, `native_forward`; over any other
+    attention (the static engine's cache, none), the model's PyTorch layers, whose linears are still the
+    panel kernel's."""
+
+    def __init__(self, native: NativeKernels) -> None:
+        self.native = native
+
+    def __call__(self, model: LlamaModel, x: torch.Tensor, positions: torch.Tensor,
+                 attn: AttentionBackend) -> torch.Tensor:
+        if isinstance(attn, PagedAttention):
+            return native_forward(self.native, model, x, positions, attn)
+        return torch_layers(model, x, positions, attn)
 
 
 def native_forward(native: NativeKernels, model: LlamaModel, x: torch.Tensor, positions: torch.Tensor,
@@ -70,15 +88,16 @@ def decode_layers_forward(native: NativeKernels, model: LlamaModel, x: torch.Ten
     assert x.dtype == torch.float32 and x.is_contiguous() and m.block_tables is not None and m.lens is not None
     # a layer's cache pointer moves with the cache's base and shape: both are the key
     key = tuple((c.data_ptr(), tuple(c.shape), c.stride()) for c in (attn.k_cache, attn.v_cache))
-    if model.native_table is None or model.native_table[0] != key:
+    cached = _TABLES.get(model)
+    if cached is None or cached[0] != key:
         rows = [[_ptr(layer.input_layernorm.weight), _ptr(layer.qkv_proj.weight), _ptr(layer.qkv_proj.bias),
                  _ptr(layer.o_proj.weight), _ptr(layer.o_proj.bias), _ptr(layer.post_attention_layernorm.weight),
                  _ptr(layer.gate_up_proj.weight), _ptr(layer.gate_up_proj.bias), _ptr(layer.down_proj.weight),
                  _ptr(layer.down_proj.bias), _ptr(attn.k_cache[i]), _ptr(attn.v_cache[i]), layer.window or 0]
                 for i, layer in enumerate(model.layers)]
         assert len(rows[0]) == native.lib.decode_layer_fields()
-        model.native_table = (key, torch.tensor(rows, dtype=torch.int64))
-    table = model.native_table[1]
+        cached = _TABLES[model] = (key, torch.tensor(rows, dtype=torch.int64))
+    table = cached[1]
     b, hidden = x.shape
     hq, hkv, d, inter = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cfg.intermediate_size
     scratch = x.new_empty(b * (hidden + (hq + 2 * hkv) * d + hq * d + 3 * inter))
@@ -154,11 +173,6 @@ def decode_layers_agree(native: NativeKernels) -> bool:
     """The one-call decode step against the per-layer path on a 2-layer model with random weights: biases on
     every linear, a window on one layer, head size 40 (the any-size attention path), 3 rows of unequal contexts
     over scattered blocks. The hidden states and both caches must be equal bit for bit."""
-    from model_cache.config import ModelConfig
-    from own_engine.kernels.panel_linear import PanelLinear
-    from own_engine.model.llama import Linear, LlamaModel
-    from own_engine.model.paged_attention import PagedAttention, PagedMeta
-
     gen = torch.Generator().manual_seed(0)
     cfg = ModelConfig(hidden_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                       head_dim=40, intermediate_size=72, vocab_size=8, max_position_embeddings=64, qkv_bias=True,

@@ -18,9 +18,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from model_cache.config import ModelConfig
-from own_engine.kernels.native import NativeKernels
-from own_engine.kernels.native_layer import native_forward
-from own_engine.model.paged_attention import PagedAttention
 from own_engine.model.rope import apply_rope, rope_cache
 
 
@@ -32,6 +29,22 @@ class AttentionBackend(Protocol):
         `window`: the layer's sliding window (a query at position p sees keys p-window+1 .. p); None = causal.
         """
         ...
+
+
+class DecoderStack(Protocol):
+    def __call__(self, model: LlamaModel, x: torch.Tensor, positions: torch.Tensor,
+                 attn: AttentionBackend) -> torch.Tensor:
+        """x [T, hidden] after the embedding -> x after every decoder layer."""
+        ...
+
+
+def torch_layers(model: LlamaModel, x: torch.Tensor, positions: torch.Tensor, attn: AttentionBackend) -> torch.Tensor:
+    """Every decoder layer on PyTorch ops over any attention backend: the model's own decoder stack."""
+    cs = model.rope[positions].to(model.dtype)  # [T, 2, D]: cos, signed sin (in the model dtype, as HF does)
+    cos, sin = cs[:, :1], cs[:, 1:]
+    for i, layer in enumerate(model.layers):
+        x = layer(i, x, cos, sin, attn)
+    return x
 
 
 class Linear(nn.Module):
@@ -103,10 +116,8 @@ class LlamaModel(nn.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, dtype)
         self.lm_head = None if cfg.tie_word_embeddings else Linear(cfg.hidden_size, cfg.vocab_size, False, dtype)
         self.register_buffer("rope", rope_cache(cfg, max_model_len), persistent=False)  # [max_len, 2, D] fp32
-        # set by cpu_linear.pack_linears when every linear is own_engine's panel kernel: then a forward over the
-        # paged cache runs each layer on the native kernels (own_engine.kernels.native_layer)
-        self.native: NativeKernels | None = None
-        self.native_table: tuple[tuple, torch.Tensor] | None = None  # native_layer.decode_layers_forward: key, table
+        # the kernel backend chosen once at load may put its own decoder stack here (own_engine.kernels.backends)
+        self.decoder: DecoderStack = torch_layers
 
     @property
     def n_params(self) -> int:
@@ -116,13 +127,7 @@ class LlamaModel(nn.Module):
                 logits_indices: torch.Tensor | None = None) -> torch.Tensor:
         """input_ids/positions [T] -> logits [N, vocab] fp32 (N = T when logits_indices is None)."""
         x = F.embedding(input_ids, self.embed_tokens)
-        if self.native is not None and isinstance(attn, PagedAttention):
-            x = native_forward(self.native, self, x, positions, attn)
-        else:
-            cs = self.rope[positions].to(self.dtype)  # [T, 2, D]: cos, signed sin (in the model dtype, as HF does)
-            cos, sin = cs[:, :1], cs[:, 1:]
-            for i, layer in enumerate(self.layers):
-                x = layer(i, x, cos, sin, attn)
+        x = self.decoder(self, x, positions, attn)
         if logits_indices is not None:
             x = x[logits_indices]
         x = self.norm(x)

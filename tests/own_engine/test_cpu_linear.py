@@ -47,7 +47,7 @@ import os, torch
 from own_engine.kernels.cpu_linear import pack_linears
 from own_engine.model.loader import load_model
 model = load_model({path!r}, device="cpu")
-n, _, _ = pack_linears(model, "onednn")
+n, _, _ = pack_linears(model, "onednn", "not asked for")
 print(n, os.environ.get("ONEDNN_PRIMITIVE_CACHE_CAPACITY"), os.environ.get("LRU_CACHE_CAPACITY"))
 """
 

@@ -78,7 +78,8 @@ def test_equal_contexts_run_as_one_batch(tiny_path, hf_model, monkeypatch, cuda_
 @pytest.mark.parametrize("scattered", [False, True])
 @pytest.mark.parametrize("prompts", [UNEQUAL, EQUAL], ids=["unequal", "equal"])
 def test_the_native_kernel_reads_every_layout(tiny_path, hf_model, monkeypatch, scattered, prompts) -> None:
-    from own_engine.kernels.native import NOT_HERE, native_kernels
+    from own_engine.kernels.backends import native_kernels
+    from own_engine.kernels.native import NOT_HERE
 
     kernels = native_kernels()
     if isinstance(kernels, str):

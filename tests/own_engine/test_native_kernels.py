@@ -69,7 +69,7 @@ def test_an_engine_on_the_own_kernel_generates_what_the_others_do(kernel, tmp_pa
 
 _PROBE = """
 import torch
-from own_engine.kernels.native import native_kernels
+from own_engine.kernels.backends import native_kernels
 from own_engine.core.llm_engine import LLMEngine
 engine = LLMEngine({path!r}, device="cpu", max_num_seqs=2)
 print(engine.linear_kernels)
@@ -115,7 +115,7 @@ def test_without_a_working_compiler_the_engine_keeps_onednn_and_says_why(kernel,
 
 
 def test_a_build_racing_another_leaves_one_whole_kernel(kernel, tmp_path) -> None:
-    code = "from own_engine.kernels.native import native_kernels; k = native_kernels(); print(type(k).__name__)"
+    code = "from own_engine.kernels.backends import native_kernels; k = native_kernels(); print(type(k).__name__)"
     env = {**os.environ, "ADVISOR_HOME": str(tmp_path)}
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
              for _ in range(3)]
