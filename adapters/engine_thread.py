@@ -49,7 +49,7 @@ def convert_on_first_use(model: str | None, fmt: str,
     Raises ConversionError (naming the fix) when the conversion fails, ValueError for an unknown precision.
     """
     from adapters.formats import ensure_converted, normalize_precision
-    from model_cache.paths import resolve_model
+    from model_cache.resolve import resolve_model
 
     src = resolve_model(model)
     precision = normalize_precision(fmt, precision)  # int8 -> q8_0 etc.; refuses unknown ones

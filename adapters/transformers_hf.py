@@ -75,7 +75,7 @@ class TransformersAdapter(EngineThreadMixin, Adapter):
         import transformers
         from transformers import AutoConfig, AutoModelForCausalLM
 
-        from model_cache.paths import resolve_model
+        from model_cache.resolve import resolve_model
         from own_engine.core.llm_engine import pick_device
 
         o = self.options

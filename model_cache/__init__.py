@@ -1,4 +1,4 @@
-"""The model cache and its tools: where models live (`ADVISOR_HOME`, `paths`), the presets and the models made
+"""The model cache and its tools: where models live (`ADVISOR_HOME`, `paths`; a name to a folder: `resolve`), the presets and the models made
 from them (`presets`, `create`), tokenizers (`tokenizer`, `tokenizer_spm`), what a model folder's config.json
 says (`config`), and swapping a finished folder into the cache in one step (`staging`).
 

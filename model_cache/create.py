@@ -18,10 +18,10 @@ import shutil
 import zlib
 from pathlib import Path
 
-from model_cache import staging
+from model_cache import staging, tokenizer_spm
 from model_cache.paths import RECIPE, check_model_name, is_model_dir, models_root
 from model_cache.presets import Preset, get_preset
-from model_cache.tokenizer import build_tokenizer, special_tokens_map, tokenizer_config, tokenizer_spec
+from model_cache.tokenizer import byte_level, special_tokens_map, tokenizer_config, tokenizer_spec
 
 INIT_STD = 0.02
 
@@ -158,3 +158,12 @@ def _write(folder: Path, p: Preset, seed: int, dtype: str) -> None:
     }
     for fname, obj in files.items():
         (folder / fname).write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def build_tokenizer(vocab_size: int, *, kind: str = "bpe-gpt2", seed: int = 0):  # -> tokenizers.Tokenizer
+    """A `kind` tokenizer with exactly `vocab_size` tokens (the kind's specials first): byte-level kinds by
+    `tokenizer.byte_level`, the SentencePiece-style and refusal-test kinds by `tokenizer_spm`."""
+    spec = tokenizer_spec(kind)
+    if kind in ("spm-bpe", "unigram", "wordlevel"):
+        return tokenizer_spm.build(spec, vocab_size, seed)
+    return byte_level(spec, vocab_size, seed)

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shlex
-import sys
 from pathlib import Path
 
 DEFAULT_MODEL = "tiny"
@@ -32,39 +31,6 @@ def models_root() -> Path:
 
 def is_model_dir(path: Path) -> bool:
     return (path / "config.json").is_file()
-
-
-def resolve_model(name_or_path: str | Path | None, *, arg: str = "--model") -> Path:
-    """An existing model folder for a path or cache name; None means `tiny`, created on first use.
-
-    `arg` is how the command line names the value (`--model`, convert's `MODEL`), for the error messages.
-    """
-    if name_or_path is None or (str(name_or_path) == DEFAULT_MODEL and not Path(DEFAULT_MODEL).is_dir()):
-        target = models_root() / DEFAULT_MODEL
-        stale = is_model_dir(target) and _recipe(target) != RECIPE
-        if stale:
-            print(f"advisor: the default model in {target} was made by another advisor version; remaking it",
-                  file=sys.stderr)
-        if stale or not is_model_dir(target):
-            from model_cache.create import create_model  # torch only when a model must be made
-
-            try:
-                create_model(DEFAULT_MODEL, DEFAULT_MODEL, force=stale)
-            except FileExistsError:  # another process made it between our check and create_model's
-                if not is_model_dir(target):
-                    raise
-        return target
-    path = Path(name_or_path).expanduser()
-    if path.is_dir():
-        if not is_model_dir(path):
-            raise FileNotFoundError(f"{path} is a folder but has no config.json; point {arg} at a Hugging Face "
-                                    "model folder or name a cached model (`advisor models list`)")
-        return path.resolve()
-    cached = models_root() / str(name_or_path)
-    if is_model_dir(cached):
-        return cached
-    where = f"not a folder and not in {models_root()}" if MODEL_NAME.match(str(name_or_path)) else "no such folder"
-    raise FileNotFoundError(f"no model '{name_or_path}': {where}; {missing_model_hint(name_or_path)}")
 
 
 def check_model_name(name: str) -> None:
@@ -95,7 +61,7 @@ def _create_at(path_text: str | Path) -> str | None:
     return f"advisor models create {path.name} --root {shlex.quote(str(path.parent))}"
 
 
-def _recipe(folder: Path) -> int | None:
+def recipe_of(folder: Path) -> int | None:
     """The recipe an advisor-made model records in config.json (None: older, or not made by advisor)."""
     try:
         return json.loads((folder / "config.json").read_text()).get("advisor", {}).get("recipe")

@@ -112,17 +112,7 @@ def training_lines(vocab_size: int, seed: int) -> list[str]:
     return shipped_corpus().splitlines() * 4 + synthetic_lines(vocab_size, seed)
 
 
-def build_tokenizer(vocab_size: int, *, kind: str = "bpe-gpt2", seed: int = 0):  # -> tokenizers.Tokenizer
-    """A `kind` tokenizer with exactly `vocab_size` tokens (the kind's specials first)."""
-    spec = tokenizer_spec(kind)
-    if kind in ("spm-bpe", "unigram", "wordlevel"):
-        from model_cache import tokenizer_spm
-
-        return tokenizer_spm.build(spec, vocab_size, seed)
-    return _byte_level(spec, vocab_size, seed)
-
-
-def _byte_level(spec: TokenizerSpec, vocab_size: int, seed: int):
+def byte_level(spec: TokenizerSpec, vocab_size: int, seed: int):
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     alphabet = pre_tokenizers.ByteLevel.alphabet()

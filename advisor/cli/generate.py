@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from model_cache.paths import resolve_model
+from model_cache.resolve import resolve_model
 from model_cache.tokenizer import load_tokenizer
 
 

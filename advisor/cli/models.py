@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 
 from adapters.formats import FORMATS
-from model_cache.paths import DEFAULT_MODEL, check_model_name, is_model_dir, models_root, resolve_model
+from model_cache.paths import DEFAULT_MODEL, check_model_name, is_model_dir, models_root
 from model_cache.presets import PRESETS
+from model_cache.resolve import resolve_model
 from model_cache.tokenizer import TOKENIZER_KINDS
 
 

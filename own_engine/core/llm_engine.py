@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import psutil
 import torch
 
-from model_cache.paths import resolve_model
+from model_cache.resolve import resolve_model
 from own_engine.core.block_manager import BlockManager
 from own_engine.core.model_runner import ModelRunner, kv_bytes_per_token
 from own_engine.core.sampler import Sampler

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from model_cache.paths import resolve_model
+from model_cache.resolve import resolve_model
 from own_engine.core.llm_engine import check_request, describe_model, pick_device, precision_name
 from own_engine.core.sampler import Sampler
 from own_engine.core.sampling_params import SamplingParams

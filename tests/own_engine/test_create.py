@@ -7,8 +7,8 @@ import json
 import pytest
 
 from model_cache.create import create_model
-from model_cache.paths import resolve_model
 from model_cache.presets import PRESETS
+from model_cache.resolve import resolve_model
 
 FILES = ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
          "special_tokens_map.json")

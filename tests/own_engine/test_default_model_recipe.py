@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from model_cache.paths import RECIPE, resolve_model
+from model_cache.paths import RECIPE
+from model_cache.resolve import resolve_model
 
 
 def test_a_default_model_from_another_recipe_is_remade(tmp_path, monkeypatch, capsys):
