@@ -70,7 +70,7 @@ def main() -> None:
     ap.add_argument("--hf-compare", action="store_true", help="also time transformers generate (default on CUDA)")
     ap.add_argument("--hf-batch-sizes", default="1,64")
     ap.add_argument("--linear-kernels", default="auto", choices=["auto", "panel", "onednn", "torch"],
-                    help="CPU fp32: the linear kernel (own_engine.kernels.cpu_linear.pack_linears), for comparison")
+                    help="CPU fp32: the linear kernel (own_engine.kernels.backends.choose), for comparison")
     args = ap.parse_args()
 
     path = Path(args.model) if args.model else models_root() / args.preset

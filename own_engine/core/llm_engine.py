@@ -79,7 +79,7 @@ class LLMEngine:
     by default enough for `max_num_seqs` sequences of `max_model_len` tokens, but at most
     `kv_cache_memory_fraction` of the memory available when the engine starts (default: 0.8 of free GPU memory
     on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given. On CPU at fp32 the
-    linear layers run on packed weights (`cpu_linear.pack_linears`; `linear_kernels`: auto, panel, onednn,
+    linear layers run on packed weights (`backends.choose`, once; `linear_kernels`: auto, panel, onednn,
     torch), and with the panel kernel attention and the rest of each layer run on own_engine's native kernels too
     (`own_engine.kernels.backends`). On CPU (Linux) a freed KV block's pages go back to the OS unless
     `release_freed_kv=False` (`memory_release`).

@@ -1,4 +1,4 @@
-"""CPU linear kernels for fp32 models: which one the engine uses (`pack_linears`), and oneDNN's.
+"""CPU linear kernels for fp32 models: packing them (`pack_linears`, called once by `backends.choose`), and oneDNN's.
 
 own_engine's own AVX-512 kernel (`own_engine.kernels.panel_linear`) comes first where it builds; oneDNN with the
 weights repacked once into its blocked layout (below) is the fallback; plain F.linear the last resort.
