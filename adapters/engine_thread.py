@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.base import AdapterError, Chunk, RequestSpec
-from own_engine import tokenizer
-from own_engine.loop_queue import LoopQueue
+from model_cache import tokenizer
+from own_engine.core.loop_queue import LoopQueue
 
 DONE = object()  # the engine thread's last item for a request that produced all its tokens
 
@@ -33,7 +33,7 @@ DONE = object()  # the engine thread's last item for a request that produced all
 class Pending(LoopQueue):
     """One request in flight: made inside the requesting coroutine (its loop and queue are that coroutine's).
 
-    The engine thread `put`s `(t_ns, ids)`, `DONE` or an AdapterError (own_engine.loop_queue).
+    The engine thread `put`s `(t_ns, ids)`, `DONE` or an AdapterError (own_engine.core.loop_queue).
     """
 
     req: RequestSpec
@@ -49,7 +49,7 @@ def convert_on_first_use(model: str | None, fmt: str,
     Raises ConversionError (naming the fix) when the conversion fails, ValueError for an unknown precision.
     """
     from adapters.formats import ensure_converted, normalize_precision
-    from own_engine.paths import resolve_model
+    from model_cache.resolve import resolve_model
 
     src = resolve_model(model)
     precision = normalize_precision(fmt, precision)  # int8 -> q8_0 etc.; refuses unknown ones

@@ -381,7 +381,7 @@ def _first_int(items: list[dict[str, Any]], key: str) -> int | None:
 
 
 def _load_tokenizer(path: str) -> Any:
-    from own_engine.tokenizer import load_tokenizer  # not on import: a worker that needs no tokenizer skips it
+    from model_cache.tokenizer import load_tokenizer  # not on import: a worker that needs no tokenizer skips it
 
     try:
         return load_tokenizer(path, required=True)

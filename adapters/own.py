@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from adapters.base import Adapter, AdapterError, Capabilities, Chunk, EngineInfo, InProcessOptions, RequestSpec
-from own_engine import __version__ as advisor_version
+from build_info import __version__ as advisor_version
 
 DEFAULT_MAX_BATCH = 64
 
@@ -57,7 +57,7 @@ class OwnAdapter(Adapter):
                 "linear_kernels": o.linear_kernels}
 
     def _make_engine(self) -> Any:
-        from own_engine.llm_engine import LLMEngine
+        from own_engine.core.llm_engine import LLMEngine
 
         o = self.options
         assert isinstance(o, OwnOptions)
@@ -66,7 +66,7 @@ class OwnAdapter(Adapter):
                          block_size=o.block_size, cuda_graphs=o.cuda_graphs, **self._engine_kwargs())
 
     def _start(self) -> EngineInfo:
-        from own_engine.async_engine import AsyncLLMEngine
+        from own_engine.core.async_engine import AsyncLLMEngine
 
         # built on the engine thread that steps it: a model loaded on another thread decodes far slower on CPU
         self._front = AsyncLLMEngine(factory=self._make_engine)
@@ -93,7 +93,7 @@ class OwnAdapter(Adapter):
 
     def _params(self, req: RequestSpec) -> Any:
         """The engine's SamplingParams for `req`; AdapterError when it can never be served."""
-        from own_engine.sampling_params import SamplingParams
+        from own_engine.core.sampling_params import SamplingParams
 
         if self._front is None:
             raise AdapterError("engine", "the own adapter was not started; call start() first")
@@ -171,7 +171,7 @@ class OwnStaticAdapter(OwnAdapter):
     batching: ClassVar[str] = "static"
 
     def _make_engine(self) -> Any:
-        from own_engine.static_engine import StaticBatchEngine
+        from own_engine.core.static_engine import StaticBatchEngine
 
         return StaticBatchEngine(self.model, max_batch_size=self.options.max_batch or DEFAULT_MAX_BATCH,
                                  **self._engine_kwargs())

@@ -75,8 +75,8 @@ class TransformersAdapter(EngineThreadMixin, Adapter):
         import transformers
         from transformers import AutoConfig, AutoModelForCausalLM
 
-        from own_engine.llm_engine import pick_device
-        from own_engine.paths import resolve_model
+        from model_cache.resolve import resolve_model
+        from own_engine.core.engine_facts import pick_device
 
         o = self.options
         assert isinstance(o, TransformersOptions)

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from own_engine import __version__  # the distribution's version (pyproject.toml), read once
+from build_info import __version__  # the distribution's version (pyproject.toml), read once
 
 __all__ = ["__version__"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.atomic import write_atomic
-from own_engine.paths import advisor_home
+from model_cache.paths import advisor_home
 
 CACHE_FILE = "bandwidth.json"
 

@@ -42,7 +42,7 @@ def shipped_text() -> str:
 def text_ids(model_path: Path, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[int] | None:
     """The shipped text as the model's token ids (its own tokenizer, BOS as it adds it), cut to `max_tokens` and
     the model's context; None when the model has no tokenizer (it runs on ids only)."""
-    from own_engine.tokenizer import load_tokenizer
+    from model_cache.tokenizer import load_tokenizer
 
     tok = load_tokenizer(model_path)
     if tok is None:

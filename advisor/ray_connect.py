@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 INSTALL_HINT = "pip install 'inference-advisor[ray]' (in a checkout: pip install -e '.[ray]')"
-_PACKAGES = ("advisor", "adapters", "scenarios", "own_engine", "reports")
+_PACKAGES = ("advisor", "adapters", "scenarios", "own_engine", "model_cache", "build_info", "reports")
 
 
 class RayConnectError(RuntimeError):
@@ -65,7 +65,7 @@ def connect(address: str, say: Callable[[str], None], ship_code: bool = False, p
     ray = import_ray()
     kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False, "namespace": "advisor"}
     if ship_code:
-        from own_engine import SHIPPED_VERSION_ENV, __version__
+        from build_info import SHIPPED_VERSION_ENV, __version__
 
         # the shipped copy has no .git, so it is told which version it is: the driver's, which it is, byte for byte
         kwargs["runtime_env"] = {"py_modules": [_package_dir(p) for p in _PACKAGES],

@@ -40,8 +40,8 @@ def nvml_check(cfg: SelftestConfig) -> Check:
 
 def ensure_model(name: str) -> tuple[Path, bool]:
     """The model folder for a preset name in the model cache, created (random weights, no network) if missing."""
-    from own_engine.create import create_model
-    from own_engine.paths import is_model_dir, models_root
+    from model_cache.create import create_model
+    from model_cache.paths import is_model_dir, models_root
 
     path = models_root() / name
     if is_model_dir(path):
@@ -84,10 +84,10 @@ def greedy_disagreement(logits_fn: Any, prompts: list[list[int]], outs: list[lis
 
 def greedy_check(cfg: SelftestConfig, model: str) -> Check:
     """own_engine's greedy ids on the device (fp32, its serving path) are greedy under the CPU fp32 reference
-    (own_engine.reference, no KV cache) and under transformers fp32."""
-    from own_engine import reference
-    from own_engine.llm_engine import LLMEngine
-    from own_engine.sampling_params import SamplingParams
+    (own_engine.model.reference, no KV cache) and under transformers fp32."""
+    from own_engine.core.llm_engine import LLMEngine
+    from own_engine.core.sampling_params import SamplingParams
+    from own_engine.model import reference
 
     n = 12 if cfg.quick else 32
     path, created = ensure_model(model)
@@ -124,7 +124,7 @@ def _own_steps(cfg: SelftestConfig, path: Path, batches: tuple[int, ...], contex
                repeats: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """own_engine's bare decode step at each batch size, with the device's measured copy bandwidth."""
     from advisor.selftest_step import decode_bytes_per_step, measure_bandwidth_gbs, median_of, run_decode
-    from own_engine.llm_engine import LLMEngine
+    from own_engine.core.llm_engine import LLMEngine
 
     engine = LLMEngine(path, device=cfg.device, max_num_seqs=max(batches),
                        max_num_batched_tokens=max(batches) * context,

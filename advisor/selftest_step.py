@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
 
-    from own_engine.llm_engine import LLMEngine
+    from own_engine.core.llm_engine import LLMEngine
 
 
 def sync(device: torch.device) -> None:
@@ -67,11 +67,11 @@ def decode_bytes_per_step(engine: LLMEngine, batch: int, context: int) -> int:
 def run_decode(engine: LLMEngine, batch: int, prompt_len: int, steps: int, host: list[dict] | None = None) -> float:
     """Seconds per decode step with `batch` sequences at ~prompt_len context (one timing; callers take medians).
 
-    `host` gets, per call, the mean ms per timed step of each part outside the forward (own_engine.step_clock):
+    `host` gets, per call, the mean ms per timed step of each part outside the forward (own_engine.core.step_clock):
     `host_ms` = everything but the forward (input preparation, scheduler, block manager, sampling, `.tolist()`,
     postprocess), and its parts `host_before_ms` and `sample_output_ms`.
     """
-    from own_engine.sampling_params import SamplingParams
+    from own_engine.core.sampling_params import SamplingParams
 
     vocab = engine.config.vocab_size
     for i in range(batch):

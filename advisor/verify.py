@@ -172,7 +172,7 @@ class TextReference:
 
     @classmethod
     def of(cls, model: Path) -> TextReference | None:
-        from own_engine.tokenizer import load_tokenizer
+        from model_cache.tokenizer import load_tokenizer
 
         ids = tq.text_ids(model)
         tok = load_tokenizer(model)
@@ -245,7 +245,7 @@ def _first_diff(out: list[int], ref: list[int]) -> int | None:
 def verify(model: str | Path | None = None, *, n_tokens: int = 32, n_prompts: int = 3,
            variants: tuple[Variant, ...] = VARIANTS, threads: int | None = None, with_text: bool = True) -> VerifyReport:
     """Run every variant on the same prompts and compare with own_engine fp32."""
-    from own_engine.paths import resolve_model
+    from model_cache.resolve import resolve_model
 
     path = resolve_model(model)
     cfg = json.loads((path / "config.json").read_text())

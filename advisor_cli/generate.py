@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from own_engine.paths import resolve_model
-from own_engine.tokenizer import load_tokenizer
+from model_cache.resolve import resolve_model
+from model_cache.tokenizer import load_tokenizer
 
 
 def _tokenizer_for(model: str | None):  # -> tokenizers.Tokenizer | None

@@ -8,9 +8,10 @@ from pathlib import Path
 import click
 
 from adapters.formats import FORMATS
-from own_engine.paths import DEFAULT_MODEL, check_model_name, is_model_dir, models_root, resolve_model
-from own_engine.presets import PRESETS
-from own_engine.tokenizer import TOKENIZER_KINDS
+from model_cache.paths import DEFAULT_MODEL, check_model_name, is_model_dir, models_root
+from model_cache.presets import PRESETS
+from model_cache.resolve import resolve_model
+from model_cache.tokenizer import TOKENIZER_KINDS
 
 
 @click.group("models")
@@ -47,7 +48,7 @@ def create_command(name: str, preset: str, seed: int, dtype: str | None, force: 
         check_model_name(name)  # before saying "creating"
     except ValueError as e:
         raise click.UsageError(str(e)) from None
-    from own_engine.create import create_model
+    from model_cache.create import create_model
 
     p = PRESETS[preset]
     click.echo(f"creating '{name}' from preset {preset} ({p.n_params / 1e6:.1f}M params, {dtype or p.dtype})", err=True)

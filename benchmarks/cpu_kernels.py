@@ -8,7 +8,7 @@ Per thread count, medians over --repeats after a warm-up:
   and read bandwidth (a sum over it);
 - GEMV: one token through every linear layer of the preset's shape plus the LM head (random weights of the
   same shapes: qkv, o, gate_up, down per layer), through plain F.linear (MKL) and through oneDNN with packed
-  weights (own_engine.cpu_linear's op), in ms and in GB/s of weights read; beside them the same weights read
+  weights (own_engine.kernels.cpu_linear's op), in ms and in GB/s of weights read; beside them the same weights read
   one tensor at a time (a `sum` over each), the rate a GEMV over the model's separate tensors can hope for
   (`benchmarks/linear_layouts.py` compares kernels by row count);
 - GEMM: a 128-token prefill-shaped product (128 x hidden by hidden x 2 ffn), in GFLOPS.
@@ -35,7 +35,7 @@ import torch.nn.functional as F
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from own_engine.presets import get_preset  # noqa: E402
+from model_cache.presets import get_preset  # noqa: E402
 
 
 def median_s(fn: Callable[[], object], repeats: int) -> float:

@@ -41,13 +41,13 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    import own_engine.native_layer as native_layer
-    from own_engine.llm_engine import LLMEngine
-    from own_engine.panel_linear import PanelLinear
-    from own_engine.sampling_params import SamplingParams
+    import own_engine.kernels.native_layer as native_layer
+    from own_engine.core.llm_engine import LLMEngine
+    from own_engine.core.sampling_params import SamplingParams
+    from own_engine.kernels.panel_linear import PanelLinear
 
     engine = LLMEngine(args.model, device="cpu", threads=args.threads)
-    if engine.model.native is None:
+    if not engine.kernels.native_layers:
         sys.exit(f"decode_step_calls.py: own_engine runs without native kernels here ({engine.describe()})")
     one_call = native_layer.decode_layers_forward
     linears = [m for m in engine.model.modules() if isinstance(m, PanelLinear)]

@@ -25,8 +25,8 @@ def count(model: str) -> dict:
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from own_engine.llm_engine import LLMEngine
-    from own_engine.sampling_params import SamplingParams
+    from own_engine.core.llm_engine import LLMEngine
+    from own_engine.core.sampling_params import SamplingParams
 
     class Count(TorchDispatchMode):
         n = 0

@@ -175,8 +175,8 @@ def main() -> None:
 
     import adapters
     from adapters.formats import convert
-    from own_engine.create import create_model
-    from own_engine.paths import is_model_dir, models_root
+    from model_cache.create import create_model
+    from model_cache.paths import is_model_dir, models_root
 
     if args.model is None:
         path = models_root() / args.preset

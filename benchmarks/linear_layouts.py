@@ -1,5 +1,5 @@
 """own_engine's linear layers by row count, on random weights of a preset's shapes:
-- its own AVX-512 kernel on its packed layout (`own_engine.panel_linear`, the engine's default where it
+- its own AVX-512 kernel on its packed layout (`own_engine.kernels.panel_linear`, the engine's default where it
   builds): `own_panel` with each weight in its own allocation, `own_panel_huge` in one arena advised to
   transparent huge pages, as the engine keeps them;
 - oneDNN on packed weights (the engine's fallback) and on plain weights;
@@ -15,7 +15,7 @@ most a GEMV over separate tensors can hope for. The question it answers: how far
 the weights at memory speed, and what does a layout cost at larger row counts (the engine keeps one copy of
 the weights)?
 
-The own kernel is built as the engine builds it (`own_engine.native`; its columns are left out where it
+The own kernel is built as the engine builds it (`own_engine.kernels.native`; its columns are left out where it
 can't be). The AVX2 kernel is built with `cc` into a temporary folder when there is a C compiler and the CPU
 has AVX2 and FMA. Each is checked against F.linear before any timing. Prints one JSON document.
 """
@@ -42,7 +42,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.cpu_kernels import linear_weights  # noqa: E402
-from own_engine.cpu_linear import BATCH_HINT  # noqa: E402
+from own_engine.kernels.cpu_linear import BATCH_HINT  # noqa: E402
 
 SOURCE = Path(__file__).with_name("skinny_linear.c")
 
@@ -89,8 +89,9 @@ def main() -> None:
     torch.manual_seed(0)
     weights = linear_weights(args.preset)
     packed = [torch.ops.mkldnn._reorder_linear_weight(w, BATCH_HINT) for w in weights]
-    from own_engine.native import NativeKernels, native_kernels
-    from own_engine.panel_linear import huge_page_floats, pack_weight, packed_numel
+    from own_engine.kernels.backends import native_kernels
+    from own_engine.kernels.native import NativeKernels
+    from own_engine.kernels.panel_linear import huge_page_floats, pack_weight, packed_numel
 
     own = native_kernels()
     own_packed, own_huge = [], []

@@ -321,7 +321,7 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="advisor-loadgen-bench-"))
     if args.tokenizer is None:
-        from own_engine.create import create_model
+        from model_cache.create import create_model
 
         args.tokenizer = create_model("tiny", "tiny", root=work / "models")
     rates = sorted(float(r) for r in args.rates.split(","))

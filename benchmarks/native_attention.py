@@ -35,8 +35,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from own_engine.native import CFLAGS, RETURN_STATUS, SIGNATURES, NativeKernels, native_kernels  # noqa: E402
-from own_engine.paged_attention import (  # noqa: E402
+from own_engine.kernels.backends import native_kernels  # noqa: E402
+from own_engine.kernels.native import CFLAGS, RETURN_STATUS, SIGNATURES, NativeKernels  # noqa: E402
+from own_engine.model.paged_attention import (  # noqa: E402
     ChunkMeta,
     DecodeContext,
     PagedMeta,

@@ -38,8 +38,8 @@ def compile_layers() -> None:
     import torch
     import torch.nn.functional as F
 
-    from own_engine.model import DecoderLayer
-    from own_engine.rope import apply_rope
+    from own_engine.model.llama import DecoderLayer
+    from own_engine.model.rope import apply_rope
 
     @torch.library.custom_op("own_bench::packed_linear", mutates_args=(),
                              schema="(Tensor x, Tensor w, int n_out) -> Tensor")  # strings: see __future__
@@ -79,8 +79,8 @@ def compile_layers() -> None:
 def one_cell(model: str, mode: str, batch: int, threads: int, steps: int) -> dict:
     import torch
 
-    from own_engine.llm_engine import LLMEngine
-    from own_engine.sampling_params import SamplingParams
+    from own_engine.core.llm_engine import LLMEngine
+    from own_engine.core.sampling_params import SamplingParams
 
     check = [list(range(3, 3 + PROMPT_LEN)), list(range(5, 5 + PROMPT_LEN // 2))]
     greedy = SamplingParams(max_tokens=8, ignore_eos=True)
@@ -92,7 +92,7 @@ def one_cell(model: str, mode: str, batch: int, threads: int, steps: int) -> dic
         eager_tokens = engine.generate(check, greedy)
         with torch.inference_mode():
             ids = torch.tensor(check[0])
-            from own_engine.attention import NoCacheAttention
+            from own_engine.model.attention import NoCacheAttention
 
             eager_logits = engine.model(ids, torch.arange(len(ids)), NoCacheAttention([0, len(ids)]))
         compile_layers()

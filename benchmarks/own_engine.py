@@ -5,7 +5,7 @@
 
 Measures this machine's copy bandwidth first (large tensor copy, median), then
 for each batch size the decode step time with every sequence at the same
-context length and its host time (everything outside the forward: own_engine.step_clock), and prefill time per prompt length. MBU = bytes a decode step
+context length and its host time (everything outside the forward: own_engine.core.step_clock), and prefill time per prompt length. MBU = bytes a decode step
 must read (weights + KV context) / step time / measured bandwidth. Warm-up
 before every timed run, device sync around every timer, medians over
 --repeats; one JSON document is printed last. Static vs continuous batching on
@@ -35,10 +35,10 @@ from advisor.selftest_step import (  # noqa: E402  (shared with `advisor selftes
     run_decode,
     sync,
 )
-from own_engine.create import create_model  # noqa: E402
-from own_engine.llm_engine import LLMEngine  # noqa: E402
-from own_engine.paths import is_model_dir, models_root  # noqa: E402
-from own_engine.sampling_params import SamplingParams  # noqa: E402
+from model_cache.create import create_model  # noqa: E402
+from model_cache.paths import is_model_dir, models_root  # noqa: E402
+from own_engine.core.llm_engine import LLMEngine  # noqa: E402
+from own_engine.core.sampling_params import SamplingParams  # noqa: E402
 
 
 def run_prefill(engine: LLMEngine, prompt_len: int) -> float:
@@ -70,7 +70,7 @@ def main() -> None:
     ap.add_argument("--hf-compare", action="store_true", help="also time transformers generate (default on CUDA)")
     ap.add_argument("--hf-batch-sizes", default="1,64")
     ap.add_argument("--linear-kernels", default="auto", choices=["auto", "panel", "onednn", "torch"],
-                    help="CPU fp32: the linear kernel (own_engine.cpu_linear.pack_linears), for comparison")
+                    help="CPU fp32: the linear kernel (own_engine.kernels.backends.choose), for comparison")
     args = ap.parse_args()
 
     path = Path(args.model) if args.model else models_root() / args.preset

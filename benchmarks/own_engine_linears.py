@@ -1,5 +1,5 @@
-"""A/B of own_engine's CPU linear kernels: its own packed kernel (`own_engine.panel_linear`), oneDNN packed
-weights (`own_engine.cpu_linear`) and plain F.linear.
+"""A/B of own_engine's CPU linear kernels: its own packed kernel (`own_engine.kernels.panel_linear`), oneDNN packed
+weights (`own_engine.kernels.cpu_linear`) and plain F.linear.
 
     python benchmarks/own_engine_linears.py --preset small-100m --threads 2
 
@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from own_engine.llm_engine import LLMEngine  # noqa: E402
-from own_engine.paths import models_root  # noqa: E402
+from model_cache.paths import models_root  # noqa: E402
+from own_engine.core.llm_engine import LLMEngine  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("own_engine_bench", Path(__file__).with_name("own_engine.py"))
 assert _spec is not None and _spec.loader is not None
@@ -32,7 +32,7 @@ _spec.loader.exec_module(_bench)
 
 
 def _panel_builds() -> bool:
-    from own_engine.native import native_kernels
+    from own_engine.kernels.backends import native_kernels
 
     return not isinstance(native_kernels(), str)
 

@@ -48,7 +48,7 @@ def load_requests(run_dir: Path) -> list[tuple[int, int]]:
 
 def replay(engine, requests: list[tuple[int, int]], users: int) -> dict:
     """Closed loop: `users` sequences in flight, a finished one replaced by the next request at once."""
-    from own_engine.sampling_params import SamplingParams
+    from own_engine.core.sampling_params import SamplingParams
 
     vocab = engine.config.vocab_size
     nxt = 0
@@ -105,10 +105,10 @@ def main() -> None:
     import torch
     import torch.profiler as tp
 
-    from own_engine.cpu_linear import PackedLinear
-    from own_engine.llm_engine import LLMEngine
-    from own_engine.model import Linear
-    from own_engine.panel_linear import PanelLinear
+    from own_engine.core.llm_engine import LLMEngine
+    from own_engine.kernels.cpu_linear import PackedLinear
+    from own_engine.kernels.panel_linear import PanelLinear
+    from own_engine.model.llama import Linear
 
     engine = LLMEngine(model, device="cpu", dtype="float32", threads=args.threads, linear_kernels=args.linear_kernels)
     replay(engine, requests[: args.users], args.users)  # warm-up: primitives for the common shapes

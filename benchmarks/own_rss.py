@@ -96,14 +96,14 @@ def main() -> None:
     result: dict = {}
 
     def serve() -> None:  # on one thread, as AsyncLLMEngine does: build there, step there
-        from own_engine.llm_engine import LLMEngine
-        from own_engine.sampling_params import SamplingParams
+        from own_engine.core.llm_engine import LLMEngine
+        from own_engine.core.sampling_params import SamplingParams
 
         kw = {}
         if args.no_kv_release:
             kw["release_freed_kv"] = False
         if args.mmap_threshold_kb is not None:  # fixed: glibc no longer raises it to the largest block freed
-            from own_engine.memory_release import LIBC
+            from own_engine.core.memory_release import LIBC
 
             assert LIBC.mallopt(M_MMAP_THRESHOLD, args.mmap_threshold_kb * 1024)
             assert LIBC.mallopt(M_TRIM_THRESHOLD, 1024 * 1024)
@@ -112,7 +112,7 @@ def main() -> None:
         mark("engine built")
         result["trim_s"] = 0.0
         if args.trim_after_tokens is not None:
-            from own_engine.memory_release import LIBC
+            from own_engine.core.memory_release import LIBC
 
             run = engine.runner.run
 

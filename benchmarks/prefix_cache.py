@@ -48,8 +48,8 @@ warmup_s: 0
 
 def _model(args: argparse.Namespace) -> Path:
     from adapters.formats import convert
-    from own_engine.create import create_model
-    from own_engine.paths import is_model_dir, models_root
+    from model_cache.create import create_model
+    from model_cache.paths import is_model_dir, models_root
 
     folder = models_root() / args.preset
     if not is_model_dir(folder):

@@ -18,9 +18,9 @@ For each concurrency C, in one run:
 ratio = served / core output tok/s (with `--core-twice`, the core runs before and after the served run and
 the ratio uses the mean of the two). The load generator's CPU share is printed with the served row: on a machine
 whose CPUs slow each other (benchmarks/cpu_siblings.py), a busy client slows the served engine's host work,
-which the core, run with the client's CPU idle, never pays. The served run's step breakdown (own_engine.step_clock, from result.json's
+which the core, run with the client's CPU idle, never pays. The served run's step breakdown (own_engine.core.step_clock, from result.json's
 engine statistics) is printed with it: where the engine's step time went. One JSON document goes to stdout.
-On a simulated device (`sim:...`) the forward sleeps (own_engine.sim_device), so every figure is the host's.
+On a simulated device (`sim:...`) the forward sleeps (own_engine.core.sim_device), so every figure is the host's.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def client_cpu_share(doc: dict) -> float | None:
 
 
 def step_breakdown(stats: dict) -> dict:
-    """Mean ms per step of each part (own_engine.step_clock) and the share of step wall time off the CPU."""
+    """Mean ms per step of each part (own_engine.core.step_clock) and the share of step wall time off the CPU."""
     n = stats.get("timed_steps") or 0
     if not n:
         return {}
@@ -119,8 +119,8 @@ def core_child(device: str, model: str, c: int, threads: int | None, cpus: list[
                output_len: int, duration_s: float, opts: dict) -> dict:
     if cpus:
         os.sched_setaffinity(0, set(cpus))
-    from own_engine.llm_engine import LLMEngine
-    from own_engine.sampling_params import SamplingParams
+    from own_engine.core.llm_engine import LLMEngine
+    from own_engine.core.sampling_params import SamplingParams
 
     kw = {k: int(v) for k, v in opts.items() if k in ("max_num_batched_tokens", "block_size")}
     engine = LLMEngine(model, device=device, threads=threads, max_num_seqs=c, **kw)

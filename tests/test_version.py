@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 import advisor
-import own_engine
+import build_info
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_distribution_name_is_not_the_registrys_other_advisor() -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert meta["name"] == own_engine.DISTRIBUTION == "inference-advisor"
+    assert meta["name"] == build_info.DISTRIBUTION == "inference-advisor"
     assert (tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["advisor"]
             == "advisor_cli:main")  # the command keeps its name
 
@@ -35,7 +35,7 @@ def test_code_shipped_to_a_ray_worker_says_it_is_the_drivers_version() -> None:
     import os
     import sys
 
-    env = {**os.environ, own_engine.SHIPPED_VERSION_ENV: "9.9.9+gabc1234"}
+    env = {**os.environ, build_info.SHIPPED_VERSION_ENV: "9.9.9+gabc1234"}
     out = subprocess.run([sys.executable, "-c", "import advisor; print(advisor.__version__)"], env=env, cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == "9.9.9+gabc1234"

@@ -7,7 +7,7 @@ result). A second call with an unchanged source returns at once; a changed
 source (or `force=True`) reconverts; `ensure_converted` also says whether
 it converted and what the engine cannot do (its limits). A conversion is
 written aside and swapped in, and what a killed one left is cleaned up by
-the next (`own_engine.staging`). Before writing, the target engine's limits are
+the next (`model_cache.staging`). Before writing, the target engine's limits are
 checked (`limits.for_format`: a clear error instead of a kernel message
 mid-run). Every fresh conversion is checked against the fp32
 reference (logits) and its tokenizer against the original on mixed text
@@ -30,7 +30,7 @@ from adapters.formats import limits, text_check, tokenizer_family
 from adapters.formats.check import ConversionError, Divergence, check_logits
 from adapters.formats.registry import FORMATS, Format
 from adapters.formats.registry import format_module as _module
-from own_engine import staging
+from model_cache import staging
 
 MANIFEST = "manifest.json"
 _TOOLS = {"gguf": ("gguf", "llama-cpp-python"), "onnx": ("onnxruntime-genai", "onnxruntime"),
@@ -93,7 +93,7 @@ def read_manifest(out_dir: Path) -> dict[str, Any] | None:
 
 def _validate_source(model_path: Path) -> None:
     if not model_path.is_dir():
-        from own_engine.paths import missing_model_hint
+        from model_cache.paths import missing_model_hint
 
         raise ConversionError(f"model folder {model_path} does not exist; {missing_model_hint(model_path)}")
     if not (model_path / "config.json").is_file():
@@ -102,7 +102,7 @@ def _validate_source(model_path: Path) -> None:
         cfg = json.loads((model_path / "config.json").read_text())
     except json.JSONDecodeError as e:
         raise ConversionError(f"{model_path / 'config.json'} is not valid JSON ({e}); the model folder is corrupt") from e
-    from own_engine.config import ModelConfig
+    from model_cache.config import ModelConfig
 
     try:  # every converter reads the same LLaMA/Qwen2/Mistral keys: refuse here, not with a KeyError or a traceback
         ModelConfig.from_dict(cfg)

@@ -12,7 +12,7 @@ with no HF name, a truncated or non-GGUF file.
 
 Provenance (source file, its sha256, the file's quantization, tensor types, the check) goes to
 `gguf_source.json` in the folder and a summary to config.json's `advisor` block. The folder is written
-aside and swapped in (`own_engine.staging`): a failed import leaves nothing. `gguf_import_check` proves
+aside and swapped in (`model_cache.staging`): a failed import leaves nothing. `gguf_import_check` proves
 the result against llama.cpp on the original file.
 """
 
@@ -107,7 +107,7 @@ def open_gguf(path: Path) -> GgufFile:
 
 
 def hf_config(g: GgufFile, dtype: str, vocab_size: int) -> dict[str, Any]:
-    """config.json from the `<arch>.*` metadata (transformers-5 and older keys, as `own_engine.create` writes)."""
+    """config.json from the `<arch>.*` metadata (transformers-5 and older keys, as `model_cache.create` writes)."""
     f, a = g.fields, g.arch
 
     def need(key: str) -> Any:
@@ -258,8 +258,8 @@ def import_gguf(file: Path, name: str | None = None, *, root: Path | None = None
     `log(line)` receives progress lines. Every refusal raises GgufImportError (FileExistsError for an
     existing model without `force`) before the target is touched.
     """
-    from own_engine import staging
-    from own_engine.paths import check_model_name, models_root
+    from model_cache import staging
+    from model_cache.paths import check_model_name, models_root
 
     name = name or default_name(Path(file))
     try:

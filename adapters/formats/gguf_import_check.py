@@ -49,7 +49,7 @@ def check(folder: Path, gguf_file: Path, *, n_tokens: int = 16, log: Any = None)
     import adapters
     from adapters.formats import gguf as g
     from adapters.formats import oracle, text_check
-    from own_engine.tokenizer import load_tokenizer
+    from model_cache.tokenizer import load_tokenizer
 
     say = log or (lambda line: None)
     why = adapters.why_unavailable("llama_cpp")

@@ -22,7 +22,7 @@ ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz")
 
 
 def downloads_root() -> Path:
-    from own_engine.paths import advisor_home
+    from model_cache.paths import advisor_home
 
     return advisor_home() / "downloads"
 

@@ -34,7 +34,7 @@ def _context(cfg: dict[str, Any]) -> int:
 
 def sliding_window(cfg: dict[str, Any]) -> int | None:
     """The smallest sliding window any layer uses (transformers' rules per family), or None."""
-    from own_engine.config import ModelConfig, ModelConfigError
+    from model_cache.config import ModelConfig, ModelConfigError
 
     try:
         return ModelConfig.from_dict(cfg).sliding_window

@@ -37,7 +37,7 @@ class TraceableLlama(nn.Module):
         self.w = nn.ParameterDict({k.replace(".", "__"): nn.Parameter(v.float(), requires_grad=False)
                                    for k, v in weights.items()})
         self.tied = "lm_head.weight" not in weights or cfg.get("tie_word_embeddings", False)
-        from own_engine.config import ModelConfig
+        from model_cache.config import ModelConfig
 
         self.windows = [ModelConfig.from_dict(cfg).window(i) for i in range(self.n_layers)]
 

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from own_engine.tokenizer import load_tokenizer
+from model_cache.tokenizer import load_tokenizer
 
 TEXTS = (
     "Once upon a time, there was a little cat.",

@@ -118,7 +118,7 @@ def _check_model(cell: Cell, host: str) -> None:
 
     Other names (a served model of the openai engine, a hub id for vllm) are the server's or the engine's.
     """
-    from own_engine.paths import DEFAULT_MODEL, models_root
+    from model_cache.paths import DEFAULT_MODEL, models_root
 
     model = str(cell.model)
     if _explicit_path(model):

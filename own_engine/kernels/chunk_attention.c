@@ -1,5 +1,5 @@
 /* A prefill chunk's attention over its sequence's paged KV cache, fp32, AVX-512F: all query heads of the chunk's
- * rows in one call per chunk and layer (own_engine/paged_attention.py, `native_chunk_attention`).
+ * rows in one call per chunk and layer (own_engine/model/paged_attention.py, `native_chunk_attention`).
  *
  * q: n rows of [Hq, D] at a stride of q_stride floats (the qkv projection's output, read in place); the chunk's
  * row i is position num_cached + i of its sequence and sees positions 0 .. num_cached + i (the last `window`

@@ -1,5 +1,5 @@
 /* One decode query per sequence over its paged KV cache, fp32, AVX-512F: every decode row of a step and every
- * query head in one call per layer (own_engine/paged_attention.py, `native_decode_attention`).
+ * query head in one call per layer (own_engine/model/paged_attention.py, `native_decode_attention`).
  *
  * q: B rows of [Hq, D] at a stride of q_stride floats; k_cache, v_cache: one layer's [n_blocks, block_size, Hkv,
  * D]; block_tables [B, max_blocks] (int64); lens [B] (int64): the context of each row, its own new token

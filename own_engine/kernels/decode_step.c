@@ -1,5 +1,5 @@
 /* Every decoder layer of a decode step (one new token per sequence) in one call, fp32, AVX-512F
- * (own_engine/native_layer.py, `decode_layers_forward`).
+ * (own_engine/kernels/native_layer.py, `decode_layers_forward`).
  *
  * The per-layer path (native_layer.layer_forward) makes 9 calls a layer, each its own OpenMP parallel region:
  * at batch 1 on small-100m that is 108 calls from Python a step, ~1.7 ms of a ~8 ms step beside the linears'

@@ -1,4 +1,4 @@
-/* The decoder layer's work between its linear layers, fp32, AVX-512F (own_engine/native_layer.py): RMSNorm,
+/* The decoder layer's work between its linear layers, fp32, AVX-512F (own_engine/kernels/native_layer.py): RMSNorm,
  * rotary embedding with the write of the new K/V into the paged cache, and SiLU(gate) * up. Each is one pass
  * over its rows where PyTorch runs 3-6 ops (and as many temporaries); a step's few rows (decode) run on the
  * calling thread, many rows (prefill) on `nthreads` OpenMP threads of torch's own libgomp (see panel_linear.c). */
@@ -34,7 +34,7 @@ void rms_norm(const float *x, const float *w, float *out, long T, long H, float 
 
 /* r: one row of qkv, [Hq + 2 Hkv heads, D] (q heads, k heads, v heads). Rotates the q and k heads in place as
  * transformers' LLaMA does (x * cos + rotate_half(x) * sin), reading row `position` of `rope` ([max_len, 2, D]:
- * [cos, cos] then [-sin, sin], own_engine/rope.py), then copies the row's k and v heads to slot `slot` of the
+ * [cos, cos] then [-sin, sin], own_engine/model/rope.py), then copies the row's k and v heads to slot `slot` of the
  * layer's caches ([slots, Hkv, D] each). D even. */
 void rope_store_row(float *r, long Hq, long Hkv, long D, const float *rope, long position, long slot,
                     float *k_cache, float *v_cache) {

@@ -1,5 +1,5 @@
 /* y[M, N] = x[M, K] @ w[N, K]^T (+ b[N]), fp32, AVX-512F, for own_engine's CPU linear layers
- * (own_engine/panel_linear.py).
+ * (own_engine/kernels/panel_linear.py).
  *
  * The weights are packed once into groups of 64 outputs, k-major inside a group:
  *     wp[(g * K + k) * 64 + j] = w[g * 64 + j, k]      (zero past N)
@@ -78,7 +78,7 @@ void panel_group(const float *x, const float *wp, const float *b, float *y, long
 }
 
 /* wp as above, N outputs (wp holds ceil(N / 64) groups); b may be NULL; accumulate: y += x @ w^T (+ b), which
- * is how the decoder layer adds its residual (own_engine/native_layer.py) */
+ * is how the decoder layer adds its residual (own_engine/kernels/native_layer.py) */
 void panel_linear(const float *x, const float *wp, const float *b, float *y, long M, long N, long K, int accumulate,
                   int nthreads) {
     #pragma omp parallel for num_threads(nthreads) schedule(static)

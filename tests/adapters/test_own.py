@@ -16,7 +16,7 @@ from adapters.base import AdapterError, RequestSpec
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from own_engine.create import create_model
+    from model_cache.create import create_model
 
     return str(create_model("tiny", "tiny", root=tmp_path_factory.mktemp("models")))
 
@@ -45,7 +45,7 @@ def test_start_reports_engine_info_and_streams_exact_lengths(tiny, name, batchin
         if name == "own":
             assert info.extra["kv_blocks_total"] > 0 and info.extra["block_size"] == 16
         # which kernels ran is in the run; where the native ones can't, a note says why
-        from own_engine.native import native_kernels
+        from own_engine.kernels.backends import native_kernels
 
         native = not isinstance(native_kernels(), str)
         assert info.extra["linear_kernels"] == ("panel-avx512" if native else "onednn-packed")

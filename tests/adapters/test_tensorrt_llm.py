@@ -33,7 +33,7 @@ def test_registry_says_why_it_is_unavailable():
 @pytest.mark.skipif(not HAVE_TRTLLM, reason="tensorrt_llm is not installed (NVIDIA index + CUDA GPU only)")
 def test_streams_exact_length_on_a_tiny_model(tmp_path):
     from adapters.tensorrt_llm import TensorRTLLMAdapter
-    from own_engine.create import create_model
+    from model_cache.create import create_model
 
     model = create_model("tiny-trt", "tiny", root=tmp_path, dtype="float16")
     adapter = TensorRTLLMAdapter(str(model), dtype="float16")

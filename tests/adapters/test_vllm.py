@@ -25,7 +25,7 @@ N_OUT = 24
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from own_engine.create import create_model
+    from model_cache.create import create_model
 
     return create_model("tiny-vllm", "tiny", seed=3, root=tmp_path_factory.mktemp("models"))
 

@@ -10,7 +10,7 @@ import torch
 
 @pytest.fixture(scope="session")
 def tiny_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from own_engine.create import create_model
+    from model_cache.create import create_model
 
     return create_model("tiny", "tiny", root=tmp_path_factory.mktemp("models"))
 
@@ -38,7 +38,8 @@ def hf_greedy(hf_model, ids: list[int], n: int) -> list[int]:
 def kernel():
     """own_engine's native kernels; a skip only where this machine can't build them, a failure where they build
     wrong."""
-    from own_engine.native import NOT_HERE, native_kernels
+    from own_engine.kernels.backends import native_kernels
+    from own_engine.kernels.native import NOT_HERE
 
     kernels = native_kernels()
     if isinstance(kernels, str):

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from own_engine import reference
-from own_engine.async_engine import AsyncLLMEngine, EngineDead
-from own_engine.llm_engine import LLMEngine, RequestRefused
-from own_engine.sampling_params import SamplingParams
-from own_engine.static_engine import StaticBatchEngine
+from own_engine.core.async_engine import AsyncLLMEngine, EngineDead
+from own_engine.core.llm_engine import LLMEngine, RequestRefused
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.core.static_engine import StaticBatchEngine
+from own_engine.model import reference
 
 PROMPTS = [[5, 6, 7], list(range(40, 60)), [9], [300, 301, 302, 303]]
 

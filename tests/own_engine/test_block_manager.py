@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from own_engine.block_manager import BlockManager
-from own_engine.sampling_params import SamplingParams
-from own_engine.sequence import Sequence
+from own_engine.core.block_manager import BlockManager
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.core.sequence import Sequence
 
 
 def _seq(n: int) -> Sequence:

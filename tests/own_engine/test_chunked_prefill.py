@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from own_engine.llm_engine import LLMEngine
-from own_engine.sampling_params import SamplingParams
+from own_engine.core.llm_engine import LLMEngine
+from own_engine.core.sampling_params import SamplingParams
 from tests.own_engine.conftest import hf_greedy, hf_logits
 from tests.own_engine.test_correctness import ATOL, LogitRecorder
 

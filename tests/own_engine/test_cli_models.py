@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from advisor_cli.generate import generate_command
 from advisor_cli.models import models_group
-from own_engine import reference
+from own_engine.model import reference
 
 
 @pytest.fixture()

@@ -8,8 +8,8 @@ import shutil
 import pytest
 import torch
 
-from own_engine import reference
-from own_engine.config import ModelConfig, ModelConfigError
+from model_cache.config import ModelConfig, ModelConfigError
+from own_engine.model import reference
 from tests.own_engine.conftest import hf_logits
 
 BASE = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 96,

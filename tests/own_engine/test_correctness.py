@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from own_engine import reference
-from own_engine.llm_engine import LLMEngine
-from own_engine.sampling_params import SamplingParams
+from own_engine.core.llm_engine import LLMEngine
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.model import reference
 from tests.own_engine.conftest import hf_greedy, hf_logits
 
 ATOL = 1e-4

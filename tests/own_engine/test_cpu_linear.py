@@ -1,14 +1,14 @@
-"""oneDNN packed linears (own_engine.cpu_linear): same results as plain F.linear, biases and tied heads kept."""
+"""oneDNN packed linears (own_engine.kernels.cpu_linear): same results as plain F.linear, biases and tied heads kept."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from own_engine.cpu_linear import PackedLinear, onednn_linear_works
-from own_engine.llm_engine import LLMEngine
-from own_engine.model import Linear
-from own_engine.sampling_params import SamplingParams
+from own_engine.core.llm_engine import LLMEngine
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.kernels.cpu_linear import PackedLinear, onednn_linear_works
+from own_engine.model.llama import Linear
 
 pytestmark = pytest.mark.skipif(not onednn_linear_works(), reason="this PyTorch has no packed oneDNN linear")
 PROMPTS = [list(range(300, 341)), [(i * 31) % 900 + 50 for i in range(90)]]
@@ -28,7 +28,7 @@ def test_a_packed_linear_equals_the_plain_one_for_every_row_count() -> None:
 
 @pytest.mark.parametrize("preset", ["tiny-llama2", "tiny-qwen2"])  # untied head; q/k/v biases and a tied head
 def test_packed_engine_generates_what_the_plain_one_does(tmp_path, preset) -> None:
-    from own_engine.create import create_model
+    from model_cache.create import create_model
 
     path = create_model(preset, preset, root=tmp_path)
     packed = LLMEngine(path, device="cpu", max_num_seqs=4, linear_kernels="onednn")
@@ -44,10 +44,10 @@ def test_packed_engine_generates_what_the_plain_one_does(tmp_path, preset) -> No
 
 _CAPS_PROBE = """
 import os, torch
-from own_engine.cpu_linear import pack_linears
-from own_engine.loader import load_model
+from own_engine.kernels.cpu_linear import pack_linears
+from own_engine.model.loader import load_model
 model = load_model({path!r}, device="cpu")
-n, _, _ = pack_linears(model, "onednn")
+n, _, _ = pack_linears(model, "onednn", "not asked for")
 print(n, os.environ.get("ONEDNN_PRIMITIVE_CACHE_CAPACITY"), os.environ.get("LRU_CACHE_CAPACITY"))
 """
 
@@ -58,8 +58,8 @@ def test_packing_caps_the_per_shape_caches_unless_the_user_set_them(tmp_path, us
     import subprocess
     import sys
 
-    from own_engine.cpu_linear import PRIMITIVE_CACHE_CAPACITY
-    from own_engine.create import create_model
+    from model_cache.create import create_model
+    from own_engine.kernels.cpu_linear import PRIMITIVE_CACHE_CAPACITY
 
     path = create_model("tiny-llama2", "tiny-llama2", root=tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")}

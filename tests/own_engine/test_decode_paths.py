@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from own_engine.block_manager import BlockManager
-from own_engine.llm_engine import LLMEngine
-from own_engine.paged_attention import PagedAttention
-from own_engine.sampling_params import SamplingParams
+from own_engine.core.block_manager import BlockManager
+from own_engine.core.llm_engine import LLMEngine
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.model.paged_attention import PagedAttention
 from tests.own_engine.conftest import hf_logits
 from tests.own_engine.test_correctness import ATOL, LogitRecorder
 
@@ -32,7 +32,7 @@ def _check(engine: LLMEngine, prompts: list[list[int]], hf_model) -> None:
 def _modes(monkeypatch) -> list[str]:
     """Record which decode path each step took (every path attends through `attend`, but a decode-only step on
     the native kernels, which runs its layers in one call)."""
-    import own_engine.native_layer as native_layer
+    import own_engine.kernels.native_layer as native_layer
 
     seen: list[str] = []
     inner, one_call = PagedAttention.attend, native_layer.decode_layers_forward
@@ -78,7 +78,8 @@ def test_equal_contexts_run_as_one_batch(tiny_path, hf_model, monkeypatch, cuda_
 @pytest.mark.parametrize("scattered", [False, True])
 @pytest.mark.parametrize("prompts", [UNEQUAL, EQUAL], ids=["unequal", "equal"])
 def test_the_native_kernel_reads_every_layout(tiny_path, hf_model, monkeypatch, scattered, prompts) -> None:
-    from own_engine.native import NOT_HERE, native_kernels
+    from own_engine.kernels.backends import native_kernels
+    from own_engine.kernels.native import NOT_HERE
 
     kernels = native_kernels()
     if isinstance(kernels, str):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from own_engine import reference
-from own_engine.llm_engine import LLMEngine, RequestRefused
-from own_engine.sampling_params import SamplingParams
-from own_engine.static_engine import StaticBatchEngine
+from own_engine.core.llm_engine import LLMEngine, RequestRefused
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.core.static_engine import StaticBatchEngine
+from own_engine.model import reference
 
 PROMPTS = [[5, 6, 7, 8, 9, 100, 200], list(range(300, 330)), [50, 60], list(range(1000, 1013))]
 GREEDY = SamplingParams(max_tokens=12, ignore_eos=True)

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from own_engine import reference
-from own_engine.config import ModelConfig, ModelConfigError
-from own_engine.llm_engine import LLMEngine
-from own_engine.loader import ModelLoadError, load_model
-from own_engine.sampling_params import SamplingParams
-from own_engine.static_engine import StaticBatchEngine
+from model_cache.config import ModelConfig, ModelConfigError
+from own_engine.core.llm_engine import LLMEngine
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.core.static_engine import StaticBatchEngine
+from own_engine.model import reference
+from own_engine.model.loader import ModelLoadError, load_model
 from tests.own_engine.conftest import hf_greedy, hf_logits
 
 transformers = pytest.importorskip("transformers")
@@ -31,7 +31,7 @@ SHORT = list(range(400, 431))
 
 @pytest.fixture(scope="module")
 def family_models(tmp_path_factory) -> dict[str, Path]:
-    from own_engine.create import create_model
+    from model_cache.create import create_model
 
     root = tmp_path_factory.mktemp("families")
     return {p: create_model(p, p, root=root) for p in FAMILIES}

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from own_engine.loader import ModelLoadError, load_model
+from own_engine.model.loader import ModelLoadError, load_model
 
 
 def _copy(tiny_path, tmp_path):

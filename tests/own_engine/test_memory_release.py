@@ -7,12 +7,13 @@ import sys
 import pytest
 import torch
 
-from own_engine import memory_release, reference
-from own_engine.block_manager import BlockManager
-from own_engine.llm_engine import LLMEngine
-from own_engine.memory_release import PAGE_BYTES, KVPageRelease, block_runs, page_aligned_zeros, page_ranges
-from own_engine.sampling_params import SamplingParams
-from own_engine.sequence import Sequence
+from own_engine.core import memory_release
+from own_engine.core.block_manager import BlockManager
+from own_engine.core.llm_engine import LLMEngine
+from own_engine.core.memory_release import PAGE_BYTES, KVPageRelease, block_runs, page_aligned_zeros, page_ranges
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.core.sequence import Sequence
+from own_engine.model import reference
 
 P = PAGE_BYTES
 linux = pytest.mark.skipif(memory_release.LIBC is None, reason="madvise needs Linux's libc")

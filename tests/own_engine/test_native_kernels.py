@@ -1,4 +1,4 @@
-"""own_engine's native kernels (own_engine.native, panel_linear, the native decode attention): PyTorch's
+"""own_engine's native kernels (own_engine.kernels.native, panel_linear, the native decode attention): PyTorch's
 results at every shape, the same tokens as the other kernels, one OpenMP runtime, and a clear fallback where
 they can't be built."""
 
@@ -12,10 +12,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from own_engine.llm_engine import LLMEngine
-from own_engine.model import Linear
-from own_engine.panel_linear import PanelLinear, pack_weight
-from own_engine.sampling_params import SamplingParams
+from own_engine.core.llm_engine import LLMEngine
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.kernels.panel_linear import PanelLinear, pack_weight
+from own_engine.model.llama import Linear
 
 PROMPTS = [list(range(300, 341)), [(i * 31) % 900 + 50 for i in range(90)], [7]]
 
@@ -50,7 +50,7 @@ def test_the_kernel_equals_f_linear_for_every_row_count(kernel, n, k, bias) -> N
 
 @pytest.mark.parametrize("preset", ["tiny-llama2", "tiny-qwen2"])  # untied head; q/k/v biases and a tied head
 def test_an_engine_on_the_own_kernel_generates_what_the_others_do(kernel, tmp_path, preset) -> None:
-    from own_engine.create import create_model
+    from model_cache.create import create_model
 
     path = create_model(preset, preset, root=tmp_path)
     engines = {k: LLMEngine(path, device="cpu", max_num_seqs=4, linear_kernels=k) for k in ("auto", "onednn", "torch")}
@@ -69,8 +69,8 @@ def test_an_engine_on_the_own_kernel_generates_what_the_others_do(kernel, tmp_pa
 
 _PROBE = """
 import torch
-from own_engine.native import native_kernels
-from own_engine.llm_engine import LLMEngine
+from own_engine.kernels.backends import native_kernels
+from own_engine.core.llm_engine import LLMEngine
 engine = LLMEngine({path!r}, device="cpu", max_num_seqs=2)
 print(engine.linear_kernels)
 print(engine.linear_kernel_note)
@@ -94,7 +94,7 @@ def _probe(path, home, cc: str | None) -> list[str]:
 
 
 def test_the_kernel_runs_on_torchs_own_openmp_runtime(kernel, tmp_path) -> None:
-    from own_engine.create import create_model
+    from model_cache.create import create_model
 
     path = create_model("m", "tiny-llama2", root=tmp_path)
     kernels, note, gomps, named = _probe(path, tmp_path / "home", None)
@@ -105,7 +105,7 @@ def test_the_kernel_runs_on_torchs_own_openmp_runtime(kernel, tmp_path) -> None:
 
 @pytest.mark.parametrize("cc,says", [("no-such-compiler-here", "no C compiler"), ("false", "failed")])
 def test_without_a_working_compiler_the_engine_keeps_onednn_and_says_why(kernel, tmp_path, cc, says) -> None:
-    from own_engine.create import create_model
+    from model_cache.create import create_model
 
     path = create_model("m", "tiny-llama2", root=tmp_path)
     kernels, note, _, named = _probe(path, tmp_path / "home", cc)
@@ -115,7 +115,7 @@ def test_without_a_working_compiler_the_engine_keeps_onednn_and_says_why(kernel,
 
 
 def test_a_build_racing_another_leaves_one_whole_kernel(kernel, tmp_path) -> None:
-    code = "from own_engine.native import native_kernels; k = native_kernels(); print(type(k).__name__)"
+    code = "from own_engine.kernels.backends import native_kernels; k = native_kernels(); print(type(k).__name__)"
     env = {**os.environ, "ADVISOR_HOME": str(tmp_path)}
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
              for _ in range(3)]
@@ -129,7 +129,12 @@ def test_a_build_racing_another_leaves_one_whole_kernel(kernel, tmp_path) -> Non
                                       (6, 2, 8), (4, 1, 40)])
 @pytest.mark.parametrize("window", [None, 7, 300])
 def test_native_decode_attention_equals_sdpa_per_sequence(kernel, hq, hkv, d, window) -> None:
-    from own_engine.paged_attention import DecodeContext, PagedMeta, decode_attention_each, native_decode_attention
+    from own_engine.model.paged_attention import (
+        DecodeContext,
+        PagedMeta,
+        decode_attention_each,
+        native_decode_attention,
+    )
 
     gen = torch.Generator().manual_seed(hq * d)
     blocks, block_size = 80, 16

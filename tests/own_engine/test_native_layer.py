@@ -1,4 +1,4 @@
-"""own_engine's decoder layer on native kernels (own_engine.native_layer, kernels/layer_ops.c,
+"""own_engine's decoder layer on native kernels (own_engine.kernels.native_layer, kernels/layer_ops.c,
 chunk_attention.c and decode_step.c): each kernel against PyTorch at shapes with tails, the engine's layers
 against the PyTorch layer and transformers, with the native paths shown to be the ones that ran, and the
 one-call decode step against the per-layer path."""
@@ -9,12 +9,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from own_engine.llm_engine import LLMEngine
-from own_engine.model import Linear
-from own_engine.paged_attention import ChunkMeta, chunk_attention, native_chunk_attention
-from own_engine.panel_linear import PanelLinear
-from own_engine.rope import apply_rope
-from own_engine.sampling_params import SamplingParams
+from own_engine.core.llm_engine import LLMEngine
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.kernels.panel_linear import PanelLinear
+from own_engine.model.llama import Linear
+from own_engine.model.paged_attention import ChunkMeta, chunk_attention, native_chunk_attention
+from own_engine.model.rope import apply_rope
 from tests.own_engine.conftest import hf_logits
 from tests.own_engine.test_correctness import ATOL, LogitRecorder
 
@@ -66,8 +66,8 @@ def test_rms_norm_and_silu_mul_equal_pytorch(kernel, rows) -> None:
 @pytest.mark.parametrize("rows", [1, 5, 200])
 @pytest.mark.parametrize("hq,hkv,d", [(12, 4, 64), (6, 2, 8), (2, 1, 40)])
 def test_rope_store_rotates_as_apply_rope_and_writes_the_cache(kernel, rows, hq, hkv, d) -> None:
-    from own_engine.config import ModelConfig
-    from own_engine.rope import rope_cache
+    from model_cache.config import ModelConfig
+    from own_engine.model.rope import rope_cache
 
     cfg = ModelConfig.from_dict(dict(hidden_size=hq * d, num_attention_heads=hq, num_key_value_heads=hkv,
                                      head_dim=d, intermediate_size=8, num_hidden_layers=1, vocab_size=10,
@@ -111,7 +111,7 @@ def test_a_panel_linear_adds_into_its_output(kernel, bias) -> None:
 def _spy_native_paths(monkeypatch) -> dict[str, list]:
     """Counts the native layer paths as they run: the per-layer one (a layer index per call) and the one-call
     decode step."""
-    import own_engine.native_layer as native_layer
+    import own_engine.kernels.native_layer as native_layer
 
     calls: dict[str, list] = {"layer": [], "decode_step": []}
     layer, step = native_layer.layer_forward, native_layer.decode_layers_forward
@@ -134,7 +134,7 @@ def test_the_engine_runs_its_layers_natively_and_as_transformers_does(kernel, tm
     """Decodes beside prefill chunks (a 12-token budget cuts prompts into chunks), then decode-only steps,
     prompts past Mistral's 64-token window: the native layers' logits (both paths) equal transformers' and the
     PyTorch layers' tokens."""
-    from own_engine.create import create_model
+    from model_cache.create import create_model
 
     transformers = pytest.importorskip("transformers")
     path = create_model(preset, preset, root=tmp_path)
@@ -164,8 +164,8 @@ def test_a_decode_step_in_one_call_equals_the_per_layer_path_bit_for_bit(kernel,
                                                                          preset) -> None:
     """kernels/decode_step.c shares out the per-layer kernels' own units of work (kernel_parts.h), so every
     logit of every decode step is the same float, at 1, 2 and 4 rows of unequal contexts (past the window)."""
-    import own_engine.native_layer as native_layer
-    from own_engine.create import create_model
+    import own_engine.kernels.native_layer as native_layer
+    from model_cache.create import create_model
 
     path = create_model(preset, preset, root=tmp_path)
     prompts = [list(range(5, 95)), [9, 8, 7], list(range(200, 290, 2)), list(range(40, 47))]
@@ -189,7 +189,12 @@ def test_a_peaked_softmax_and_silu_tails_equal_pytorch(kernel) -> None:
     """Scores 240 apart: the kernels' exp gives 0 below -87.3 instead of a denormal (denormals made decode
     attention 2-3x slower in the engine), and only there: the result still equals SDPA's, as does SiLU's far
     into both tails."""
-    from own_engine.paged_attention import DecodeContext, PagedMeta, decode_attention_each, native_decode_attention
+    from own_engine.model.paged_attention import (
+        DecodeContext,
+        PagedMeta,
+        decode_attention_each,
+        native_decode_attention,
+    )
 
     gen = torch.Generator().manual_seed(5)
     kc, vc = torch.randn(4, 16, 1, 16, generator=gen), torch.randn(4, 16, 1, 16, generator=gen)
@@ -210,7 +215,7 @@ def test_a_peaked_softmax_and_silu_tails_equal_pytorch(kernel) -> None:
 
 def test_a_nan_reaches_the_output_as_in_sdpa(kernel) -> None:
     """A NaN score is not dropped as weight 0 (it would hide upstream corruption): the output is NaN, as SDPA's."""
-    from own_engine.paged_attention import PagedMeta, native_decode_attention
+    from own_engine.model.paged_attention import PagedMeta, native_decode_attention
 
     kc, vc = torch.randn(2, 16, 1, 64), torch.randn(2, 16, 1, 64)
     q = torch.randn(1, 2, 64)

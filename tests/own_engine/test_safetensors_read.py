@@ -6,7 +6,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from own_engine.safetensors_read import SafetensorsFile, SafetensorsFormatError
+from own_engine.model.safetensors_read import SafetensorsFile, SafetensorsFormatError
 
 
 def test_tensors_equal_what_safetensors_wrote(tmp_path) -> None:

@@ -1,4 +1,4 @@
-"""The simulated device (own_engine.sim_device) and the step breakdown (own_engine.step_clock)."""
+"""The simulated device (own_engine.core.sim_device) and the step breakdown (own_engine.core.step_clock)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from own_engine.sim_device import PRESETS, SimDeviceError, SimProfile, parse_sim
+from own_engine.core.sim_device import PRESETS, SimDeviceError, SimProfile, parse_sim
 
 
 def test_h200_preset_step_times_are_the_measured_ones() -> None:
@@ -53,10 +53,10 @@ def test_launches_hold_the_gil_as_a_real_eager_step_does(tiny_path) -> None:
     """A thread that keeps the GIL busy slows an eager simulated step (it convoys), and not a graph replay."""
     import threading
 
-    from own_engine.sampling_params import SamplingParams
+    from own_engine.core.sampling_params import SamplingParams
 
     def mixed_step_s(busy: bool) -> float:
-        from own_engine.llm_engine import LLMEngine
+        from own_engine.core.llm_engine import LLMEngine
 
         engine = LLMEngine(tiny_path, device="sim:1=0.1,prefill=0.1,ops=2000,launch_us=5", max_num_seqs=8)
         engine.add_request(list(range(5, 40)), SamplingParams(max_tokens=2))
@@ -84,13 +84,13 @@ def test_launches_hold_the_gil_as_a_real_eager_step_does(tiny_path) -> None:
 
 
 def _engine(tiny_path, **kw):
-    from own_engine.llm_engine import LLMEngine
+    from own_engine.core.llm_engine import LLMEngine
 
     return LLMEngine(tiny_path, device="sim:1=1.0,64=2.0,prefill=8", max_num_seqs=8, **kw)
 
 
 def test_sim_engine_is_deterministic_never_ends_on_eos_and_says_it_is_simulated(tiny_path) -> None:
-    from own_engine.sampling_params import SamplingParams
+    from own_engine.core.sampling_params import SamplingParams
 
     prompts = [[5, 6, 7, 8], [9, 10, 11, 12, 13, 14], [5, 6, 7, 8]]
     params = SamplingParams(max_tokens=12)  # EOS not ignored: the simulated tokens never are one
@@ -104,7 +104,7 @@ def test_sim_engine_is_deterministic_never_ends_on_eos_and_says_it_is_simulated(
 
 
 def test_step_breakdown_sums_to_the_step_wall_time_and_forward_is_the_device_time(tiny_path) -> None:
-    from own_engine.sampling_params import SamplingParams
+    from own_engine.core.sampling_params import SamplingParams
 
     engine = _engine(tiny_path)
     for i in range(4):
@@ -127,8 +127,8 @@ def test_step_breakdown_sums_to_the_step_wall_time_and_forward_is_the_device_tim
 
 
 def test_served_step_counts_its_handoff_to_the_front(tiny_path) -> None:
-    from own_engine.async_engine import AsyncLLMEngine
-    from own_engine.sampling_params import SamplingParams
+    from own_engine.core.async_engine import AsyncLLMEngine
+    from own_engine.core.sampling_params import SamplingParams
 
     front = AsyncLLMEngine(factory=lambda: _engine(tiny_path))
 
@@ -156,8 +156,8 @@ def test_served_step_counts_its_handoff_to_the_front(tiny_path) -> None:
 def test_a_step_that_carries_a_prefill_chunk_stays_under_its_budget(tiny_path) -> None:
     """The ITL bound: running decodes get a token every step, and a step carrying a prompt's chunk is no longer
     than one step of a full budget on the simulated device, however long the prompts that arrive."""
-    from own_engine.llm_engine import LLMEngine
-    from own_engine.sampling_params import SamplingParams
+    from own_engine.core.llm_engine import LLMEngine
+    from own_engine.core.sampling_params import SamplingParams
 
     engine = LLMEngine(tiny_path, device="sim:h200", max_num_seqs=8)
     budget = engine.max_num_batched_tokens

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from own_engine import reference
-from own_engine.create import create_model
-from own_engine.llm_engine import LLMEngine
-from own_engine.sampling_params import SamplingParams
+from model_cache.create import create_model
+from own_engine.core.llm_engine import LLMEngine
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.model import reference
 from tests.own_engine.conftest import hf_greedy, hf_logits
 
 

@@ -50,7 +50,7 @@ def test_weights_are_exact_against_llama_cpp_at_fp32(smollm2) -> None:
 
 
 def test_digits_tokenize_one_by_one_as_llama_cpp_does(smollm2) -> None:
-    from own_engine.tokenizer import load_tokenizer
+    from model_cache.tokenizer import load_tokenizer
 
     folder, _ = smollm2
     tok = load_tokenizer(folder, required=True)

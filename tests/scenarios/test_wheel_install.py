@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCES = ("pyproject.toml", "README.md", "advisor", "adapters", "own_engine", "scenarios", "reports",
-           "advisor_cli")
+SOURCES = ("pyproject.toml", "README.md", "advisor", "adapters", "own_engine", "model_cache", "build_info", "scenarios",
+           "reports", "advisor_cli")
 
 pytestmark = pytest.mark.slow
 
@@ -72,8 +72,9 @@ def test_wheel_installs_outside_the_repository(installed: tuple[Path, Path, dict
     assert {"azure-code-replay", "azure-conv-replay", "copilot"} <= names
     # own_engine's native kernels are C sources (and headers) built at first use: the wheel must carry them,
     # and where this machine can build them, they build from the installed copy
-    *src, built = _run([str(target / "bin" / "python"), "-c", "from own_engine.native import HEADERS, NOT_HERE, "
-                        "SOURCES, native_kernels; k = native_kernels(); print(*SOURCES, *HEADERS); "
+    *src, built = _run([str(target / "bin" / "python"), "-c", "from own_engine.kernels.backends import native_kernels; "
+                        "from own_engine.kernels.native import HEADERS, NOT_HERE, "
+                        "SOURCES; k = native_kernels(); print(*SOURCES, *HEADERS); "
                         "print('built' if not isinstance(k, str) else 'not here' if any(s in k for s in NOT_HERE) "
                         "else k)"], work, env).splitlines()
     src = " ".join(src).split()

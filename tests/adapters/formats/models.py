@@ -15,7 +15,7 @@ from pathlib import Path
 
 @functools.lru_cache(maxsize=1)
 def tiny_model() -> Path:
-    from own_engine.create import create_model
+    from model_cache.create import create_model
 
     root = Path(tempfile.mkdtemp(prefix="advisor-test-models-"))
     atexit.register(shutil.rmtree, root, True)

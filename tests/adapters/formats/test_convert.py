@@ -157,7 +157,7 @@ def test_cli_prints_the_path_last(model_copy, fake_format):
 
 def test_cli_says_when_the_format_caps_the_context_at_a_sliding_window(tmp_path, fake_format):
     # was: the cap was only in the manifest's `limits`; a user benchmarking long prompts learnt it from nothing
-    from own_engine.create import create_model
+    from model_cache.create import create_model
 
     model = create_model("mis", "tiny-mistral", root=tmp_path)
     for _ in range(2):  # converted, then cached: said both times

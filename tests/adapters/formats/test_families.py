@@ -51,7 +51,7 @@ def _root() -> Path:
 
 @functools.cache
 def model(name: str) -> Path:
-    from own_engine.create import create_model
+    from model_cache.create import create_model
 
     if name in REFUSABLE:
         return create_model(name, "tiny", root=_root(), tokenizer=name)

@@ -20,7 +20,7 @@ pytest.importorskip("gguf")
 from adapters.formats import gguf as gguf_writer  # noqa: E402
 from adapters.formats import gguf_import, gguf_package, text_check  # noqa: E402
 from adapters.formats.gguf_import import GgufImportError, import_gguf  # noqa: E402
-from own_engine.create import create_model  # noqa: E402
+from model_cache.create import create_model  # noqa: E402
 
 
 def _gguf_of(tmp_path: Path, preset: str) -> tuple[Path, Path]:

@@ -90,7 +90,7 @@ def test_the_folder_of_a_running_conversion_is_kept(model_copy, fake_format):
 
 
 def test_only_leftovers_of_dead_owners_on_this_host_are_removed(tmp_path):
-    from own_engine import staging
+    from model_cache import staging
 
     dead = subprocess.Popen([sys.executable, "-c", ""])
     dead.wait()

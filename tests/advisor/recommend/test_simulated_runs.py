@@ -1,4 +1,4 @@
-"""A run on own_engine's simulated device (own_engine.sim_device) is no hardware's: never a candidate."""
+"""A run on own_engine's simulated device (own_engine.core.sim_device) is no hardware's: never a candidate."""
 
 from __future__ import annotations
 

@@ -1,0 +1,165 @@
+"""ModelRunner: owns the model and the paged KV cache; turns a scheduled batch into next tokens.
+
+A step is one forward over a flat batch: the one-token rows (decodes) first,
+then each prefill chunk's tokens. Its inputs (ids, positions, cache slots)
+leave the host as one tensor, and the attention metadata is built once per
+step, not per layer. Logits are computed only for rows that end a sequence's
+uncomputed tokens (a decode, or a prompt's last chunk). On CUDA the same code
+runs with SDPA's fused kernels, and decode-only steps replay CUDA graphs
+(`cuda_graph.DecodeGraphs`) when `cuda_graphs` is on (the default on CUDA).
+
+On CPU the KV cache is allocated zeroed but untouched (calloc'd pages, the
+cache page-aligned), so the process's memory grows with the blocks actually
+used, not with the cache's size; `release_blocks` hands a freed block's pages
+back (`memory_release.KVPageRelease`), so it shrinks again when they are
+freed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from own_engine.core.memory_release import KVPageRelease, page_aligned_zeros
+from own_engine.core.sampler import Sampler
+from own_engine.core.scheduler import ScheduledBatch
+from own_engine.core.sequence import Sequence
+from own_engine.core.step_clock import StepClock
+from own_engine.kernels.native import NativeKernels
+from own_engine.model.llama import LlamaModel
+from own_engine.model.paged_attention import ChunkMeta, DecodeContext, PagedAttention, PagedMeta
+
+
+def kv_bytes_per_token(model: LlamaModel) -> int:
+    """Bytes of K and V one token takes in the cache, over all layers."""
+    cfg = model.cfg
+    return 2 * cfg.num_hidden_layers * cfg.kv_size * model.embed_tokens.element_size()
+
+
+def lazy_zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """Zeros; on CPU page-aligned and backed by calloc'd memory, whose pages cost RSS only once written."""
+    if device.type != "cpu":
+        return torch.zeros(shape, dtype=dtype, device=device)
+    nbytes = int(np.prod(shape)) * torch.empty((), dtype=dtype).element_size()
+    return page_aligned_zeros(nbytes).view(dtype).view(shape)
+
+
+class ModelRunner:
+    def __init__(self, model: LlamaModel, *, num_blocks: int, block_size: int, sampler: Sampler,
+                 cuda_graphs: bool = False, max_num_seqs: int = 64, release_freed_kv: bool = True,
+                 native: NativeKernels | None = None, clock: StepClock | None = None) -> None:
+        cfg = model.cfg
+        self.model = model
+        self.clock = clock if clock is not None else StepClock(forward_is_device=model.embed_tokens.device.type != "cpu")
+        self.device = model.embed_tokens.device
+        self.block_size = block_size
+        self.sampler = sampler
+        self.native = native  # decode rows through own_engine's native attention kernel (CPU fp32)
+        # with graphs, one extra block past the BlockManager's range takes the padding rows' writes
+        shape = (cfg.num_hidden_layers, num_blocks + int(cuda_graphs), block_size, cfg.num_key_value_heads,
+                 cfg.head_dim)
+        self.k_cache = lazy_zeros(shape, model.dtype, self.device)
+        self.v_cache = lazy_zeros(shape, model.dtype, self.device)
+        # a freed block's pages go back to the OS (CPU, Linux); `release_blocks.enabled` says whether they do
+        self.release_blocks = KVPageRelease([self.k_cache, self.v_cache] if release_freed_kv else [])
+        self.graphs = None
+        if cuda_graphs:
+            from own_engine.kernels.cuda_graph import DecodeGraphs
+
+            self.graphs = DecodeGraphs(model, self.k_cache, self.v_cache, block_size=block_size,
+                                       dummy_block=num_blocks, max_batch=max_num_seqs,
+                                       max_blocks_per_seq=-(-model.max_model_len // block_size))
+
+    def _tensor(self, values: list) -> torch.Tensor:
+        return torch.tensor(values, dtype=torch.long).to(self.device, non_blocking=True)
+
+    def prepare(self, batch: ScheduledBatch) -> tuple[torch.Tensor, torch.Tensor, PagedMeta, torch.Tensor | None]:
+        """input ids [T], positions [T], attention metadata, and the rows to take logits of (None: every row)."""
+        bs = self.block_size
+        nd = batch.num_decodes
+        ids: list[int] = []
+        positions: list[int] = []
+        slots: list[int] = []
+        for seq in batch.seqs[:nd]:
+            p = seq.num_computed_tokens
+            ids.append(seq.token_ids[p])
+            positions.append(p)
+            slots.append(seq.block_table[p // bs] * bs + p % bs)
+        chunks: list[ChunkMeta] = []
+        logit_rows = list(range(nd))  # a decode row always ends its sequence's uncomputed tokens
+        for seq, n in zip(batch.seqs[nd:], batch.num_new_tokens[nd:], strict=True):
+            p0, start = seq.num_computed_tokens, len(ids)
+            ids.extend(seq.token_ids[p0:p0 + n])
+            positions.extend(range(p0, p0 + n))
+            table = seq.block_table
+            slots.extend(table[p // bs] * bs + p % bs for p in range(p0, p0 + n))
+            chunk = ChunkMeta(start, start + n, p0)
+            ctx = p0 + n
+            if p0 or self.native is not None:  # the native kernel reads even a first chunk from the cache
+                chunk.block_ids = self._tensor(table[: -(-ctx // bs)])
+            if p0 and self.native is None:
+                rows = torch.arange(p0, ctx, device=self.device)
+                chunk.mask = torch.arange(ctx, device=self.device)[None, :] <= rows[:, None]
+            chunks.append(chunk)
+            if p0 + n == len(seq):
+                logit_rows.append(start + n - 1)
+        host = self._tensor([ids, positions, slots])  # one host-to-device copy for all three
+        meta = PagedMeta(slot_mapping=host[2], num_decodes=nd, chunks=chunks, native=self.native)
+        if nd:
+            self._decode_meta(batch.seqs[:nd], meta)
+        every_row = len(logit_rows) == len(ids)
+        return host[0], host[1], meta, None if every_row else self._tensor(logit_rows)
+
+    def _decode_meta(self, seqs: list[Sequence], meta: PagedMeta) -> None:
+        """How decode rows read their context (see paged_attention): one call per sequence on CPU unless the
+        contexts are all equal, else block tables [B, max_blocks] padded with each row's first block, and a mask."""
+        lens = [s.num_computed_tokens + 1 for s in seqs]
+        if self.native is not None:  # one call per layer for every row, blocks read in place
+            width = max(len(s.block_table) for s in seqs)
+            meta.block_tables = self._tensor([s.block_table + [0] * (width - len(s.block_table)) for s in seqs])
+            meta.lens = self._tensor(lens)
+            return
+        if self.device.type == "cpu" and (len(seqs) == 1 or min(lens) != max(lens)):
+            meta.contexts = [self._context(s, n) for s, n in zip(seqs, lens, strict=True)]
+            return
+        width = max(len(s.block_table) for s in seqs)
+        flat = [b for s in seqs for b in s.block_table + [s.block_table[0]] * (width - len(s.block_table))]
+        meta.block_tables = self._tensor(flat).view(len(seqs), width)
+        meta.max_len = max(lens)
+        if min(lens) != meta.max_len:
+            cols = torch.arange(meta.max_len, device=self.device)
+            meta.mask = (cols[None, :] < self._tensor(lens)[:, None])[:, None, None, :]
+
+    def _context(self, seq: Sequence, n: int) -> DecodeContext:
+        """Views of all layers' K/V for the sequence's first n positions when its blocks are one run."""
+        if not seq.kv_contiguous:
+            return DecodeContext(n, block_ids=self._tensor(seq.block_table[: -(-n // self.block_size)]))
+        start = seq.block_table[0] * self.block_size
+        layers, _, _, hkv, d = self.k_cache.shape
+        k = self.k_cache.view(layers, -1, hkv, d)[:, start:start + n].transpose(1, 2).unsqueeze(1)
+        v = self.v_cache.view(layers, -1, hkv, d)[:, start:start + n].transpose(1, 2).unsqueeze(1)
+        return DecodeContext(n, k=k, v=v)
+
+    @torch.inference_mode()
+    def run(self, batch: ScheduledBatch) -> list[int]:
+        """The next token of every sequence whose uncomputed tokens this step finishes, in batch order."""
+        decode_only = batch.num_decodes == len(batch.seqs)
+        clock = self.clock
+        if decode_only and self.graphs is not None and self.graphs.fits(batch.seqs):
+            clock.mark_forward_start()  # the graph's input copies count as forward here
+            logits = self.graphs.run(batch.seqs)
+            self._sync()
+            clock.mark_forward_end()
+            return self.sampler(logits, batch.seqs)
+        ids, positions, meta, logit_rows = self.prepare(batch)
+        clock.mark_forward_start()
+        logits = self.model(ids, positions, PagedAttention(self.k_cache, self.v_cache, meta), logit_rows)
+        self._sync()
+        clock.mark_forward_end()
+        done = [s for s, n in zip(batch.seqs, batch.num_new_tokens, strict=True) if s.num_computed_tokens + n == len(s)]
+        return self.sampler(logits, done)
+
+    def _sync(self) -> None:
+        """On CUDA, wait for the forward (the sampler's `.tolist()` would wait anyway): its time is device time."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)

@@ -1,0 +1,89 @@
+"""Which kernel backend runs the model, chosen once at load (`choose`), and the native kernels' checks.
+
+The model calls one linear interface (each layer's `Linear`, `PackedLinear` or `PanelLinear`: `module(x)`) and
+one decoder stack (`LlamaModel.decoder`); the attention over the paged cache reads its kernels from the step's
+metadata. `choose` fills these in once, after loading, and nothing asks again:
+
+| backend | linears | decoder stack over the paged cache | attention |
+|---|---|---|---|
+| native C (CPU fp32, AVX-512F) | `panel_linear.PanelLinear` | `native_layer.NativeLayers` (a decode step in one call) | `native_decode_attention`, `native_chunk_attention` |
+| oneDNN (CPU fp32) | `cpu_linear.PackedLinear` | `llama.torch_layers` | SDPA |
+| torch (any device, any dtype) | `llama.Linear` (`F.linear`) | `llama.torch_layers` | SDPA |
+| CUDA graphs (CUDA) | the torch backend's | the torch backend's, captured per batch size (`cuda_graph`) | SDPA |
+
+CUDA graphs are the engine's choice (`LLMEngine(cuda_graphs=...)`), made once in `ModelRunner`.
+
+The native kernels are built and loaded by `native.load_native`, which imports none of their users; each
+backend module holds its own check against PyTorch on the same probe inputs, and `native_kernels` runs them
+all before the engine may use the kernels.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+
+from own_engine.kernels.cpu_linear import LINEAR_KERNELS, cap_primitive_caches, pack_linears
+from own_engine.kernels.native import NativeKernels, load_native
+from own_engine.kernels.native_layer import NativeLayers, decode_layers_agree, layer_ops_agree
+from own_engine.kernels.panel_linear import agrees_with_f_linear
+from own_engine.model.llama import LlamaModel
+from own_engine.model.paged_attention import native_chunk_agrees, native_decode_agrees
+
+CHECKS = (  # (what, the backend's own check, what it is held to): each on fixed probe inputs
+    ("panel_linear", agrees_with_f_linear, "PyTorch"), ("decode_attention", native_decode_agrees, "PyTorch"),
+    ("chunk_attention", native_chunk_agrees, "PyTorch"), ("layer ops", layer_ops_agree, "PyTorch"),
+    ("decode step", decode_layers_agree, "the per-layer native kernels"))
+
+
+@functools.cache
+def native_kernels() -> NativeKernels | str:
+    """The built, loaded and checked native kernels, or why there are none (one line)."""
+    kernels = load_native()
+    if isinstance(kernels, str):
+        return kernels
+    for name, agrees, reference in CHECKS:
+        if not agrees(kernels):
+            return f"own_engine's native {name} disagreed with {reference} on a probe"
+    return kernels
+
+
+@dataclass(frozen=True)
+class KernelChoice:
+    """What `choose` put behind the model's interfaces."""
+
+    linear: str  # "panel-avx512", "onednn-packed", "torch" or "none (simulated device)"
+    num_packed: int  # linears swapped for the chosen kernel's
+    note: str | None  # why a faster backend is not used, or None
+    attention: NativeKernels | None = None  # the paged attention's native kernels (ModelRunner), or None: SDPA
+    native_layers: bool = False  # the decoder stack over the paged cache runs on the native kernels
+
+    def describe(self) -> dict:
+        return {"decode_attention": "native" if self.attention is not None else "sdpa",  # chunks too
+                "layer_ops": "native" if self.native_layers else "torch"}
+
+
+SIMULATED = KernelChoice("none (simulated device)", 0, None)
+
+
+def choose(model: LlamaModel, linear_kernels: str = "auto") -> KernelChoice:
+    """Put the backend that runs here behind `model`'s interfaces, once: `linear_kernels` names one ("panel":
+    the native kernels; "onednn"; "torch"), and a named one that can't run here is a ValueError; "auto" takes
+    the first that can, in that order. Only an fp32 model on CPU has a choice; any other runs on torch."""
+    if linear_kernels not in LINEAR_KERNELS:
+        raise ValueError(f"linear_kernels must be one of {', '.join(LINEAR_KERNELS)}, got {linear_kernels!r}")
+    native: NativeKernels | str = "not asked for"
+    if (linear_kernels in ("auto", "panel") and model.embed_tokens.device.type == "cpu"
+            and model.dtype == torch.float32):
+        cap_primitive_caches()  # before the checks: they may run the process's first oneDNN op
+        native = native_kernels()
+    num_packed, linear, note = pack_linears(model, linear_kernels, native)
+    if linear != "panel-avx512":
+        return KernelChoice(linear, num_packed, note)
+    assert isinstance(native, NativeKernels)
+    layers = model.cfg.head_dim % 2 == 0  # rope_store rotates halves of an even head
+    if layers:
+        model.decoder = NativeLayers(native)  # every layer's linears are PanelLinears: the layers can run natively
+    return KernelChoice(linear, num_packed, note, attention=native, native_layers=layers)

@@ -1,0 +1,118 @@
+"""own_engine's kernel backends behind the model's one linear + attention interface (issue 28): chosen once at
+load (`backends.choose`), each held to the same floats on the same inputs and to the same greedy ids.
+
+Backends: torch (F.linear, SDPA), oneDNN (packed linears), native C (panel linears, native attention and
+decoder layers) and the CUDA-graphs route (on CPU it runs the same padded fixed-shape decode eagerly). One that
+cannot run on this machine is skipped, with the reason, where the machine lacks it; a native build that fails
+any other way fails the test.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from own_engine.core.llm_engine import LLMEngine
+from own_engine.core.sampling_params import SamplingParams
+from own_engine.kernels.backends import KernelChoice, choose, native_kernels
+from own_engine.kernels.cpu_linear import onednn_linear_works
+from own_engine.kernels.native import NOT_HERE
+from own_engine.kernels.native_layer import NativeLayers
+from own_engine.model.llama import torch_layers
+from own_engine.model.loader import load_model
+
+BACKENDS = {"torch": {"linear_kernels": "torch"}, "onednn": {"linear_kernels": "onednn"},
+            "native": {"linear_kernels": "panel"}, "graphs": {"linear_kernels": "torch", "cuda_graphs": True}}
+FAMILIES = ("tiny-llama2", "tiny-llama3", "tiny-qwen2", "tiny-mistral")
+ATOL = 1e-4  # what own_engine is held to against transformers (tests/own_engine/test_correctness.py)
+PROMPTS = [[(i * 37) % 1900 + 100 for i in range(90)], list(range(400, 431)), [5, 17, 300]]
+
+
+def _needs(name: str) -> None:
+    if name == "onednn" and not onednn_linear_works():
+        pytest.skip("this PyTorch has no packed oneDNN linear")
+    if name == "native":
+        kernels = native_kernels()
+        if isinstance(kernels, str):
+            if any(s in kernels for s in NOT_HERE):
+                pytest.skip(kernels)
+            pytest.fail(kernels)
+
+
+class _Logits:
+    """Wraps the engine's sampler: every logits row it samples from, in order."""
+
+    def __init__(self, engine: LLMEngine) -> None:
+        self.inner, self.rows = engine.runner.sampler, []
+        engine.runner.sampler = self
+
+    def __call__(self, logits: torch.Tensor, seqs) -> list[int]:
+        self.rows += [(seq.seq_id, len(seq), row.clone()) for row, seq in zip(logits, seqs, strict=True)]
+        return self.inner(logits, seqs)
+
+
+def _run(path, name: str, max_tokens: int = 12) -> tuple[list[list[int]], list, LLMEngine]:
+    # small blocks and a small token budget: decodes cross block edges, prompts arrive in chunks beside decodes
+    engine = LLMEngine(path, device="cpu", block_size=4, max_num_seqs=3, max_num_batched_tokens=40,
+                       **BACKENDS[name])
+    rec = _Logits(engine)
+    return engine.generate(PROMPTS, SamplingParams(max_tokens=max_tokens, ignore_eos=True)), rec.rows, engine
+
+
+@pytest.mark.parametrize("name", ["onednn", "native", "graphs"])
+def test_every_backend_gives_the_torch_backends_floats_on_the_same_inputs(tiny_path, name) -> None:
+    _needs(name)
+    want_ids, want_rows, _ = _run(tiny_path, "torch")
+    ids, rows, engine = _run(tiny_path, name)
+    assert ids == want_ids
+    # the same sequences (ids count up across engines: relative to each engine's first) at the same lengths
+    assert [(s - rows[0][0], n) for s, n, _ in rows] == [(s - want_rows[0][0], n) for s, n, _ in want_rows]
+    for (_, _, got), (_, _, want) in zip(rows, want_rows, strict=True):
+        torch.testing.assert_close(got, want, atol=ATOL, rtol=0)
+    described = engine.describe()
+    assert (described["decode_attention"], described["layer_ops"]) == (
+        ("native", "native") if name == "native" else ("sdpa", "torch"))
+    assert described["cuda_graphs"] == (name == "graphs")
+
+
+@pytest.mark.parametrize("preset", FAMILIES)
+def test_every_backend_gives_the_same_greedy_ids_on_each_family(tmp_path_factory, preset) -> None:
+    from model_cache.create import create_model
+
+    path = create_model(preset, preset, root=tmp_path_factory.mktemp("backends"))
+    want, _, _ = _run(path, "torch", max_tokens=20)
+    for name in ("onednn", "native", "graphs"):
+        if name in ("onednn", "native") and (not onednn_linear_works() if name == "onednn"
+                                             else isinstance(native_kernels(), str)):
+            continue  # said by the floats test above, which skips or fails with the reason
+        assert _run(path, name, max_tokens=20)[0] == want, name
+
+
+@pytest.mark.slow
+def test_every_backend_gives_the_same_greedy_ids_on_small_100m(tmp_path) -> None:
+    from model_cache.create import create_model
+
+    path = create_model("small-100m", "small-100m", root=tmp_path)
+    want, _, _ = _run(path, "torch", max_tokens=16)
+    for name in ("onednn", "native", "graphs"):
+        if name == "onednn" and not onednn_linear_works() or name == "native" and isinstance(native_kernels(), str):
+            continue
+        assert _run(path, name, max_tokens=16)[0] == want, name
+
+
+def test_the_backend_is_chosen_once_and_put_behind_the_models_interface(tiny_path) -> None:
+    """`choose` sets the model's decoder stack and linears; the model itself has no backend switch."""
+    model = load_model(tiny_path, device="cpu")
+    assert model.decoder is torch_layers
+    choice = choose(model, "torch")
+    assert choice == KernelChoice("torch", 0, None) and model.decoder is torch_layers
+    native = native_kernels()
+    model = load_model(tiny_path, device="cpu")
+    choice = choose(model, "auto")
+    if isinstance(native, str):
+        assert choice.attention is None and model.decoder is torch_layers and choice.note == native
+    else:
+        assert choice.linear == "panel-avx512" and choice.attention is native and choice.native_layers
+        assert isinstance(model.decoder, NativeLayers)
+    with pytest.raises(ValueError, match="linear_kernels must be one of"):
+        choose(model, "fastest")
