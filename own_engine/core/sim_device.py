@@ -55,6 +55,7 @@ from dataclasses import dataclass
 
 import torch
 
+from own_engine.core.model_runner import host_long
 from own_engine.core.scheduler import ScheduledBatch
 from own_engine.core.sequence import Sequence
 from own_engine.core.step_clock import StepClock
@@ -207,9 +208,8 @@ class SimRunner:
         nd = batch.num_decodes
         if nd:
             width = max(len(s.block_table) for s in batch.seqs[:nd])
-            torch.tensor([s.block_table + [0] * (width - len(s.block_table)) for s in batch.seqs[:nd]],
-                         dtype=torch.long)
-        return torch.tensor([ids, positions, slots], dtype=torch.long)
+            host_long([s.block_table + [0] * (width - len(s.block_table)) for s in batch.seqs[:nd]])
+        return host_long([ids, positions, slots])
 
     def run(self, batch: ScheduledBatch) -> list[int]:
         """Issue the step's launches, sleep for the rest of its simulated time (GIL released); one deterministic

@@ -119,3 +119,15 @@ def test_padded_fixed_shape_decode_path_matches_eager(tiny_path) -> None:
     params = [SamplingParams(max_tokens=n, ignore_eos=True) for n in (12, 3, 9, 7)]
     assert engine.generate(PROMPTS, params) == LLMEngine(tiny_path, device="cpu").generate(PROMPTS, params)
     assert engine.runner.graphs is not None and engine.runner.graphs.batch_buckets == [1, 2, 4, 6]
+
+
+def test_host_long_is_torch_tensor_without_the_walk():
+    import torch
+
+    from own_engine.core.model_runner import host_long
+
+    for values in ([], [7], [3, 1, 2], [[1, 2, 3], [4, 5, 6]], [[0], [9]], [[], []], [2**40, -5]):
+        got, want = host_long(values), torch.tensor(values, dtype=torch.long)
+        assert got.dtype == torch.long and got.shape == want.shape and torch.equal(got, want)
+    with pytest.raises(ValueError):
+        host_long([[1, 2], [3]])
