@@ -16,7 +16,9 @@ this 2-core VM the hypervisor takes ~1% of the CPU in bursts (steal time in /pro
 later run of all ten saw it once more, in azure-conv-replay (4 of 123), VALID when run again. About one
 scenario in ten is disturbed per pass, so one re-run would still leave a CI failure in ~1 of 10 passes. The
 verdict stays strict (the product says INVALID, as it should); the scenario's defaults are judged on a run
-the machine did not disturb. Any other reason, or late sends three times, fails.
+the machine did not disturb. Any other reason fails; late sends in both runs skip, loudly (below). One
+re-run, not two: on the 2026-11-26 CI VM most scenarios were late in every run (its timers, not noise), so
+a third run cost about a minute per scenario and changed no outcome.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from adapters.base import Adapter, EngineOptions
 from advisor.bench import BenchConfig, open_engine, plan, run_bench
 from scenarios.catalog import scenario_names
 
-RERUNS_ON_LATE_SENDS = 2
+RERUNS_ON_LATE_SENDS = 1
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +59,7 @@ def test_the_default_run_of_every_shipped_scenario_is_valid(name, tmp_path, azur
         warnings.warn(f"{name}: ran again after late sends only ({first[:80]}...): now {run.verdict.status}",
                       stacklevel=1)
     if _late_sends_only(run):
-        # Three runs, each INVALID only because this machine delayed the client's timers: the product's verdict is
+        # Every run INVALID only because this machine delayed the client's timers: the product's verdict is
         # right, and the scenario's defaults are not what failed. Seen on 2026-11-26 on a CI VM whose timers woke
         # late in proportion to the wait (0.6 s asleep: 2.5 ms late idle, 10-40 ms under load): the landed tree
         # 4b15ba7 failed the same way there. Said loudly, not passed: the load generator's own keeping up is held
