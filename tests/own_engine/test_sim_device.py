@@ -58,7 +58,7 @@ def test_launches_hold_the_gil_as_a_real_eager_step_does(tiny_path) -> None:
     def mixed_step_s(busy: bool) -> float:
         from own_engine.core.llm_engine import LLMEngine
 
-        engine = LLMEngine(tiny_path, device="sim:1=0.1,prefill=0.1,ops=2000,launch_us=5", max_num_seqs=8)
+        engine = LLMEngine(tiny_path, device="sim:1=0.1,prefill=0.1,ops=100,launch_us=5", max_num_seqs=8)
         engine.add_request(list(range(5, 40)), SamplingParams(max_tokens=2))
         stop = threading.Event()
 
