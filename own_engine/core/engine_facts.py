@@ -67,3 +67,15 @@ def _device_name(dev: torch.device) -> str:
         idx = dev.index or 0
         return f"cuda:{idx} ({torch.cuda.get_device_name(idx)})"
     return "cpu"
+
+
+def generate(engine: Any, prompts: list[list[int]], params: SamplingParams | list[SamplingParams]) -> list[list[int]]:
+    """Offline convenience for either engine: run every prompt to completion; completion ids in prompt order."""
+    plist = params if isinstance(params, list) else [params] * len(prompts)
+    ids = [engine.add_request(p, sp) for p, sp in zip(prompts, plist, strict=True)]
+    outs: dict[int, list[int]] = {i: [] for i in ids}
+    while engine.has_unfinished():
+        for seq_id, toks, _ in engine.step():
+            if seq_id in outs:  # requests added by someone else run beside these
+                outs[seq_id].extend(toks)
+    return [outs[i] for i in ids]

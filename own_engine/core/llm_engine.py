@@ -15,7 +15,14 @@ import torch
 
 from model_cache.resolve import resolve_model
 from own_engine.core.block_manager import BlockManager
-from own_engine.core.engine_facts import RequestRefused, check_request, describe_model, pick_device, precision_name
+from own_engine.core.engine_facts import (
+    RequestRefused,
+    check_request,
+    describe_model,
+    generate,
+    pick_device,
+    precision_name,
+)
 from own_engine.core.model_runner import ModelRunner, kv_bytes_per_token
 from own_engine.core.sampler import Sampler
 from own_engine.core.sampling_params import SamplingParams
@@ -190,14 +197,7 @@ class LLMEngine:
 
     def generate(self, prompts: list[list[int]], params: SamplingParams | list[SamplingParams]) -> list[list[int]]:
         """Offline convenience: run every prompt to completion; completion ids in prompt order."""
-        plist = params if isinstance(params, list) else [params] * len(prompts)
-        ids = [self.add_request(p, sp) for p, sp in zip(prompts, plist, strict=True)]
-        outs: dict[int, list[int]] = {i: [] for i in ids}
-        while self.has_unfinished():
-            for seq_id, toks, _ in self.step():
-                if seq_id in outs:
-                    outs[seq_id].extend(toks)
-        return [outs[i] for i in ids]
+        return generate(self, prompts, params)
 
     def stats(self) -> dict[str, float]:
         return {"kv_blocks_used": self.block_manager.num_used, "kv_blocks_total": self.num_kv_blocks,

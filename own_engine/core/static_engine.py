@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from model_cache.resolve import resolve_model
-from own_engine.core.engine_facts import check_request, describe_model, pick_device, precision_name
+from own_engine.core.engine_facts import check_request, describe_model, generate, pick_device, precision_name
 from own_engine.core.sampler import Sampler
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.core.scheduler import stop_reached
@@ -165,13 +165,8 @@ class StaticBatchEngine:
         return logits
 
     def generate(self, prompts: list[list[int]], params: SamplingParams | list[SamplingParams]) -> list[list[int]]:
-        plist = params if isinstance(params, list) else [params] * len(prompts)
-        ids = [self.add_request(p, sp) for p, sp in zip(prompts, plist, strict=True)]
-        outs: dict[int, list[int]] = {i: [] for i in ids}
-        while self.has_unfinished():
-            for seq_id, toks, _ in self.step():
-                outs[seq_id].extend(toks)
-        return [outs[i] for i in ids]
+        """Offline convenience: run every prompt to completion; completion ids in prompt order."""
+        return generate(self, prompts, params)
 
     def stats(self) -> dict[str, float]:
         running = 0 if self.batch is None else sum(not s.is_finished for s in self.batch.seqs)
