@@ -1,0 +1,58 @@
+#!/bin/bash
+# The checks a session lent a GPU runs (issue 27's GPU section), prepared so that the machine's 15 minutes go to
+# measuring, not to debugging a command line. Run from the repository root on the GPU machine:
+#
+#   bash benchmarks/gpu_session.sh served     # served against core, llama-1b, 1/8/64 users, chat-like lengths (~5 min)
+#   bash benchmarks/gpu_session.sh selftest   # `advisor selftest` (at most ~8 minutes by design)
+#
+# Each writes what it measured under $OUT (the device tool brings that folder back) and prints a summary. The
+# packages the GPU image lacks travel as wheels in .whl/ (ignored by git; fetch them on a machine with the
+# package registry with `bash benchmarks/gpu_session.sh wheels`, then name `.whl` in the device tool's carry).
+# GPU_SESSION_DEVICE=cpu GPU_SESSION_MODEL=tiny runs the same commands on a CPU, to try the script itself.
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpu-session-out}
+mkdir -p "$OUT"
+DEVICE=${GPU_SESSION_DEVICE:-cuda}
+MODEL=${GPU_SESSION_MODEL:-llama-1b}
+PY=${PYTHON:-python3}
+
+if [ "${1:-}" = wheels ]; then  # here, with the registry: the wheels the GPU image lacks, for its Python 3.12
+    plat="--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64"
+    # shellcheck disable=SC2086
+    $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp $plat -d .whl \
+        pydantic==2.14.4 pydantic_core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 gguf==0.19.0 \
+        orjson==3.13.0 py-spy==0.4.3 plotly==7.1.0
+    exit $?
+fi
+
+if [ -z "${GPU_SESSION_NO_WHEELS:-}" ] && ls .whl/*.whl >/dev/null 2>&1; then  # GPU_SESSION_NO_WHEELS=1: a machine that has them
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+    export PYTHONPATH=/tmp/site:$PWD
+else
+    export PYTHONPATH=$PWD
+fi
+export ADVISOR_HOME=${ADVISOR_HOME:-/tmp/advisor-home} PYTHONUNBUFFERED=1 ADVISOR_EXIT_ZERO=1
+{ date -u; nvidia-smi --query-gpu=name,memory.total,driver_version,power.limit --format=csv 2>&1 | head -3
+  $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"; git log -1 --format=%h 2>/dev/null
+  nproc; } | tee "$OUT/machine.txt"
+
+case "${1:-}" in
+served)
+    $PY -m advisor_cli models create "$MODEL" --preset "$MODEL" >/dev/null 2>&1 || true
+    # the H200 runs' traffic shape (chat: ~1,155 in, ~211 out), fixed lengths so both sides get the same work
+    timeout 420 $PY benchmarks/serving_overhead.py --device "$DEVICE" --model "$MODEL" --prompt-len 1024 \
+        --output-len 200 --concurrency "${GPU_SESSION_CONCURRENCY:-1,8,64}" --duration "${GPU_SESSION_DURATION:-20}" \
+        --warmup 5 > "$OUT/serving_overhead.json" 2> "$OUT/serving_overhead.log"
+    echo "serving_overhead exit $?"; grep -E "^C=" "$OUT/serving_overhead.log"
+    ;;
+selftest)
+    timeout 540 $PY -m advisor_cli selftest --device "$DEVICE" --out "$OUT/selftest" ${GPU_SESSION_SELFTEST_ARGS:-} \
+        > "$OUT/selftest.log" 2>&1
+    echo "selftest exit $?"; tail -25 "$OUT/selftest.log"
+    cp "$OUT"/selftest/selftest.json "$OUT"/selftest/selftest.html "$OUT"/ 2>/dev/null
+    ;;
+*)
+    echo "usage: bash benchmarks/gpu_session.sh served|selftest|wheels" >&2; exit 2
+    ;;
+esac
