@@ -59,7 +59,9 @@ def served(args: argparse.Namespace, c: int, work: Path, core_tok_s: float) -> d
     per_user = max(2, round((args.warmup + args.duration) * core_tok_s / (c * args.output_len)))
     scen.write_text(SCENARIO.format(p=args.prompt_len, o=args.output_len, c=c, d=args.duration, w=args.warmup,
                                     r=per_user))
-    cmd = [sys.executable, "-c", "import sys; from advisor_cli import main; sys.argv[0] = 'advisor'; main()",
+    poll = (f"from benchmarks.busy_poll import install; install({args.client_poll_us}); "
+            if args.client_poll_us else "")
+    cmd = [sys.executable, "-c", f"import sys; {poll}from advisor_cli import main; sys.argv[0] = 'advisor'; main()",
            "bench", "--engine", "own", "--device", args.device, "--model", args.model, "--scenario", str(scen),
            "--out", str(work / "runs"), "--json", "--opt", f"max_batch={c}"]
     if args.threads:
@@ -79,6 +81,7 @@ def served(args: argparse.Namespace, c: int, work: Path, core_tok_s: float) -> d
             "itl_p99_ms": s["itl_ms"]["p99"], "ttft_p95_ms": s["ttft_ms"]["p95"],
             "engine_threads": eng["threads"], "engine_cpus": eng["placement"].get("engine_cpus"),
             "engine_cpu_percent": doc["telemetry"].get("cpu_percent_mean"), "client_cpu_share": client_cpu_share(doc),
+            "event_loop": (doc.get("loadgen") or {}).get("event_loop"),
             "step": step_breakdown(stats)}
 
 
@@ -165,6 +168,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None, help="engine threads (default: advisor bench's)")
     ap.add_argument("--core-twice", action="store_true", help="run the core before and after the served run; "
                     "the ratio uses their mean (a shared machine's load moves)")
+    ap.add_argument("--client-poll-us", type=float, default=0, help="an attribution experiment: the client's loop "
+                    "polls up to this long before it sleeps, so the engine's step message wakes nobody "
+                    "(benchmarks/busy_poll.py); not how advisor runs")
     ap.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="own engine option, both sides")
     args = ap.parse_args()
     out: dict = {"args": vars(args), "started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
