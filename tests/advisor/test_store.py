@@ -84,7 +84,8 @@ def test_a_damaged_section_names_itself(tmp_path):
     bad_verdict["verdict"]["status"] = "GREAT"
     bad_engine = _result().to_dict()
     del bad_engine["engine"]["model"]
-    for d, text in ((bad_verdict, "verdict cannot be read"), (bad_engine, "engine cannot be read .*model")):
+    for d, text in ((bad_verdict, "verdict.status is str .'GREAT'.: input should be 'VALID', 'INVALID'"),
+                    (bad_engine, "missing engine.model; the file is damaged")):
         (folder / "result.json").write_text(json.dumps(d))
         with pytest.raises(StoreError, match=text):
             load_run(folder)
