@@ -19,10 +19,12 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from fileform import FileForm
 
 ErrorKind = Literal[
     "http_4xx",  # the server refused the request (400-499 except 429)
@@ -110,8 +112,9 @@ class EngineUnavailable(RuntimeError):
 
 
 @dataclass(frozen=True)
-class EngineInfo:
-    """What was measured: stored in every result."""
+class EngineInfo(FileForm):
+    """What was measured: result.json's `engine` object (its file form follows from the fields, fileform;
+    fields added later (ready_s, placement) default, keys no longer known are dropped)."""
 
     adapter: str  # registry name, e.g. "own", "own-static", "openai"
     engine: str  # human name of the engine, e.g. "own_engine", "vLLM"
@@ -132,27 +135,6 @@ class EngineInfo:
     placement: dict[str, Any] = field(default_factory=dict)  # engine process and CPUs, client CPUs
     extra: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """result.json's `engine` object."""
-        d = asdict(self)
-        d["notes"] = list(self.notes)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> EngineInfo:
-        """Inverse of `to_dict`; fields added later (ready_s, placement) default, keys no longer known are dropped."""
-        known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in known}
-        missing = [f.name for f in fields(cls) if f.name not in kw and f.default is MISSING
-                   and f.default_factory is MISSING]
-        if missing:
-            raise ValueError(f"engine is missing {', '.join(missing)}")
-        for name in ("placement", "extra"):
-            if not isinstance(kw.get(name, {}), dict):
-                raise ValueError(f"engine.{name} is {type(kw[name]).__name__}, not an object")
-        kw["notes"] = tuple(str(n) for n in kw.get("notes") or ())
-        return cls(**kw)
 
 
 @dataclass(frozen=True)

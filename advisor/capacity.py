@@ -13,11 +13,12 @@ failure are treated as noise and reported, not trusted). Pure functions: no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from advisor.metrics.verdict import MAX_ERROR_RATE
 from advisor.store import RunResult
+from fileform import FileForm
 
 CLEARLY_PAST_FRACTION = 0.5  # achieved < 50% of offered: stop the sweep now
 MIN_REQUESTS_TO_JUDGE_RATE = 20  # below this, achieved vs offered is Poisson noise, not saturation
@@ -28,7 +29,7 @@ def _median(xs: list[float]) -> float | None:
 
 
 @dataclass(frozen=True)
-class SweepPoint:
+class SweepPoint(FileForm):
     rate_rps: float  # offered
     run_id: str
     status: str  # verdict: VALID | INVALID | SATURATED
@@ -112,9 +113,6 @@ class SweepPoint:
         if self.status != "VALID":
             why.append(f"verdict {self.status}" + (f" ({'; '.join(self.reasons)})" if self.reasons else ""))
         return ", ".join(why) or "failed"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

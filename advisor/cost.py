@@ -13,10 +13,10 @@ A month is 730 hours (8760 / 12).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from advisor.metrics.summary import RunSummary
+from fileform import FileForm
 
 HOURS_PER_MONTH = 730.0
 BLEND_INPUT_PER_OUTPUT = 3.0  # the 3:1 input:output convention for blended prices
@@ -33,7 +33,7 @@ def usd_per_million_tokens(usd_per_hour: float, instances: float, tokens_per_s: 
 
 
 @dataclass(frozen=True)
-class CostPerMillion:
+class CostPerMillion(FileForm):
     """USD per 1M tokens at one throughput; None where that token kind had zero throughput."""
 
     output_usd: float | None
@@ -42,9 +42,6 @@ class CostPerMillion:
     blended_usd: float | None  # 3:1 input:output, output weighted 4x (see module doc)
     input_tokens_per_s: float
     output_tokens_per_s: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def cost_per_million(usd_per_hour: float, instances: float, input_tokens_per_s: float,
@@ -67,7 +64,7 @@ def cost_per_million(usd_per_hour: float, instances: float, input_tokens_per_s: 
 
 
 @dataclass(frozen=True)
-class RunCost:
+class RunCost(FileForm):
     """A run's cost per 1M tokens at its measured throughput and at its SLO operating point."""
 
     usd_per_hour: float
@@ -76,12 +73,6 @@ class RunCost:
     at_slo: CostPerMillion | None  # at goodput (or sweep capacity); None if no request met the SLOs
     slo_rps: float | None  # the request rate used for at_slo
     slo_basis: str  # "capacity" (from a sweep), "goodput" (this run), or why there is none
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["measured"] = self.measured.to_dict()
-        d["at_slo"] = self.at_slo.to_dict() if self.at_slo else None
-        return d
 
 
 def tokens_per_request(summary: RunSummary) -> tuple[float, float]:

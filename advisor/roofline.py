@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from adapters.base import EngineInfo
 from advisor.catalog.models import Hardware
 from advisor.metrics.summary import RunSummary
 from advisor.store import RunResult
+from fileform import FileForm
 
 DEFAULT_EFFICIENCY = 0.5  # when no run can calibrate; stated in every estimate's assumptions
 DEFAULT_TAIL = 1.5  # p95 / p50 when no run says otherwise
@@ -81,15 +82,12 @@ class Workload:
 
 
 @dataclass(frozen=True)
-class Efficiency:
+class Efficiency(FileForm):
     decode: float
     prefill: float
     ttft_tail: float  # p95 / p50
     tpot_tail: float
     basis: str  # "calibrated on N runs on <hw>" or "default"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 DEFAULT = Efficiency(DEFAULT_EFFICIENCY, DEFAULT_EFFICIENCY, DEFAULT_TAIL, DEFAULT_TAIL,
@@ -176,7 +174,7 @@ def calibrate(runs: list[tuple[RunResult, Hardware]]) -> Efficiency:
 
 
 @dataclass(frozen=True)
-class BacktestRow:
+class BacktestRow(FileForm):
     run_id: str
     hardware_id: str
     ttft_ms_measured: float
@@ -194,11 +192,11 @@ class BacktestRow:
         return self.tpot_ms_estimated / self.tpot_ms_measured - 1.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ttft_error": self.ttft_error, "tpot_error": self.tpot_error}
+        return {**FileForm.to_dict(self), "ttft_error": self.ttft_error, "tpot_error": self.tpot_error}
 
 
 @dataclass(frozen=True)
-class Estimate:
+class Estimate(FileForm):
     """A configuration on catalog hardware that was not measured: capacity under the SLOs."""
 
     hardware_id: str
@@ -211,9 +209,6 @@ class Estimate:
     output_tokens_per_s: float
     assumptions: tuple[str, ...]
     fits: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def devices_needed(shape: ModelShape, hw: Hardware) -> int | None:

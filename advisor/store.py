@@ -14,10 +14,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic import Field
 
 from adapters.base import EngineInfo
 from advisor.atomic import staged_folder, write_atomic
@@ -28,6 +29,7 @@ from advisor.metrics.verdict import Verdict
 from advisor.redact import redact_text
 from advisor.run_schedule import RunSchedule
 from advisor.telemetry.record import TelemetrySummary
+from fileform import OWN_FORM, FileForm, FormError
 from scenarios.types import SLOs
 
 SCHEMA = "advisor.run/1"
@@ -43,15 +45,6 @@ _RECORD_SCHEMA = pa.schema([
     ("error_kind", pa.string()), ("error", pa.string()), ("worker", pa.int32()),
     ("session_id", pa.int64()), ("turn", pa.int32()), ("n_in_shared", pa.int64()), ("turns_dropped", pa.int32()),
 ])
-# What a result.json must hold, and of which JSON type, to be read at all (older runs may lack the rest).
-_RESULT_TYPES: dict[str, type | tuple[type, ...]] = {
-    "run_id": str, "created_utc": str, "scenario": dict, "schedule": dict, "slos": dict, "engine": dict,
-    "manifest": dict, "summary": dict, "telemetry": dict, "verdict": dict}
-_SUMMARY_TYPES: dict[str, type | tuple[type, ...]] = {
-    "n_requests": int, "n_ok": int, "mode": str, "ttft_ms": dict, "tpot_ms": dict, "e2e_ms": dict,
-    "slo_met": dict, "errors_by_kind": dict}
-
-
 class RunNotSaved(RuntimeError):
     """The run was measured but could not be written (a full disk); `result` holds it all, `path` is None."""
 
@@ -67,12 +60,15 @@ class StoreError(ValueError):
 
 
 @dataclass
-class RunResult:
+class RunResult(FileForm):
+    """result.json, typed: its fields are the file's keys (after "schema"), each section validated on load
+    (fileform); `path` and the records are where it was read from, not part of the file."""
+
     run_id: str
     created_utc: str
     scenario: dict[str, Any]
-    schedule: RunSchedule
-    slos: SLOs
+    schedule: Annotated[RunSchedule, OWN_FORM]
+    slos: Annotated[SLOs, OWN_FORM]
     engine: EngineInfo
     manifest: dict[str, Any]
     summary: RunSummary
@@ -80,8 +76,8 @@ class RunResult:
     verdict: Verdict
     loadgen: LoadgenInfo = field(default_factory=LoadgenInfo)
     quality: dict[str, Any] | None = None  # a verify result the run carries ({"token_agreement": x}); rarely set
-    path: Path | None = None
-    _records: list[RequestRecord] | None = field(default=None, repr=False)
+    path: Annotated[Path | None, Field(exclude=True)] = None
+    _records: Annotated[list[RequestRecord] | None, Field(exclude=True)] = field(default=None, repr=False)
 
     @property
     def scenario_name(self) -> str | None:
@@ -91,41 +87,33 @@ class RunResult:
         return None if name is None else str(name)
 
     def to_dict(self) -> dict[str, Any]:
-        """result.json: the one place the typed record becomes JSON."""
-        return {"schema": SCHEMA, "run_id": self.run_id, "created_utc": self.created_utc, "scenario": self.scenario,
-                "schedule": self.schedule.to_dict(), "slos": self.slos.to_dict(), "engine": self.engine.to_dict(),
-                "manifest": self.manifest, "summary": self.summary.to_dict(), "telemetry": self.telemetry.to_dict(),
-                "verdict": self.verdict.to_dict(), "loadgen": self.loadgen.to_dict(),
-                **({"quality": self.quality} if self.quality is not None else {})}
+        """result.json: the one place the typed record becomes JSON (`quality` only when the run has one)."""
+        d = super().to_dict()
+        if d["quality"] is None:
+            del d["quality"]
+        return {"schema": SCHEMA, **d}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], path: Path | None = None) -> RunResult:
+    def from_dict(cls, d: Any, path: Path | None = None) -> RunResult:
         """A result.json's object, every section typed; StoreError naming what is damaged."""
-        if d.get("schema") != SCHEMA:
-            raise StoreError(f"{path or 'result'}: not an advisor run (schema {d.get('schema')!r}, expected {SCHEMA!r})")
         where = path or "result"
-        missing = [k for k in _RESULT_TYPES if k not in d]
-        if missing:
-            raise StoreError(f"{where}: missing {', '.join(missing)}; the file is damaged, re-run the benchmark")
-        _check_types(d, _RESULT_TYPES, where, "")
-        _check_types(d["summary"], _SUMMARY_TYPES, where, "summary.")
-        status = d["verdict"].get("status")
-        if not isinstance(status, str):
-            raise StoreError(f"{where}: verdict.status is {status!r}, not a status; the file is damaged")
-        for key in ("loadgen", "quality"):  # optional: older runs lack loadgen, most runs quality
-            if d.get(key) is not None and not isinstance(d[key], dict):
-                raise StoreError(f"{where}: {key} is {type(d[key]).__name__}, not an object; the file is damaged")
-        mode = d["schedule"].get("mode")
-        return cls(
-            run_id=d["run_id"], created_utc=d["created_utc"], scenario=d["scenario"], manifest=d["manifest"],
-            schedule=_section(where, "schedule", RunSchedule.from_dict, d["schedule"]),
-            slos=_section(where, "slos", SLOs.from_dict, d["slos"]),
-            engine=_section(where, "engine", EngineInfo.from_dict, d["engine"]),
-            summary=_section(where, "summary", lambda s: RunSummary.from_saved(s, mode), d["summary"]),
-            telemetry=_section(where, "telemetry", TelemetrySummary.from_dict, d["telemetry"]),
-            verdict=_section(where, "verdict", Verdict.from_dict, d["verdict"]),
-            loadgen=_section(where, "loadgen", LoadgenInfo.from_dict, d.get("loadgen") or {}),
-            quality=d.get("quality"), path=path)
+        if not isinstance(d, dict) or d.get("schema") != SCHEMA:
+            schema = d.get("schema") if isinstance(d, dict) else None
+            raise StoreError(f"{where}: not an advisor run (schema {schema!r}, expected {SCHEMA!r})")
+        try:
+            run = super().from_dict(d)
+        except FormError as e:
+            raise StoreError(f"{where}: {e}; the file is damaged, re-run the benchmark") from None
+        run.path = path
+        return run
+
+    @classmethod
+    def upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
+        """A summary that does not say its mode (hand-made runs) has the schedule's."""
+        summary, schedule = d.get("summary"), d.get("schedule")
+        if isinstance(summary, dict) and "mode" not in summary and isinstance(schedule, dict):
+            return {**d, "summary": {"mode": schedule.get("mode"), **summary}}
+        return d
 
     def records(self) -> list[RequestRecord]:
         """The per-request records, read from the run folder on first use."""
@@ -162,22 +150,6 @@ class RunResult:
     def files(self) -> tuple[str, ...]:
         """What a saved run folder holds."""
         return (RECORDS_FILE, RESULT_FILE)
-
-
-def _check_types(d: dict[str, Any], types: dict[str, type | tuple[type, ...]], where: Any, prefix: str) -> None:
-    for key, typ in types.items():
-        if key in d and (not isinstance(d[key], typ) or isinstance(d[key], bool) and typ is int):
-            raise StoreError(f"{where}: {prefix}{key} is {type(d[key]).__name__}, expected "
-                             f"{getattr(typ, '__name__', typ)}; the file is damaged, re-run the benchmark")
-
-
-def _section(where: Any, name: str, parse: Callable[[dict[str, Any]], Any], d: dict[str, Any]) -> Any:
-    """One typed section of a result.json; what it cannot read becomes a StoreError naming the section."""
-    try:
-        return parse(d)
-    except (KeyError, TypeError, ValueError) as e:
-        why = f"missing {e}" if isinstance(e, KeyError) else str(e)
-        raise StoreError(f"{where}: {name} cannot be read ({why}); the file is damaged, re-run the benchmark") from None
 
 
 def new_run_id(scenario: str, engine: str) -> str:

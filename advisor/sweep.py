@@ -96,14 +96,6 @@ def new_sweep_id(scenario_name: str, engine: str, unit: str) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{kind}-{slug}-{secrets.token_hex(3)}"
 
 
-def _point(d: dict[str, Any]) -> SweepPoint:
-    known = SweepPoint.__dataclass_fields__
-    d = {k: v for k, v in d.items() if k in known}
-    d["reasons"] = tuple(d.get("reasons") or ())
-    d["run_ids"] = tuple(d.get("run_ids") or ())
-    return SweepPoint(**d)
-
-
 def load_sweep(path_or_id: str | Path, root: Path = Path("runs")) -> SweepResult:
     """A sweep by folder, sweep.json path, or id under `root`."""
     p = item_folder(path_or_id, root) / SWEEP_FILE
@@ -113,7 +105,7 @@ def load_sweep(path_or_id: str | Path, root: Path = Path("runs")) -> SweepResult
         d = json.loads(p.read_text())
         if d.get("schema") not in READABLE:
             raise SweepError(f"{p}: not an advisor sweep (schema {d.get('schema')!r})")
-        points = tuple(_point(s["point"]) for s in d["steps"])
+        points = tuple(SweepPoint.from_dict(s["point"]) for s in d["steps"])
     except json.JSONDecodeError as e:
         raise SweepError(f"{p}: not valid JSON ({e}); re-run the sweep") from None
     except (KeyError, TypeError, ValueError) as e:

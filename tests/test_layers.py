@@ -12,7 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 # advisor_cli is the top floor: the command line may import every layer and, being above them all, nothing
 # may import it. No package is exempt.
-LAYER = {"build_info": 0, "model_cache": 0, "scenarios": 0, "own_engine": 1, "adapters": 2, "advisor": 3, "reports": 4,
+LAYER = {"build_info": 0, "fileform": 0, "model_cache": 0, "scenarios": 0, "own_engine": 1, "adapters": 2, "advisor": 3, "reports": 4,
          "advisor_cli": 5}
 
 

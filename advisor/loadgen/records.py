@@ -7,12 +7,13 @@ Metrics (TTFT, TPOT, ITL, ...) are computed from these in `advisor.metrics`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+
+from fileform import FileForm
 
 
 @dataclass(slots=True)
-class RequestRecord:
+class RequestRecord(FileForm):
     idx: int  # position in the schedule
     request_id: str
     t_sched_ns: int  # when the schedule said to send it
@@ -53,15 +54,3 @@ class RequestRecord:
             if n > 0:
                 return t
         return None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> RequestRecord:
-        d = dict(d)
-        d["chunk_t_ns"] = [int(x) for x in d.get("chunk_t_ns") or []]
-        d["chunk_tokens"] = [int(x) for x in d.get("chunk_tokens") or []]
-        d["chunk_t_engine_ns"] = [int(x) for x in d.get("chunk_t_engine_ns") or []]
-        known = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in d.items() if k in known})

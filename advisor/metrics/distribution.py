@@ -3,8 +3,8 @@
 Percentiles use numpy's default (linear interpolation between order statistics).
 A percentile is reported only when the sample is large enough for it to mean
 something, n >= 1 / (1 - q): p90 needs 10 values, p95 20, p99 100, p99.9 1000;
-below that it is None ("n too small"). Everything is a plain float or None, so
-`to_dict()` is JSON-safe.
+below that it is None ("n too small"). Everything is a plain float or None; the JSON form
+(`to_dict`/`from_dict`) follows from the fields (fileform).
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+
+from fileform import FileForm
 
 # (key, percentile, smallest n for which it is reported)
 PERCENTILES: tuple[tuple[str, float, int], ...] = (
@@ -46,7 +47,7 @@ def json_float(x: float | None) -> float | None:
 
 
 @dataclass(frozen=True, slots=True)
-class Distribution:
+class Distribution(FileForm):
     n: int
     mean: float | None = None
     stdev: float | None = None  # population stdev (ddof=0), as vLLM's bench serve reports it
@@ -73,13 +74,3 @@ class Distribution:
     def at(self, percentile: float) -> float | None:
         """The value at a tracked percentile (ValueError otherwise); None where n is too small for it."""
         return getattr(self, percentile_key(percentile))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: (self.n if k == "n" else json_float(getattr(self, k))) for k in KEYS}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Distribution:
-        missing = [k for k in KEYS if k not in d]
-        if missing:
-            raise ValueError(f"distribution is missing keys {missing}; expected {list(KEYS)}")
-        return cls(n=int(d["n"]), **{k: json_float(d[k]) for k in KEYS if k != "n"})

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
+
+from fileform import FileForm
 
 DEFAULT_CONFIDENCE = 0.95
 METHOD = "order-statistic interval of the median (distribution-free, exact binomial coverage)"
@@ -42,7 +43,7 @@ def rank_for(n: int, confidence: float = DEFAULT_CONFIDENCE) -> int:
 
 
 @dataclass(frozen=True)
-class Interval:
+class Interval(FileForm):
     """A central value with a range: the median of repeats and its interval, or an estimate and its error range."""
 
     value: float  # the median of the repeats (or the estimate)
@@ -82,14 +83,6 @@ class Interval:
         if self.coverage is None:
             return f"{rng} (estimate range)"
         return f"{rng} ({self.n} runs, {self.coverage:.0%} interval)"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Interval:
-        return cls(float(d["value"]), float(d["low"]), float(d["high"]), int(d["n"]),
-                   None if d.get("coverage") is None else float(d["coverage"]), str(d["method"]))
 
     @classmethod
     def point(cls, value: float) -> Interval:

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+
+from fileform import FileForm
 
 LAG_FLOOR_MS = 5.0  # the load generator's own bound ("held", docs/metrics.md)
 LAG_LATENCY_FRACTION = 0.05  # of the TTFT median
@@ -77,19 +78,12 @@ def critical_count(n: int, late_fraction: float = LATE_FRACTION, confidence: flo
 
 
 @dataclass(frozen=True, slots=True)
-class LagCheck:
+class LagCheck(FileForm):
     limit_ms: float  # L for this run
     n: int  # sends judged
     n_late: int  # sends later than L
     critical: int  # late sends that would fail the check
     ok: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> LagCheck:
-        return cls(float(d["limit_ms"]), int(d["n"]), int(d["n_late"]), int(d["critical"]), bool(d["ok"]))
 
     def reason(self) -> str | None:
         """One sentence when the check failed, else None."""

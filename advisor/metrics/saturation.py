@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from advisor.loadgen.records import RequestRecord
-from advisor.metrics.distribution import json_float
 from advisor.metrics.per_request import completion_ns, ttft_sched_ms
 from advisor.metrics.throughput import completed_in
+from fileform import FileForm
 
 MIN_PER_THIRD = 5  # fewer requests than this in a third of the window: no trend reported
 UNFINISHED_KINDS = ("cancelled",)  # the run stopped before the request finished
 
 
 @dataclass(frozen=True, slots=True)
-class SaturationSignals:
+class SaturationSignals(FileForm):
     arrival_rps: float | None  # measured requests scheduled inside the window / window length
     completed_rps: float | None  # requests (warm-up included) that finished inside the window / window length
     ttft_sched_p50_first_third_ms: float | None  # median TTFT_sched of requests scheduled in the window's first third
@@ -32,17 +32,10 @@ class SaturationSignals:
     n_unfinished: int  # measured requests cancelled at the end of the run or never sent
     ended_rps: float | None = None  # requests that ended inside the window, failed ones too (not cancelled) / window
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        return {k: (v if k == "n_unfinished" else json_float(v)) for k, v in d.items()}
-
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SaturationSignals:
-        return cls(arrival_rps=json_float(d.get("arrival_rps")), completed_rps=json_float(d.get("completed_rps")),
-                   ttft_sched_p50_first_third_ms=json_float(d.get("ttft_sched_p50_first_third_ms")),
-                   ttft_sched_p50_last_third_ms=json_float(d.get("ttft_sched_p50_last_third_ms")),
-                   n_unfinished=int(d.get("n_unfinished", 0)),
-                   ended_rps=json_float(d.get("ended_rps", d.get("completed_rps"))))
+    def upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
+        """A run from before `ended_rps` counted only completions: that is what it ended with."""
+        return d if "ended_rps" in d else {**d, "ended_rps": d.get("completed_rps")}
 
 
 def _median_or_none(values: list[float]) -> float | None:

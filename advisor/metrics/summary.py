@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -19,10 +19,11 @@ import numpy as np
 from advisor.loadgen.records import RequestRecord
 from advisor.metrics import per_request as pr
 from advisor.metrics import throughput as tp
-from advisor.metrics.distribution import Distribution, json_float
+from advisor.metrics.distribution import Distribution
 from advisor.metrics.lag import LagCheck, check_lag
 from advisor.metrics.saturation import UNFINISHED_KINDS, SaturationSignals, saturation_signals
 from advisor.metrics.turns import SessionStats, session_stats
+from fileform import FileForm
 from scenarios.types import Mode, SLOs
 
 NOT_SENT = "not_sent"  # error kind for a measured request the load generator never sent
@@ -46,123 +47,67 @@ TpotDefinition = Literal["after_first_chunk", "n_out_minus_1"]
 SLO_METRICS = (("ttft", "ttft_ms"), ("tpot", "tpot_ms"), ("e2e", "e2e_ms"))
 
 
-@dataclass(frozen=True)
-class RunSummary:
-    n_requests: int  # measured (non-warm-up) requests attempted
-    n_ok: int
-    n_errors: int
-    error_rate: float | None
-    errors_by_kind: dict[str, int]
-    window_s: float | None
+EMPTY = Distribution(n=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSummary(FileForm):
+    """result.json's `summary`. A key a saved summary lacks (hand-made runs, other tools' exports) reads as its
+    default: an empty distribution (every percentile "n too small"), a missing rate or figure None, a missing
+    count 0 and a missing map empty, as every reader assumed of a missing key before summaries were typed."""
+
+    n_requests: int = 0  # measured (non-warm-up) requests attempted
+    n_ok: int = 0
+    n_errors: int = 0
+    error_rate: float | None = None
+    errors_by_kind: dict[str, int] = field(default_factory=dict)
+    window_s: float | None = None
     mode: Mode
-    offered_rps: float | None
-    ttft_ms: Distribution
-    ttft_sched_ms: Distribution
-    e2e_ms: Distribution
-    e2e_sched_ms: Distribution
-    tpot_ms: Distribution
-    ntpot_ms: Distribution
-    itl_ms: Distribution
-    client_queue_ms: Distribution
-    interactivity_tps: Distribution
-    requests_per_s: float | None
-    input_tokens_per_s: float | None
-    output_tokens_per_s: float | None
-    total_tokens_per_s: float | None
-    peak_output_tokens_per_s: float | None
-    goodput_rps: float | None
-    slo_attainment: float | None
-    slo_met: dict[str, bool | None]
-    slo_margin: dict[str, float | None]
-    n_in_total: int
-    n_out_total: int
-    n_out_client_total: int | None
-    token_count_mismatch: int | None
-    n_out_short: int
+    offered_rps: float | None = None
+    ttft_ms: Distribution = EMPTY
+    ttft_sched_ms: Distribution = EMPTY
+    e2e_ms: Distribution = EMPTY
+    e2e_sched_ms: Distribution = EMPTY
+    tpot_ms: Distribution = EMPTY
+    ntpot_ms: Distribution = EMPTY
+    itl_ms: Distribution = EMPTY
+    client_queue_ms: Distribution = EMPTY
+    interactivity_tps: Distribution = EMPTY
+    requests_per_s: float | None = None
+    input_tokens_per_s: float | None = None
+    output_tokens_per_s: float | None = None
+    total_tokens_per_s: float | None = None
+    peak_output_tokens_per_s: float | None = None
+    goodput_rps: float | None = None
+    slo_attainment: float | None = None
+    slo_met: dict[str, bool | None] = field(default_factory=dict)
+    slo_margin: dict[str, float | None] = field(default_factory=dict)
+    n_in_total: int = 0
+    n_out_total: int = 0
+    n_out_client_total: int | None = None
+    token_count_mismatch: int | None = None
+    n_out_short: int = 0
     saturation_signals: SaturationSignals | None = None  # addition to the schema: inputs of the verdict
     lag_check: LagCheck | None = None  # open loop: did the load generator keep up (advisor.metrics.lag)
     token_sources: dict[str, int] | None = None  # successful measured requests per token-count source
     sessions: SessionStats | None = None  # multi-turn runs: TTFT and prompt length by turn, context drops
     # (t_last - t_first) / (n_out - 1): other tools' TPOT, beside ours; a summary from before it existed reads
     # it from its own `tpot_ms` (then computed this way), and its `tpot_definition` says so
-    tpot_n_minus_1_ms: Distribution = Distribution(n=0)
+    tpot_n_minus_1_ms: Distribution = EMPTY
     tpot_definition: TpotDefinition = "after_first_chunk"
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict with the schema's keys (no NaN or inf: missing values are None)."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if isinstance(v, Distribution | SaturationSignals | LagCheck | SessionStats):
-                out[f.name] = v.to_dict()
-            elif f.name == "slo_margin":
-                out[f.name] = {k: json_float(x) for k, x in v.items()}
-            elif isinstance(v, dict):
-                out[f.name] = dict(v)
-            elif isinstance(v, float):
-                out[f.name] = json_float(v)
-            else:
-                out[f.name] = v
-        return out
-
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> RunSummary:
-        """Inverse of `to_dict`; a summary without `saturation_signals` loads with None there."""
-        d = _with_tpot_forms(d)
-        optional = ("saturation_signals", "lag_check", "token_sources", "sessions", "tpot_definition")
-        required = [f.name for f in fields(cls) if f.name not in optional]
-        missing = [k for k in required if k not in d]
-        if missing:
-            raise ValueError(f"run summary is missing keys {missing}; was it written by an older advisor?")
-        kw: dict[str, Any] = {k: d[k] for k in required}
-        for k in DISTRIBUTION_KEYS:
-            kw[k] = Distribution.from_dict(d[k])
-        kw["tpot_definition"] = d.get("tpot_definition", "after_first_chunk")
-        for k in ("error_rate", "window_s", "offered_rps", "requests_per_s", "input_tokens_per_s",
-                  "output_tokens_per_s", "total_tokens_per_s", "peak_output_tokens_per_s", "goodput_rps",
-                  "slo_attainment"):
-            kw[k] = json_float(d[k])
-        kw["errors_by_kind"] = {str(k): int(v) for k, v in d["errors_by_kind"].items()}
-        kw["slo_met"] = {k: (None if v is None else bool(v)) for k, v in d["slo_met"].items()}
-        kw["slo_margin"] = {k: json_float(v) for k, v in d["slo_margin"].items()}
-        sat = d.get("saturation_signals")
-        kw["saturation_signals"] = None if sat is None else SaturationSignals.from_dict(sat)
-        lag = d.get("lag_check")
-        kw["lag_check"] = None if lag is None else LagCheck.from_dict(lag)
-        src = d.get("token_sources")
-        kw["token_sources"] = None if src is None else {str(k): int(v) for k, v in src.items()}
-        sess = d.get("sessions")
-        kw["sessions"] = None if sess is None else SessionStats.from_dict(sess)
-        return cls(**kw)
+    def upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
+        """A summary written before `tpot_n_minus_1_ms` existed computed its `tpot_ms` that way: both names read
+        it, and `tpot_definition` says that `tpot_ms` is the (n_out - 1) form (its records give the new one)."""
+        if "tpot_n_minus_1_ms" in d or "tpot_ms" not in d:
+            return d
+        return {**d, "tpot_n_minus_1_ms": d["tpot_ms"], "tpot_definition": "n_out_minus_1"}
 
     @classmethod
     def from_saved(cls, d: dict[str, Any], mode: Mode | None = None) -> RunSummary:
-        """`from_dict` of a summary its writer left keys out of (hand-made runs, other tools' exports): a missing
-        distribution is empty (every percentile "n too small"), a missing rate or figure None, a missing count 0
-        and a missing map empty, as every reader assumed of a missing key before summaries were typed; a missing
-        mode is `mode` (the schedule's)."""
-        mode = d.get("mode", mode)
-        if mode is None:
-            raise ValueError("neither the summary nor the schedule says the run's mode")
-        return cls.from_dict({**_ABSENT, "mode": mode, **_with_tpot_forms(d)})
-
-
-def _with_tpot_forms(d: dict[str, Any]) -> dict[str, Any]:
-    """A summary written before `tpot_n_minus_1_ms` existed computed its `tpot_ms` that way: both names read it,
-    and `tpot_definition` says that `tpot_ms` is the (n_out - 1) form (its records give the new one)."""
-    if "tpot_n_minus_1_ms" in d or "tpot_ms" not in d:
-        return d
-    return {**d, "tpot_n_minus_1_ms": d["tpot_ms"], "tpot_definition": "n_out_minus_1"}
-
-
-_ABSENT: dict[str, Any] = {
-    **{k: Distribution(n=0).to_dict() for k in DISTRIBUTION_KEYS},
-    "n_requests": 0, "n_ok": 0, "n_errors": 0, "errors_by_kind": {}, "slo_met": {}, "slo_margin": {},
-    "n_in_total": 0, "n_out_total": 0, "n_out_short": 0,
-    **dict.fromkeys(("error_rate", "window_s", "offered_rps", "requests_per_s", "input_tokens_per_s",
-                     "output_tokens_per_s", "total_tokens_per_s", "peak_output_tokens_per_s", "goodput_rps",
-                     "slo_attainment", "n_out_client_total", "token_count_mismatch")),
-}
+        """`from_dict` of a summary that may not say its mode: then it is `mode` (the schedule's)."""
+        return cls.from_dict(d if mode is None else {"mode": mode, **d})
 
 
 def _rate(count: float, window_s: float | None) -> float | None:

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
 from advisor.metrics.decided import decided
 from advisor.metrics.distribution import PERCENTILES, Distribution
+from fileform import FileForm
 
 CONFIDENCE = 0.99  # LoadGen's early-stopping confidence
 RULE = ("MLPerf LoadGen early stopping (99% confidence, tolerance 0): met only with at least h requests under "
@@ -78,7 +79,7 @@ def requests_needed(n_over: int, percentile: float, confidence: float = CONFIDEN
 
 
 @dataclass(frozen=True)
-class PercentileSupport:
+class PercentileSupport(FileForm):
     """Can a run of n requests show its p-th percentile under a limit at all (that is, with none over)?"""
 
     percentile: float
@@ -94,7 +95,7 @@ class PercentileSupport:
         return max(0, self.min_requests - self.n)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "supported": self.supported, "more_needed": self.more_needed}
+        return {**FileForm.to_dict(self), "supported": self.supported, "more_needed": self.more_needed}
 
 
 def percentile_support(n: int, percentiles: Sequence[float] = REPORTED_PERCENTILES) -> list[PercentileSupport]:
@@ -103,7 +104,7 @@ def percentile_support(n: int, percentiles: Sequence[float] = REPORTED_PERCENTIL
 
 
 @dataclass(frozen=True)
-class SloCheck:
+class SloCheck(FileForm):
     """One SLO (a limit on one metric's percentile) judged against one run's sample."""
 
     metric: str  # "ttft_ms", "tpot_ms" or "e2e_ms"
@@ -134,7 +135,7 @@ class SloCheck:
                 "(early stopping, 99%)")
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "text": self.text()}
+        return {**FileForm.to_dict(self), "text": self.text()}
 
 
 def check_slo(metric: str, percentile: float, limit_ms: float, n: int, n_over: int, observed_ms: float | None,

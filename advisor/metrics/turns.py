@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from advisor.loadgen.records import RequestRecord
 from advisor.metrics import per_request as pr
-from advisor.metrics.distribution import Distribution, json_float
+from advisor.metrics.distribution import Distribution
+from fileform import FileForm
 
 POOLED_FROM = 10  # turns 10, 11, ... share the row "10+"
 
 
 @dataclass(frozen=True, slots=True)
-class TurnStats:
+class TurnStats(FileForm):
     turn: str  # "1" .. "9", "10+"
     n: int  # successful measured requests at this turn
     ttft_ms: Distribution
@@ -28,37 +28,15 @@ class TurnStats:
     prompt_tokens: Distribution  # the whole prompt sent: the conversation so far plus the new message
     shared_tokens_mean: float | None  # of it, repeated verbatim from the previous turn's prompt + answer
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"turn": self.turn, "n": self.n, "ttft_ms": self.ttft_ms.to_dict(), "e2e_ms": self.e2e_ms.to_dict(),
-                "prompt_tokens": self.prompt_tokens.to_dict(), "shared_tokens_mean": json_float(self.shared_tokens_mean)}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TurnStats:
-        return cls(turn=str(d["turn"]), n=int(d["n"]), ttft_ms=Distribution.from_dict(d["ttft_ms"]),
-                   e2e_ms=Distribution.from_dict(d["e2e_ms"]), prompt_tokens=Distribution.from_dict(d["prompt_tokens"]),
-                   shared_tokens_mean=json_float(d.get("shared_tokens_mean")))
-
 
 @dataclass(frozen=True, slots=True)
-class SessionStats:
+class SessionStats(FileForm):
     n_sessions: int  # conversations with at least one measured turn
     turns_per_session_mean: float | None  # turns sent per such conversation (measured or not)
     n_truncated: int  # measured requests whose conversation had to drop its oldest turns to fit the context
     turns_dropped: int  # turns dropped in all, at those requests
     prefix_reuse: float | None  # share of measured prompt tokens (turns after the first) repeated from the last turn
-    by_turn: tuple[TurnStats, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"n_sessions": self.n_sessions, "turns_per_session_mean": json_float(self.turns_per_session_mean),
-                "n_truncated": self.n_truncated, "turns_dropped": self.turns_dropped,
-                "prefix_reuse": json_float(self.prefix_reuse), "by_turn": [t.to_dict() for t in self.by_turn]}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SessionStats:
-        return cls(n_sessions=int(d["n_sessions"]), turns_per_session_mean=json_float(d.get("turns_per_session_mean")),
-                   n_truncated=int(d["n_truncated"]), turns_dropped=int(d["turns_dropped"]),
-                   prefix_reuse=json_float(d.get("prefix_reuse")),
-                   by_turn=tuple(TurnStats.from_dict(t) for t in d.get("by_turn") or ()))
+    by_turn: tuple[TurnStats, ...] = ()
 
 
 def turn_label(turn: int) -> str:

@@ -14,9 +14,10 @@ The thresholds below are the only ones: sweeps and capacity use them too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from advisor.metrics.summary import Mode, RunSummary
+from fileform import FileForm
 
 Status = Literal["VALID", "INVALID", "SATURATED", "FAILED"]
 STATUSES: tuple[Status, ...] = ("VALID", "INVALID", "SATURATED", "FAILED")
@@ -30,20 +31,13 @@ QUEUE_GROWTH_MIN_MS = 50.0  # ... and at least this much higher
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(FileForm):
     status: Status
     reasons: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"verdict status must be one of {STATUSES}, got {self.status!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "reasons": list(self.reasons)}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Verdict:
-        return cls(status=d["status"], reasons=tuple(str(r) for r in d.get("reasons", ())))
 
 
 def _fmt(x: float) -> str:

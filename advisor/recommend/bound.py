@@ -13,12 +13,13 @@ would say it is.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 from advisor.catalog.models import Hardware
 from advisor.roofline import calibrate
 from advisor.store import RunResult
+from fileform import FileForm
 
 HOST_CPU_BUSY_PCT = 80.0  # % of ONE core: a single-threaded engine loop at this level is almost never waiting
 GPU_BUSY_PCT = 70.0  # NVML utilisation: share of time a kernel was running on the GPU
@@ -29,7 +30,7 @@ HOST_PATH = "the engine's host path, not the GPU"
 
 
 @dataclass(frozen=True)
-class Boundness:
+class Boundness(FileForm):
     bound: Bound
     reason: str  # one line, with the figures the rule used
     gpu_util_pct: float | None = None
@@ -40,9 +41,6 @@ class Boundness:
     def calibrates_device(self) -> bool:
         """Its speed says something about the device, so it may calibrate estimates for other hardware."""
         return self.bound in ("device-bound", "cpu")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def classify(run: RunResult, hw: Hardware | None) -> Boundness:

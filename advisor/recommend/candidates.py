@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from adapters.base import EngineInfo
@@ -26,6 +26,7 @@ from advisor.recommend.options import best_and_closest, options
 from advisor.roofline import ModelShape
 from advisor.slo_evidence import RunSample
 from advisor.store import RunResult
+from fileform import FileForm
 
 UNKNOWN_SERVER = "unknown hardware"  # a served run whose server hardware was not declared
 UNLISTED_CPU = "unlisted-cpu"  # a CPU machine the catalog lacks (and not this one)
@@ -34,7 +35,7 @@ HEADLINE_EVIDENCE: tuple[Evidence, ...] = ("measured", "calibrated")
 
 
 @dataclass(frozen=True)
-class Candidate:
+class Candidate(FileForm):
     engine: str
     hardware_id: str
     config: str  # precision / format / batching as recorded
@@ -85,7 +86,7 @@ class Candidate:
         return self.evidence in HEADLINE_EVIDENCE and self.tested_there
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "slo_margin_ms": self.slo_margin_ms}
+        return {**FileForm.to_dict(self), "slo_margin_ms": self.slo_margin_ms}
 
 
 @dataclass(frozen=True)

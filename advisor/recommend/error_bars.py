@@ -18,7 +18,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.models import Hardware
@@ -26,6 +26,7 @@ from advisor.metrics.intervals import Interval
 from advisor.recommend.bound import classify
 from advisor.roofline import BacktestRow, ModelShape, Workload, calibrate, measured_s, predict
 from advisor.store import RunResult
+from fileform import FileForm
 
 if TYPE_CHECKING:
     from advisor.recommend.candidates import MeasuredRun
@@ -36,7 +37,7 @@ MIN_BACKTEST_RUNS = 2
 
 
 @dataclass(frozen=True)
-class ErrorBar:
+class ErrorBar(FileForm):
     ttft_factor: float
     tpot_factor: float
     basis: str  # where the factors came from, in words
@@ -53,9 +54,6 @@ class ErrorBar:
     def range(self, metric: str, value: float) -> Interval:
         f = self.factor(metric)
         return Interval.from_range(value, value / f, value * f, f"x/÷{f:.2f}: {self.basis}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def default_bar(why: str) -> ErrorBar:
@@ -80,16 +78,12 @@ def ineligible(mr: MeasuredRun) -> str | None:
 
 
 @dataclass(frozen=True)
-class BacktestGroup:
+class BacktestGroup(FileForm):
     engine: str
     device_class: str
     run_ids: tuple[str, ...]
     rows: tuple[BacktestRow, ...]  # leave-one-out, one per run
     bar: ErrorBar
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"engine": self.engine, "device_class": self.device_class, "run_ids": list(self.run_ids),
-                "rows": [r.to_dict() for r in self.rows], "bar": self.bar.to_dict()}
 
 
 @dataclass(frozen=True)

@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from advisor.recommend.ranking import Row
+from fileform import FileForm
 
 
 @dataclass(frozen=True)
-class Advice:
+class Advice(FileForm):
     closest: tuple[str, ...]  # row keys
     would_have_to_give: tuple[str, ...]  # one line per relaxation, smallest first within its kind
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _number(s: str) -> float:

@@ -10,16 +10,16 @@ compares cost only, and says which model class the offer competes with.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from advisor.catalog import HostedOffer
 from advisor.cost import HOURS_PER_MONTH
 from advisor.recommend.ranking import Row
+from fileform import FileForm
 
 
 @dataclass(frozen=True)
-class BreakEven:
+class BreakEven(FileForm):
     row_key: str
     provider: str
     model: str
@@ -31,9 +31,6 @@ class BreakEven:
     break_even_tokens_month_m: float | None  # None: never at this size
     verdict: str
     source: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def break_even(row: Row, offer: HostedOffer) -> BreakEven | None:

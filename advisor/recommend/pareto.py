@@ -9,19 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from advisor.recommend.ranking import Row
+from fileform import FileForm
 
 
 @dataclass(frozen=True)
-class Frontier:
+class Frontier(FileForm):
     cost_axis: str
     other_axis: str
     keys: tuple[str, ...]  # row keys on the frontier, cheapest first
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"cost_axis": self.cost_axis, "other_axis": self.other_axis, "keys": list(self.keys)}
 
 
 def dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:

@@ -9,7 +9,7 @@ have to give. Costs carry a range where the capacity has one (repeats' interval,
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.catalog import COMPLEXITY_ORDER, Catalog
@@ -17,18 +17,16 @@ from advisor.cost import cost_per_million, monthly_cost_usd, replicas_needed
 from advisor.metrics.decided import decided
 from advisor.metrics.intervals import Interval
 from advisor.recommend.candidates import Candidate
+from fileform import FileForm
 
 _SLO_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
 
 
 @dataclass(frozen=True)
-class Failure:
+class Failure(FileForm):
     constraint: str  # "slo", "evidence", "budget", "hardware", "vendor", "deployment", "complexity", "quality", "price", "estimates"
     detail: str
     would_have_to_give: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """What a run's telemetry came to: result.json's `telemetry` object, typed.
 
-`Telemetry.summary()` computes it; `to_dict`/`from_dict` are its file form (a key an older
+`Telemetry.summary()` computes it; its file form follows from the fields (fileform: a key an older
 run lacks reads as None or empty). The GPU summary, the server's Prometheus snapshots and the
 raw samples stay plain JSON objects: their keys are the sampler's (NVML, the server's own metric
 names), not advisor's.
@@ -8,12 +8,14 @@ names), not advisor's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
+
+from fileform import FileForm
 
 
 @dataclass(frozen=True)
-class TelemetrySummary:
+class TelemetrySummary(FileForm):
     interval_s: float | None = None
     pid: int | None = None  # the engine process sampled; None: a remote server
     rss_absent_reason: str | None = None
@@ -25,17 +27,3 @@ class TelemetrySummary:
     engine_stats: dict[str, float] = field(default_factory=dict)  # peaks of the engine's own gauges
     server_metrics: dict[str, Any] | None = None  # Prometheus snapshots (advisor.telemetry.prometheus)
     samples: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TelemetrySummary:
-        known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in known}
-        for name in ("gpu", "server_metrics"):
-            if kw.get(name) is not None and not isinstance(kw[name], dict):
-                raise ValueError(f"telemetry.{name} is {type(kw[name]).__name__}, not an object")
-        kw["engine_stats"] = dict(kw.get("engine_stats") or {})
-        kw["samples"] = list(kw.get("samples") or [])
-        return cls(**kw)

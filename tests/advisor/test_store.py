@@ -14,6 +14,7 @@ from advisor.run_schedule import RunSchedule
 from advisor.store import RunResult, StoreError, list_runs, load_run
 from advisor.telemetry.record import TelemetrySummary
 from scenarios.types import SLOs
+from tests.advisor.recommend.h200 import H200_DIR
 
 
 def _result(run_id: str = "r1") -> RunResult:
@@ -58,6 +59,65 @@ def test_a_saved_run_reads_back_and_writes_the_same_file(tmp_path):
     back = load_run(run.path)
     back.save(tmp_path / "b")
     assert (tmp_path / "b" / run.run_id / "result.json").read_text() == before
+    # the JSON text itself: to_dict(from_dict(json)) == json, key order and float digits included
+    assert json.dumps(RunResult.from_dict(json.loads(before)).to_dict(), indent=1, allow_nan=False) == before
+    assert back.summary.ttft_ms.n > 0 and back.loadgen.lag_ms is not None  # the sections are typed, not dicts
+
+
+def test_the_h200_runs_load_and_gain_only_the_later_tpot_keys():
+    """Files written by an older advisor (tests/data): each loads, and writing it again adds the two keys
+    that came later (the (n_out - 1) TPOT, read from the old `tpot_ms`) and changes nothing else."""
+    runs = sorted(H200_DIR.glob("*/result.json"))
+    assert len(runs) == 3
+    for f in runs:
+        old = json.loads(f.read_text())
+        run = load_run(f.parent)
+        new = run.to_dict()
+        assert run.engine.batching == "continuous" and run.verdict.status in ("VALID", "SATURATED")
+        assert new["summary"].pop("tpot_n_minus_1_ms") == old["summary"]["tpot_ms"]
+        assert new["summary"].pop("tpot_definition") == "n_out_minus_1"
+        assert json.dumps(new, indent=1) == json.dumps(old, indent=1)  # the rest: same keys, order and values
+        again = json.dumps(run.to_dict(), indent=1)
+        assert json.dumps(RunResult.from_dict(json.loads(again)).to_dict(), indent=1) == again
+
+
+def _damaged(d: dict, where: str, value: object) -> dict:
+    *path, last = where.split(".")
+    node = d
+    for key in path:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    if value is _DROP:
+        del node[last]
+    else:
+        node[last] = value
+    return d
+
+
+_DROP = object()
+
+
+@pytest.mark.parametrize(("where", "value", "said"), [
+    ("summary.n_ok", "two hundred", "summary.n_ok is str ('two hundred'): input should be a valid integer"),
+    ("summary.ttft_ms.p95", [1.0], "summary.ttft_ms.p95 is list ([1.0]): input should be a valid number"),
+    ("summary.mode", "burst", "summary.mode is str ('burst'): input should be 'open', 'closed' or 'offline'"),
+    ("engine.threads", "many", "engine.threads is str ('many'): input should be a valid integer"),
+    ("engine.model", _DROP, "missing engine.model"),
+    ("telemetry.gpu", [1], "telemetry.gpu is list ([1]): input should be a valid dictionary"),
+    ("loadgen.lag_ms", {"mean": 1.0}, "missing loadgen.lag_ms.n"),
+    ("verdict.reasons", 7, "verdict.reasons is int (7): input should be a valid tuple"),
+    ("schedule", [], "schedule is list ([]): input should be an object"),
+    ("created_utc", _DROP, "missing created_utc"),
+])
+def test_a_damaged_field_is_one_store_error_naming_it(tmp_path, where, value, said):
+    d = _damaged(_result().to_dict(), where, value)
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "result.json").write_text(json.dumps(d))
+    with pytest.raises(StoreError) as e:
+        load_run(folder)
+    text = str(e.value)
+    assert text.startswith(f"{folder}: {said}"), text  # the field, its value and why, in one line
+    assert text.endswith("; the file is damaged, re-run the benchmark") and "\n" not in text
 
 
 def test_a_run_written_before_the_later_fields_still_loads(tmp_path):
@@ -84,7 +144,8 @@ def test_a_damaged_section_names_itself(tmp_path):
     bad_verdict["verdict"]["status"] = "GREAT"
     bad_engine = _result().to_dict()
     del bad_engine["engine"]["model"]
-    for d, text in ((bad_verdict, "verdict cannot be read"), (bad_engine, "engine cannot be read .*model")):
+    for d, text in ((bad_verdict, "verdict.status is str .'GREAT'.: input should be 'VALID', 'INVALID'"),
+                    (bad_engine, "missing engine.model; the file is damaged")):
         (folder / "result.json").write_text(json.dumps(d))
         with pytest.raises(StoreError, match=text):
             load_run(folder)

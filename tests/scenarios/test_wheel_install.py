@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCES = ("pyproject.toml", "README.md", "advisor", "adapters", "own_engine", "model_cache", "build_info", "scenarios",
+SOURCES = ("pyproject.toml", "README.md", "advisor", "adapters", "own_engine", "model_cache", "build_info", "fileform", "scenarios",
            "reports", "advisor_cli")
 
 pytestmark = pytest.mark.slow

@@ -49,8 +49,11 @@ def test_round_trip_through_json():
         d = Distribution.from_values(values)
         back = Distribution.from_dict(json.loads(json.dumps(d.to_dict(), allow_nan=False)))
         assert back == d
-    with pytest.raises(ValueError, match="missing keys"):
-        Distribution.from_dict({"n": 0})
+    assert Distribution.from_dict({"n": 0}) == Distribution(n=0)  # a percentile left out reads as not reported
+    with pytest.raises(ValueError, match="missing n"):
+        Distribution.from_dict({"p50": 1.0})
+    with pytest.raises(ValueError, match="p95 is str"):
+        Distribution.from_dict({"n": 30, "p95": "fast"})
 
 
 def test_one_percentile_map_and_at():

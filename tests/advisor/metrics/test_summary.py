@@ -142,7 +142,7 @@ def test_round_trip_through_json(summary):
     # a summary written without the verdict's inputs still loads
     del d["saturation_signals"]
     assert RunSummary.from_dict(d).saturation_signals is None
-    with pytest.raises(ValueError, match="missing keys"):
+    with pytest.raises(ValueError, match="missing mode"):
         RunSummary.from_dict({"n_requests": 1})
 
 
