@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict
+
+from scenarios.overrides import Overrides
+
+if TYPE_CHECKING:  # scenarios.settings imports the scenario schema, which imports SLOs from here
+    from scenarios.settings import Settings
 
 Mode = Literal["open", "closed", "offline"]
 
@@ -109,8 +114,8 @@ class Schedule:
     warmup_s: float = 0.0  # open loop: requests scheduled before this are warm-up
     duration_s: float = 0.0  # open loop: measurement window length after warm-up
     concurrency: int | None = None  # closed loop: number of concurrent users
-    overrides: dict[str, Any] = field(default_factory=dict)  # what the user changed, as given
-    settings: dict[str, Any] = field(default_factory=dict)  # what was actually run (scenarios.schedule.Settings), resolved once
+    overrides: Overrides = field(default_factory=Overrides)  # what the user changed, as given
+    settings: Settings | None = None  # what was actually run, resolved once (None: a schedule made by hand)
     sessions: SessionPlan | None = None  # multi-turn sessions (requests grouped by session_id)
 
     @property

@@ -17,6 +17,7 @@ from typing import Any
 
 from advisor.metrics.support import requests_needed
 from advisor.recommend.ranking import Row
+from advisor.run_rates import load_rps
 from advisor.store import RunResult
 
 MIN_VALID_REQUESTS = 100  # the verdict's min_n_p95 (advisor.metrics.verdict)
@@ -50,12 +51,6 @@ def _evidence_problem(r: Row) -> bool:
     return all(_is_evidence(f) for f in r.failures)
 
 
-def _rate(run: RunResult) -> float | None:
-    sched, s = run.schedule, run.summary
-    v = sched.overrides.get("rate_rps") or sched.offered_rps or s.offered_rps or s.requests_per_s
-    return float(v) if v else None
-
-
 def _nice(x: float) -> str:
     return f"{float(f'{x:.2g}'):g}"
 
@@ -86,7 +81,7 @@ def cell_command(run: RunResult, percentile: float, slo_failed: bool) -> str:
     status = run.verdict.status
     warmup = run.schedule.warmup_s
     warm = f" --warmup {warmup:g}" if warmup else ""
-    rate = _rate(run)
+    rate = load_rps(run)
     if run.schedule.mode == "open" and rate:
         lower = status == "SATURATED" or slo_failed
         rates = [rate / 4, rate / 2, rate] if lower else [rate / 2, rate, rate * 2, rate * 4]
