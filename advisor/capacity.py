@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from advisor.metrics.verdict import MAX_ERROR_RATE
-from advisor.run_rates import offered_rps
 from advisor.store import RunResult
 
 CLEARLY_PAST_FRACTION = 0.5  # achieved < 50% of offered: stop the sweep now
@@ -58,7 +57,7 @@ class SweepPoint:
                    slo_met=dict(s.slo_met), error_rate=float(s.error_rate or 0.0),
                    achieved_rps=float(s.requests_per_s or 0.0), goodput_rps=float(s.goodput_rps or 0.0),
                    slo_attainment=s.slo_attainment, reasons=v.reasons,
-                   n_requests=s.n_requests, concurrency=concurrency, offered_rps=offered_rps(run))
+                   n_requests=s.n_requests, concurrency=concurrency, offered_rps=s.offered_rps)
 
     @classmethod
     def from_group(cls, rate_rps: float | None, runs: Sequence[RunResult], group_id: str,

@@ -81,7 +81,8 @@ def test_no_reader_in_advisor_takes_settings_back_by_key():
     assert hits == []
 
 
-# Only these modules may read an `offered_rps` attribute: the producer, the accessor and the sweep's own point type.
+# Only these modules may read an `offered_rps` attribute: the producer, the accessor, and the sweep's point type
+# (SweepPoint.from_run reads the summary's field, the one home the accessor reads too, and keeps its own copy).
 MAY_READ_OFFERED = {"advisor/run_rates.py", "advisor/capacity.py", "advisor/run_window.py"}
 
 
