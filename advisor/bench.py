@@ -292,7 +292,7 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     result = RunResult(
         run_id=run_id, created_utc=created,
         scenario=p.scenario.model_dump(mode="json"),
-        schedule=RunSchedule(mode=schedule.mode, seed=schedule.seed, overrides=schedule.overrides.as_dict(),
+        schedule=RunSchedule(mode=schedule.mode, seed=schedule.seed, overrides=schedule.overrides,
                              n_requests=len(schedule.requests), warmup_s=schedule.warmup_s,
                              duration_s=schedule.duration_s, concurrency=schedule.concurrency,
                              effective=schedule.settings),

@@ -179,7 +179,7 @@ def _scale_hint(result: Any) -> str | None:
     """The fit that scaled this run down, less what the user's own flags replaced (those are named as theirs)."""
     if not result.schedule.fitted:
         return None
-    given = {k: v for k, v in (result.schedule.overrides or {}).items() if v is not None and k in FLAGS}
+    given = {k: v for k, v in result.schedule.overrides.as_dict().items() if k in FLAGS}
     fit = {k: v for k, v in (result.scenario.get("fit") or {}).items() if v is not None and k not in given}
     arrival = fit.pop("arrival", None)
     sessions = fit.pop("sessions", None)

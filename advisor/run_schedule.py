@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from scenarios.overrides import Overrides
 from scenarios.settings import Settings
 
 REPEAT_KEY = "repeat"  # under result.json's "schedule": how this run was planned
@@ -42,7 +43,7 @@ class RepeatTag:
 class RunSchedule:
     mode: str  # "open", "closed" or "offline"
     seed: int | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)  # the command-line overrides as given
+    overrides: Overrides = field(default_factory=Overrides)  # the command-line overrides as given
     n_requests: int | None = None  # scheduled, warm-up included
     warmup_s: float | None = None
     duration_s: float | None = None
@@ -62,6 +63,7 @@ class RunSchedule:
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != REPEAT_KEY}
+        out["overrides"] = self.overrides.as_dict()
         out["effective"] = self.effective.to_dict() if self.effective is not None else {}
         if self.repeat is not None:
             out[REPEAT_KEY] = self.repeat.to_dict()
@@ -74,7 +76,7 @@ class RunSchedule:
         for name in ("overrides", "effective"):
             if not isinstance(kw.get(name) or {}, dict):
                 raise ValueError(f"schedule.{name} is {type(kw[name]).__name__}, not an object")
-        kw["overrides"] = dict(kw.get("overrides") or {})
+        kw["overrides"] = Overrides.from_saved(kw.get("overrides") or {})
         kw["effective"] = Settings.from_dict(kw["effective"]) if kw.get("effective") else None
         kw[REPEAT_KEY] = RepeatTag.from_dict(d.get(REPEAT_KEY))
         return cls(**kw)

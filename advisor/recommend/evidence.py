@@ -62,13 +62,13 @@ def _common_flags(run: RunResult, sweep: bool) -> list[str]:
         flags.append(f"--model {e.model}")
     for key, flag in (("seed", "--seed"), ("length_scale", "--length-scale"),
                       ("max_input_tokens", "--max-input-tokens"), ("max_output_tokens", "--max-output-tokens")):
-        if ov.get(key) is not None:
-            flags.append(f"{flag} {ov[key]:g}" if isinstance(ov[key], float) else f"{flag} {ov[key]}")
+        if (v := getattr(ov, key)) is not None:
+            flags.append(f"{flag} {v:g}" if isinstance(v, float) else f"{flag} {v}")
     if e.threads:
         flags.append(f"--opt threads={e.threads}" if sweep else f"--threads {e.threads}")
     if e.adapter == "openai" and e.device:  # the server's URL (credentials already stripped)
         flags.append(f"--opt url={e.device}" if sweep else f"--url {e.device}")
-    if ov.get("full_scale") and not sweep:
+    if ov.full_scale and not sweep:
         flags.append("--full-scale")
     return flags
 
@@ -97,7 +97,7 @@ def cell_command(run: RunResult, percentile: float, slo_failed: bool) -> str:
 
 def _cell(run: RunResult) -> tuple[str, ...]:
     e, ov = run.engine, run.schedule.overrides
-    keep = {k: v for k, v in ov.items() if k not in ("rate_rps", "duration_s", "warmup_s")}
+    keep = {k: v for k, v in ov.as_dict().items() if k not in ("rate_rps", "duration_s", "warmup_s")}
     return (str(run.scenario_name), str(e.adapter), str(e.model), str(e.threads), repr(sorted(keep.items())))
 
 

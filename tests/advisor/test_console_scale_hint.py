@@ -7,12 +7,13 @@ from types import SimpleNamespace
 from advisor import console
 from advisor.run_schedule import RunSchedule
 from scenarios.catalog import load_scenario
+from scenarios.overrides import Overrides
 from scenarios.settings import Settings
 
 
 def _result(overrides: dict) -> SimpleNamespace:
     scenario = load_scenario("copilot").model_dump(mode="json")
-    schedule = RunSchedule(mode="open", overrides=overrides, effective=Settings(fitted=True))
+    schedule = RunSchedule(mode="open", overrides=Overrides(**overrides), effective=Settings(fitted=True))
     return SimpleNamespace(scenario=scenario, schedule=schedule)
 
 
