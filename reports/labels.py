@@ -18,7 +18,6 @@ from advisor.run_rates import load_rps
 from advisor.store import RunResult
 
 VALID = "VALID"
-__all__ = ["load_rps"]  # the load a run was at: advisor.run_rates, the recommender's too
 
 
 def chart_text(value: Any) -> str:
