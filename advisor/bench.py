@@ -36,7 +36,7 @@ from advisor.metrics.summary import cut_by_stop
 from advisor.metrics.verdict import Verdict
 from advisor.run_config import DEFAULT_MAX_REQUEST_TOKENS, BenchConfig, BenchError
 from advisor.run_schedule import RunSchedule
-from advisor.run_window import capped, offered_in, planned_offered_rps, real_window_ns
+from advisor.run_window import capped, offered_rps, real_window_ns
 from advisor.store import RunNotSaved, RunResult, new_run_id
 from advisor.telemetry import Telemetry
 from scenarios.catalog import load_scenario
@@ -263,13 +263,11 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     if schedule.mode == "open":
         w0, w1 = schedule.window_s
         window_ns = (int(w0 * 1e9), int(w1 * 1e9))
-    # open-loop sessions: later turns fall due at run time, so the offered rate is the planned one
-    offered = schedule.settings.get("offered_rps") if schedule.sessions is not None else planned_offered_rps(schedule)
     # A signal stops the run where the user chose: it is measured up to there (docs/metrics.md, "interrupted").
     stopped_ns = int(load.wall_s * 1e9) if signum is not None else None
     real_ns = real_window_ns(window_ns, load.records, stopped_ns, capped(schedule))
-    if real_ns is not None and real_ns != window_ns:  # every rate, the offered one too, over the real window
-        offered = offered_in(load.records, real_ns)
+    offered = offered_rps(schedule, load.records, real_ns)  # every rate, the offered one too, over the real window
+    if real_ns is not None:
         window_ns = real_ns
     summary = summarize(load.records, mode=schedule.mode, slos=schedule.slos, window_ns=window_ns, offered_rps=offered,
                         stopped=signum is not None)
@@ -294,8 +292,8 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     result = RunResult(
         run_id=run_id, created_utc=created,
         scenario=p.scenario.model_dump(mode="json"),
-        schedule=RunSchedule(mode=schedule.mode, seed=schedule.seed, overrides=dict(schedule.overrides),
-                             n_requests=len(schedule.requests), offered_rps=offered, warmup_s=schedule.warmup_s,
+        schedule=RunSchedule(mode=schedule.mode, seed=schedule.seed, overrides=schedule.overrides,
+                             n_requests=len(schedule.requests), warmup_s=schedule.warmup_s,
                              duration_s=schedule.duration_s, concurrency=schedule.concurrency,
                              effective=schedule.settings),
         slos=schedule.slos,

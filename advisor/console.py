@@ -13,6 +13,7 @@ from rich.table import Table
 
 from advisor.metrics.distribution import Distribution
 from advisor.metrics.turns import SessionStats
+from advisor.run_rates import offered_rps
 from scenarios.overrides import FLAGS, flag
 
 out = Console()
@@ -89,7 +90,7 @@ def print_run(result: Any) -> None:
     t2 = Table(show_header=False, title="throughput and SLOs", title_justify="left")
     t2.add_column("k")
     t2.add_column("v", justify="right")
-    offered = sched.offered_rps
+    offered = offered_rps(result)
     t2.add_row("requests (measured / ok / errors)", f"{s.n_requests} / {s.n_ok} / {s.n_errors}")
     t2.add_row("offered load", f"{_fmt(offered, 2)} req/s" if offered else sched.mode)
     t2.add_row("throughput", f"{_fmt(s.requests_per_s, 2)} req/s, {_fmt(s.output_tokens_per_s)} output tok/s, "
@@ -178,7 +179,7 @@ def _scale_hint(result: Any) -> str | None:
     """The fit that scaled this run down, less what the user's own flags replaced (those are named as theirs)."""
     if not result.schedule.fitted:
         return None
-    given = {k: v for k, v in (result.schedule.overrides or {}).items() if v is not None and k in FLAGS}
+    given = {k: v for k, v in result.schedule.overrides.as_dict().items() if k in FLAGS}
     fit = {k: v for k, v in (result.scenario.get("fit") or {}).items() if v is not None and k not in given}
     arrival = fit.pop("arrival", None)
     sessions = fit.pop("sessions", None)

@@ -1,15 +1,22 @@
 """How a saved run was planned: result.json's `schedule` object, typed, with its repeat tag.
 
 Written once by `advisor.bench` from the `Schedule` it ran; `advisor.repeats.tag_run` adds the repeat
-tag afterwards. `effective` stays the resolved settings as `scenarios.schedule.Settings.to_dict()`
-wrote them: its arrival and sessions blocks are scenario-schema documents, and re-validating an
-old run against today's scenario schema could refuse a run that was valid when it was made.
+tag afterwards. `effective` is the very `scenarios.settings.Settings` object the schedule was built
+from (`Settings.from_dict` reads a saved one back, and loads an arrival or sessions block that
+today's scenario schema would refuse rather than refuse a run that was valid when it was made).
+
+The offered rate is not here: it is saved once, as the summary's `offered_rps`, and read through
+`advisor.run_rates`. Older files also wrote it as `schedule.offered_rps` (always the same number:
+`advisor.bench` passed one variable to both since the first version); `from_dict` drops that copy.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+from scenarios.overrides import Overrides
+from scenarios.settings import Settings
 
 REPEAT_KEY = "repeat"  # under result.json's "schedule": how this run was planned
 
@@ -36,27 +43,28 @@ class RepeatTag:
 class RunSchedule:
     mode: str  # "open", "closed" or "offline"
     seed: int | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)  # the command-line overrides as given
+    overrides: Overrides = field(default_factory=Overrides)  # the command-line overrides as given
     n_requests: int | None = None  # scheduled, warm-up included
-    offered_rps: float | None = None  # open loop: the planned rate over the window
     warmup_s: float | None = None
     duration_s: float | None = None
     concurrency: int | None = None  # closed loop: users
-    effective: dict[str, Any] = field(default_factory=dict)  # the resolved settings (scenarios.schedule.Settings)
+    effective: Settings | None = None  # the resolved settings (None: a run saved before they were recorded)
     repeat: RepeatTag | None = None  # one repeat of a cell (advisor.repeats)
 
     @property
     def notes(self) -> tuple[str, ...]:
         """What resolving the settings had to say (e.g. a compressed rate profile)."""
-        return tuple(str(n) for n in self.effective.get("notes") or ())
+        return self.effective.notes if self.effective is not None else ()
 
     @property
     def fitted(self) -> bool:
         """The scenario's `fit` block scaled this run down (no --full-scale)."""
-        return bool(self.effective.get("fitted"))
+        return self.effective is not None and self.effective.fitted
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != REPEAT_KEY}
+        out["overrides"] = self.overrides.as_dict()
+        out["effective"] = self.effective.to_dict() if self.effective is not None else {}
         if self.repeat is not None:
             out[REPEAT_KEY] = self.repeat.to_dict()
         return out
@@ -68,6 +76,7 @@ class RunSchedule:
         for name in ("overrides", "effective"):
             if not isinstance(kw.get(name) or {}, dict):
                 raise ValueError(f"schedule.{name} is {type(kw[name]).__name__}, not an object")
-            kw[name] = dict(kw.get(name) or {})
+        kw["overrides"] = Overrides.from_saved(kw.get("overrides") or {})
+        kw["effective"] = Settings.from_dict(kw["effective"]) if kw.get("effective") else None
         kw[REPEAT_KEY] = RepeatTag.from_dict(d.get(REPEAT_KEY))
         return cls(**kw)

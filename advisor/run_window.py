@@ -16,7 +16,7 @@ from scenarios.types import Schedule
 
 def capped(schedule: Schedule) -> bool:
     """The request cap (--max-requests) ended the schedule before its duration did."""
-    cap = schedule.settings.get("max_requests")
+    cap = schedule.settings.max_requests if schedule.settings is not None else None
     return cap is not None and len(schedule.requests) >= cap
 
 
@@ -41,17 +41,30 @@ def real_window_ns(window_ns: tuple[int, int] | None, records: Sequence[RequestR
     return start, end
 
 
+def offered_rps(schedule: Schedule, records: Sequence[RequestRecord], real_ns: tuple[int, int] | None) -> float | None:
+    """The run's offered rate, computed here once (docs/metrics.md, "The real window"); saved once, as the
+    summary's `offered_rps`, and read through `advisor.run_rates.offered_rps`.
+
+    Open loop: the measured requests scheduled inside the window, per second of it: the planned window
+    from the schedule, or, where a cap or a signal cut it (`real_ns`), the cut window from the records.
+    Open-loop sessions: the settings' target rate (later turns fall due at run time). Else None.
+    """
+    if schedule.mode != "open":
+        return None
+    w0, w1 = schedule.window_s
+    if real_ns is not None and real_ns != (int(w0 * 1e9), int(w1 * 1e9)):
+        return offered_in(records, real_ns)
+    if schedule.sessions is not None:
+        return schedule.settings.target_rps if schedule.settings is not None else None
+    if schedule.duration_s <= 0:
+        return None
+    n = sum(1 for r in schedule.requests if w0 <= r.t_sched_s < w1)
+    return n / (w1 - w0)
+
+
 def offered_in(records: Sequence[RequestRecord], window_ns: tuple[int, int]) -> float:
     """Measured requests scheduled inside the window, per second of it."""
     start, end = window_ns
     n = sum(1 for r in records if not r.warmup and start <= r.t_sched_ns <= end)
     return n / ((end - start) / 1e9)
-
-
-def planned_offered_rps(schedule: Schedule) -> float | None:
-    if schedule.mode != "open" or schedule.duration_s <= 0:
-        return None
-    w0, w1 = schedule.window_s
-    n = sum(1 for r in schedule.requests if w0 <= r.t_sched_s < w1)
-    return n / (w1 - w0)
 

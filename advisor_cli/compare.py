@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import click
+from pydantic import BaseModel
 
 from advisor.metrics.intervals import Interval
 from advisor.repeats import FIGURE_BY_KEY, FIGURES, RepeatGroup, find_group
+from advisor.run_rates import offered_rps
 from advisor.store import RESULT_FILE, RunResult, StoreError, item_folder, list_runs, load_run
 from advisor_cli.options import RUNS
 
@@ -124,16 +126,16 @@ WORKLOAD_KEYS = ("mode", "arrival", "sessions", "duration_s", "warmup_s", "seed"
 
 
 def _workload(run: RunResult) -> dict[str, Any]:
-    eff = run.schedule.effective or {}
+    eff = run.schedule.effective
     out: dict[str, Any] = {"scenario": run.scenario_name, "concurrency": run.schedule.concurrency}
     for k in WORKLOAD_KEYS:
-        v = eff.get(k)
-        if isinstance(v, dict):
-            out.update({f"{k}.{kk}": vv for kk, vv in v.items()})
+        v = getattr(eff, k) if eff is not None else None
+        if isinstance(v, BaseModel):  # the arrival or sessions block, compared key by key
+            out.update({f"{k}.{kk}": vv for kk, vv in v.model_dump(mode="json", exclude_none=k == "sessions").items()})
         else:
             out[k] = v
-    if not eff:  # a run saved before settings were recorded: its planned rate is what is left to compare
-        out["offered_rps"] = run.schedule.offered_rps
+    if eff is None:  # a run saved before settings were recorded: its offered rate is what is left to compare
+        out["offered_rps"] = offered_rps(run)
     return out
 
 

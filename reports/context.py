@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.metrics.lag import LAG_FLOOR_MS  # the send-lag rule's floor; the rule itself is in the verdict
+from advisor.run_rates import offered_rps
 from advisor.store import RunResult
 from reports.costs import RunPrice
 from reports.executive import executive
@@ -126,7 +127,7 @@ def methodology(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str, 
     for run in runs:
         scenarios.setdefault(scenario_name(run), {"scenario": run.scenario, "slos": run.slos.to_dict(),
                                                   "schedules": []})["schedules"].append(
-            {"label": labels[run.run_id], **run.schedule.to_dict()})
+            {"label": labels[run.run_id], **run.schedule.to_dict(), "offered_rps": offered_rps(run)})
     verdicts = [{"label": labels[r.run_id], "status": status(r), "valid": is_valid(r),
                  "reasons": [str(x) for x in r.verdict.reasons]} for r in runs]
     lag = []

@@ -22,10 +22,11 @@ from advisor.loadgen.records import RequestRecord
 from advisor.metrics import per_request
 from advisor.metrics.distribution import Distribution, percentile_key
 from advisor.recommend.pareto import non_dominated
+from advisor.run_rates import load_rps
 from advisor.store import RunResult, StoreError
 from advisor.telemetry.record import TelemetrySummary
 from reports.costs import RunPrice
-from reports.labels import chart_text, group_key, is_valid, load_rps, run_labels
+from reports.labels import chart_text, group_key, is_valid, run_labels
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 LATENCY_METRICS = (("ttft_ms", "TTFT (ms)"), ("tpot_ms", "TPOT (ms)"), ("e2e_ms", "E2E latency (ms)"))

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.metrics.distribution import Distribution
+from advisor.run_rates import load_rps
 from advisor.store import RunResult
 
 VALID = "VALID"
@@ -47,13 +48,6 @@ def is_valid(run: RunResult) -> bool:
 def lag_ms(run: RunResult) -> Distribution:
     """Send lag: the load generator's own copy, else the summary's client queue (the same distribution)."""
     return run.loadgen.lag_ms or run.summary.client_queue_ms
-
-
-def load_rps(run: RunResult) -> float | None:
-    """The load a run was driven at: offered rate for open loop, else the achieved request rate."""
-    s = run.summary
-    value = s.offered_rps or run.schedule.offered_rps or s.requests_per_s
-    return None if value is None else float(value)
 
 
 def load_text(run: RunResult) -> str:

@@ -107,3 +107,17 @@ class Overrides(Knobs):
         if not self.full_scale:
             out.pop("full_scale")
         return out
+
+    @classmethod
+    def from_saved(cls, d: dict[str, Any]) -> Overrides:
+        """A saved run's overrides (result.json's `schedule.overrides`, `as_dict()`'s output). Checked like the
+        command line; a value today's ranges refuse (a run made before a range was tightened) is kept as saved
+        rather than refusing a run that was valid when it was made. A key that is no override is dropped."""
+        kw = {f.name: d[f.name] for f in fields(cls) if d.get(f.name) is not None}
+        try:
+            return cls(**kw)
+        except (TypeError, ValueError):
+            saved = object.__new__(cls)
+            for f in fields(cls):
+                object.__setattr__(saved, f.name, kw.get(f.name, f.default))
+            return saved

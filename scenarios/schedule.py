@@ -10,8 +10,6 @@ Schedule and request i's lengths do not change when only the rate does.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
-from typing import Any
 
 import numpy as np
 
@@ -22,6 +20,7 @@ from scenarios.lengths import Empirical, Fixed, LengthDist, Lognormal, Uniform, 
 from scenarios.overrides import Overrides, flag
 from scenarios.pairs import Pairs, read_pairs
 from scenarios.sessions import build_sessions, expected_turns
+from scenarios.settings import Settings
 from scenarios.trace_files import Trace, find_trace, read_trace
 from scenarios.types import PREFIX_BLOCK_TOKENS, Schedule, ScheduledRequest
 
@@ -29,39 +28,6 @@ __all__ = ["Overrides", "Settings", "resolve", "build_schedule", "load_trace", "
 
 MAX_SCHEDULE_REQUESTS = 1_000_000  # a guard against a typo like --rate 1e6
 _ARRIVAL, _INPUT, _OUTPUT, _THINK = 0, 1, 2, 3  # independent random streams per seed
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The effective parameters of one schedule (what was actually run)."""
-
-    arrival: S.ArrivalSpec | None  # None: multi-turn `sessions` drive the arrivals
-    duration_s: float
-    warmup_s: float
-    seed: int
-    max_requests: int | None
-    length_scale: float
-    max_input_tokens: int | None
-    max_output_tokens: int | None
-    offered_rps: float | None  # mean offered rate (open loop), None for closed loop and offline
-    fitted: bool  # the scenario's `fit` block was applied
-    notes: tuple[str, ...] = ()  # what the schedule did that the user should know (a compressed profile, ...)
-    sessions: S.SessionSpec | None = None  # multi-turn sessions (instead of `arrival`)
-
-    @property
-    def mode(self) -> str:
-        if self.sessions is not None:
-            return "closed" if self.sessions.closed else "open"
-        assert self.arrival is not None
-        return {"closed": "closed", "offline": "offline"}.get(self.arrival.process, "open")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, for the result ("what was actually run")."""
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["arrival"] = self.arrival.model_dump(mode="json") if self.arrival is not None else None
-        d["sessions"] = self.sessions.model_dump(mode="json", exclude_none=True) if self.sessions is not None else None
-        d["mode"] = self.mode
-        return d
 
 
 def load_trace(scenario: S.Scenario, ref: S.TraceRef) -> Trace:
@@ -132,12 +98,12 @@ def resolve(scenario: S.Scenario, overrides: Overrides | None = None, seed: int 
         elif window > span * (1 + 1e-9):
             notes.append(f"the {_dur(span)} rate profile repeats {window / span:.3g} times in the {_dur(window)} run")
     if isinstance(arrival, S.ClosedArrival | S.OfflineArrival):
-        offered = None
+        target = None
     elif isinstance(arrival, S.TraceArrival):
-        offered = load_trace(scenario, scenario.workload.trace).rate_rps * arrival.speed
+        target = load_trace(scenario, scenario.workload.trace).rate_rps * arrival.speed
     else:
-        offered = _mean_rate(arrival)
-    return Settings(arrival=arrival, duration_s=float(duration_s), warmup_s=float(warmup_s), offered_rps=offered,
+        target = _mean_rate(arrival)
+    return Settings(arrival=arrival, duration_s=float(duration_s), warmup_s=float(warmup_s), target_rps=target,
                     notes=tuple(notes), **_caps(fit, ov, seed))
 
 
@@ -167,8 +133,8 @@ def _resolve_sessions(scenario: S.Scenario, sess: S.SessionSpec, fit: S.Fit | No
         assert sess.sessions_per_user is not None
         per_user = _per_window(sess.sessions_per_user, scenario, warmup_s, duration_s)
         sess = sess.model_copy(update={"sessions_per_user": per_user})
-    offered = None if sess.closed else (sess.rate_rps or 0.0) * mean_turns  # turns (requests) per second
-    return Settings(arrival=None, duration_s=float(duration_s), warmup_s=float(warmup_s), offered_rps=offered,
+    target = None if sess.closed else (sess.rate_rps or 0.0) * mean_turns  # turns (requests) per second
+    return Settings(arrival=None, duration_s=float(duration_s), warmup_s=float(warmup_s), target_rps=target,
                     sessions=sess, **_caps(fit, ov, seed))
 
 
@@ -301,8 +267,8 @@ def build_schedule(scenario: S.Scenario, seed: int = 0, overrides: Overrides | N
             if st.warmup_s > 0 else 0
         warm = [i < warm_rounds * a.concurrency for i in range(n)]
     else:
-        if st.offered_rps is not None and st.max_requests is None:  # refuse before drawing millions of gaps
-            _check_size(scenario, int(st.offered_rps * (st.warmup_s + st.duration_s)))
+        if st.target_rps is not None and st.max_requests is None:  # refuse before drawing millions of gaps
+            _check_size(scenario, int(st.target_rps * (st.warmup_s + st.duration_s)))
         times, rows = _arrival_times(scenario, st, rng[_ARRIVAL])
         n = len(times)
         warm = [t < st.warmup_s for t in times]
@@ -329,14 +295,14 @@ def build_schedule(scenario: S.Scenario, seed: int = 0, overrides: Overrides | N
         for i in range(n))
     return Schedule(scenario=scenario.name, mode=st.mode, requests=reqs, seed=st.seed,  # type: ignore[arg-type]
                     slos=scenario.slos, warmup_s=st.warmup_s, duration_s=st.duration_s,
-                    concurrency=concurrency, overrides=(overrides or Overrides()).as_dict(), settings=st.to_dict())
+                    concurrency=concurrency, overrides=overrides or Overrides(), settings=st)
 
 
 def _session_schedule(scenario: S.Scenario, st: Settings, overrides: Overrides | None) -> Schedule:
     sess = st.sessions
     assert sess is not None
     if not sess.closed and st.max_requests is None:  # refuse before drawing millions of sessions
-        _check_size(scenario, int((st.offered_rps or 0.0) * (st.warmup_s + st.duration_s)))
+        _check_size(scenario, int((st.target_rps or 0.0) * (st.warmup_s + st.duration_s)))
     reqs, plan = build_sessions(scenario, sess, seed=st.seed, warmup_s=st.warmup_s, duration_s=st.duration_s,
                                 max_requests=st.max_requests, length_scale=st.length_scale,
                                 max_input_tokens=st.max_input_tokens, max_output_tokens=st.max_output_tokens,
@@ -344,6 +310,6 @@ def _session_schedule(scenario: S.Scenario, st: Settings, overrides: Overrides |
                                 lengths=lambda n, r_in, r_out: _draw_lengths(scenario, n, r_in, r_out)[:2])
     return Schedule(scenario=scenario.name, mode=st.mode, requests=reqs, seed=st.seed,  # type: ignore[arg-type]
                     slos=scenario.slos, warmup_s=st.warmup_s, duration_s=st.duration_s,
-                    concurrency=sess.users, overrides=(overrides or Overrides()).as_dict(), settings=st.to_dict(),
+                    concurrency=sess.users, overrides=overrides or Overrides(), settings=st,
                     sessions=plan)
 

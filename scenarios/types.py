@@ -1,4 +1,4 @@
-"""The data a scenario turns into: SLOs and a deterministic request schedule.
+"""The data a scenario turns into: SLOs (defined in `scenarios.slos`) and a deterministic request schedule.
 
 A `Schedule` is a pure function of (scenario, seed, overrides); it holds token
 *lengths* and prefix-block ids, not token ids. `scenarios.prompts` turns each
@@ -7,65 +7,21 @@ entry into concrete prompt token ids for a given vocabulary, deterministically.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import ConfigDict
+from scenarios.overrides import Overrides
+from scenarios.slos import SLO_PERCENTILES, SLOs, check_percentile
+
+if TYPE_CHECKING:  # for the annotation only: scenarios.settings imports the scenario schema
+    from scenarios.settings import Settings
+
+__all__ = ["Mode", "PREFIX_BLOCK_TOKENS", "SLO_PERCENTILES", "SLOs", "check_percentile", "ScheduledRequest",
+           "SessionPlan", "Schedule"]
 
 Mode = Literal["open", "closed", "offline"]
 
 PREFIX_BLOCK_TOKENS = 512  # Mooncake: one hash id names one 512-token prompt block
-# The percentiles a run reports (advisor.metrics.distribution.PERCENTILES), so the ones an SLO can name
-SLO_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9)
-
-
-def check_percentile(percentile: float) -> float:
-    """`percentile` as a float when a run reports it; ValueError that lists the ones it does otherwise."""
-    p = float(percentile)
-    if p not in SLO_PERCENTILES:
-        raise ValueError(f"SLO percentile {p:g} is not one advisor reports; use one of "
-                         f"{', '.join(f'{q:g}' for q in SLO_PERCENTILES)}")
-    return p
-
-
-@dataclass(frozen=True, slots=True)
-class SLOs:
-    """Per-request limits; a request is 'good' when it meets every limit that is set.
-
-    The run meets its SLOs when the `percentile`-th percentile of each metric is
-    within its limit (e.g. p95 TTFT <= ttft_ms). Also the scenario YAML's `slos` block
-    (pydantic validates it through this class: unknown keys and non-finite numbers refused).
-    """
-
-    __pydantic_config__ = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    ttft_ms: float | None = None
-    tpot_ms: float | None = None
-    e2e_ms: float | None = None
-    percentile: float = 95.0
-
-    def __post_init__(self) -> None:
-        for name in ("ttft_ms", "tpot_ms", "e2e_ms"):
-            v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
-                                  or v <= 0):
-                raise ValueError(f"SLO {name} must be a finite number > 0, got {v!r}")
-        check_percentile(self.percentile)
-
-    @property
-    def any_limit(self) -> bool:
-        """Whether any latency limit is set (without one there is no goodput or SLO verdict to report)."""
-        return any(v is not None for v in (self.ttft_ms, self.tpot_ms, self.e2e_ms))
-
-    def to_dict(self) -> dict[str, Any]:
-        """result.json's `slos` object."""
-        return {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "e2e_ms": self.e2e_ms, "percentile": self.percentile}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SLOs:
-        """Inverse of `to_dict`; a missing limit is unset, a missing percentile 95."""
-        return cls(**{k: d[k] for k in ("ttft_ms", "tpot_ms", "e2e_ms", "percentile") if d.get(k) is not None})
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +65,8 @@ class Schedule:
     warmup_s: float = 0.0  # open loop: requests scheduled before this are warm-up
     duration_s: float = 0.0  # open loop: measurement window length after warm-up
     concurrency: int | None = None  # closed loop: number of concurrent users
-    overrides: dict[str, Any] = field(default_factory=dict)  # what the user changed, as given
-    settings: dict[str, Any] = field(default_factory=dict)  # what was actually run (scenarios.schedule.Settings), resolved once
+    overrides: Overrides = field(default_factory=Overrides)  # what the user changed, as given
+    settings: Settings | None = None  # what was actually run, resolved once (None: a schedule made by hand)
     sessions: SessionPlan | None = None  # multi-turn sessions (requests grouped by session_id)
 
     @property

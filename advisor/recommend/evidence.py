@@ -17,6 +17,7 @@ from typing import Any
 
 from advisor.metrics.support import requests_needed
 from advisor.recommend.ranking import Row
+from advisor.run_rates import load_rps
 from advisor.store import RunResult
 
 MIN_VALID_REQUESTS = 100  # the verdict's min_n_p95 (advisor.metrics.verdict)
@@ -50,12 +51,6 @@ def _evidence_problem(r: Row) -> bool:
     return all(_is_evidence(f) for f in r.failures)
 
 
-def _rate(run: RunResult) -> float | None:
-    sched, s = run.schedule, run.summary
-    v = sched.overrides.get("rate_rps") or sched.offered_rps or s.offered_rps or s.requests_per_s
-    return float(v) if v else None
-
-
 def _nice(x: float) -> str:
     return f"{float(f'{x:.2g}'):g}"
 
@@ -67,13 +62,13 @@ def _common_flags(run: RunResult, sweep: bool) -> list[str]:
         flags.append(f"--model {e.model}")
     for key, flag in (("seed", "--seed"), ("length_scale", "--length-scale"),
                       ("max_input_tokens", "--max-input-tokens"), ("max_output_tokens", "--max-output-tokens")):
-        if ov.get(key) is not None:
-            flags.append(f"{flag} {ov[key]:g}" if isinstance(ov[key], float) else f"{flag} {ov[key]}")
+        if (v := getattr(ov, key)) is not None:
+            flags.append(f"{flag} {v:g}" if isinstance(v, float) else f"{flag} {v}")
     if e.threads:
         flags.append(f"--opt threads={e.threads}" if sweep else f"--threads {e.threads}")
     if e.adapter == "openai" and e.device:  # the server's URL (credentials already stripped)
         flags.append(f"--opt url={e.device}" if sweep else f"--url {e.device}")
-    if ov.get("full_scale") and not sweep:
+    if ov.full_scale and not sweep:
         flags.append("--full-scale")
     return flags
 
@@ -86,7 +81,7 @@ def cell_command(run: RunResult, percentile: float, slo_failed: bool) -> str:
     status = run.verdict.status
     warmup = run.schedule.warmup_s
     warm = f" --warmup {warmup:g}" if warmup else ""
-    rate = _rate(run)
+    rate = load_rps(run)
     if run.schedule.mode == "open" and rate:
         lower = status == "SATURATED" or slo_failed
         rates = [rate / 4, rate / 2, rate] if lower else [rate / 2, rate, rate * 2, rate * 4]
@@ -102,7 +97,7 @@ def cell_command(run: RunResult, percentile: float, slo_failed: bool) -> str:
 
 def _cell(run: RunResult) -> tuple[str, ...]:
     e, ov = run.engine, run.schedule.overrides
-    keep = {k: v for k, v in ov.items() if k not in ("rate_rps", "duration_s", "warmup_s")}
+    keep = {k: v for k, v in ov.as_dict().items() if k not in ("rate_rps", "duration_s", "warmup_s")}
     return (str(run.scenario_name), str(e.adapter), str(e.model), str(e.threads), repr(sorted(keep.items())))
 
 

@@ -20,7 +20,8 @@ from advisor.slo_evidence import RunSample, observed, sample_for, slo_checks
 from advisor.store import RunResult
 
 
-def _rate(run: RunResult) -> float:
+def _achieved_rps(run: RunResult) -> float:
+    """The rate a run completed (a capacity is what was achieved, never what was offered)."""
     return float(run.summary.requests_per_s or 0.0)
 
 
@@ -74,7 +75,7 @@ def judge(runs: Sequence[RunResult], slos: Mapping[str, float | None], percentil
         latency[k] = median_interval(vals) if vals else None
     tag = repeat_tag(runs[0])
     return MeasuredOption(tuple(runs), tag.group_id if tag else runs[0].run_id, status, reasons,
-                          checks, median_interval([_rate(r) for r in runs]), latency)
+                          checks, median_interval([_achieved_rps(r) for r in runs]), latency)
 
 
 def options(runs: Sequence[RunResult], slos: Mapping[str, float | None], percentile: float,

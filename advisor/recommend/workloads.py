@@ -21,11 +21,11 @@ REALISED_TOLERANCE = 0.25  # relative difference of mean tokens per request that
 
 def settings(run: RunResult) -> tuple[tuple[str, object], ...]:
     """The scenario and its length settings as the run resolved them (its overrides where older runs lack them)."""
-    eff = run.schedule.effective or {}
-    over = run.schedule.overrides or {}
+    eff = run.schedule.effective
+    over = run.schedule.overrides
     vals = [("scenario", run.scenario_name)]
     for k in LENGTH_KEYS:
-        v = eff.get(k, over.get(k))
+        v = getattr(eff if eff is not None else over, k)
         vals.append((k, None if v is None or (k == "length_scale" and float(v) == 1.0) else v))
     return tuple(vals)
 

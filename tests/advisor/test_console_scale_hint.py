@@ -7,11 +7,13 @@ from types import SimpleNamespace
 from advisor import console
 from advisor.run_schedule import RunSchedule
 from scenarios.catalog import load_scenario
+from scenarios.overrides import Overrides
+from scenarios.settings import Settings
 
 
 def _result(overrides: dict) -> SimpleNamespace:
     scenario = load_scenario("copilot").model_dump(mode="json")
-    schedule = RunSchedule(mode="open", overrides=overrides, effective={"fitted": True})
+    schedule = RunSchedule(mode="open", overrides=Overrides(**overrides), effective=Settings(fitted=True))
     return SimpleNamespace(scenario=scenario, schedule=schedule)
 
 
@@ -29,7 +31,7 @@ def test_a_flag_replaces_the_fitted_value_in_the_note():
 
 def test_no_note_at_full_scale():
     r = _result({})
-    r.schedule = RunSchedule(mode="open", effective={"fitted": False})
+    r.schedule = RunSchedule(mode="open", effective=Settings(fitted=False))
     assert console._scale_hint(r) is None
 
 

@@ -27,7 +27,7 @@ def test_scenario_reproduces_its_trace(scenario: str, trace_file: str, azure_tra
     want = _stats(np.array(trace.t_s), np.array(trace.n_in), np.array(trace.n_out))
     s = load_scenario(scenario)
     full = Overrides(full_scale=True, duration_s=trace.duration_s, warmup_s=0)  # as long as the trace
-    assert resolve(s, full).offered_rps == pytest.approx(trace.rate_rps, rel=0.02)  # at the trace's own rate
+    assert resolve(s, full).target_rps == pytest.approx(trace.rate_rps, rel=0.02)  # at the trace's own rate
     counts = []
     for seed in SEEDS:
         reqs = build_schedule(s, seed, full).requests

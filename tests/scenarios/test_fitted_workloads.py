@@ -77,7 +77,7 @@ def test_profile_is_compressed_into_a_shorter_run_and_says_so() -> None:
     st = resolve(s, Overrides(duration_s=240, warmup_s=0))
     assert st.arrival.step_s == pytest.approx(60.0)  # 4 h into 4 min: each hour becomes a minute
     assert any("compressed 60x" in n and "--duration 14400" in n for n in st.notes)
-    assert st.offered_rps == pytest.approx(2.0)
+    assert st.target_rps == pytest.approx(2.0)
     t = np.array([r.t_sched_s for r in build_schedule(s, 0, Overrides(duration_s=2400, warmup_s=0)).requests])
     per_step = np.bincount((t // 600).astype(int), minlength=4)[:4] / 600  # 4 h into 40 min
     assert per_step == pytest.approx([1.0, 3.0, 2.0, 2.0], rel=0.15)
@@ -87,7 +87,7 @@ def test_rate_scales_a_profile_keeping_its_shape() -> None:
     s = scenario_from_dict({**BASE, **_profile_doc()})
     st = resolve(s, Overrides(rate_rps=4.0, full_scale=True))
     assert st.arrival.rates_rps == pytest.approx((2.0, 6.0, 4.0, 4.0))
-    assert st.offered_rps == pytest.approx(4.0)
+    assert st.target_rps == pytest.approx(4.0)
 
 
 def test_a_profile_needs_traffic() -> None:
@@ -102,7 +102,7 @@ def test_a_fitted_sessions_block_drives_a_multi_turn_schedule() -> None:
     s = scenario_from_dict({**BASE, **doc})
     assert s.sessions is not None and s.sessions.turns.mean == 4
     st = resolve(s, Overrides(full_scale=True))
-    assert st.arrival is None and st.mode == "open" and st.offered_rps == pytest.approx(0.8)  # 0.2/s x 4 turns
+    assert st.arrival is None and st.mode == "open" and st.target_rps == pytest.approx(0.8)  # 0.2/s x 4 turns
     sched = build_schedule(s, overrides=Overrides(full_scale=True, duration_s=600, warmup_s=0))
     assert sched.sessions is not None and sched.sessions.n_sessions > 0
     assert all(10 <= r.n_in <= 90 for r in sched.requests if r.turn > 0)

@@ -39,11 +39,11 @@ def test_fit_applies_unless_full_scale() -> None:
     assert (fitted.warmup_s, fitted.duration_s) == (2, 20)
     assert max(r.n_in for r in fitted.requests) <= 256
     assert all(r.t_sched_s < 22 for r in fitted.requests)
-    assert resolve(s).offered_rps == 2.0 and resolve(s).fitted
+    assert resolve(s).target_rps == 2.0 and resolve(s).fitted
     full = build_schedule(s, overrides=Overrides(full_scale=True))
     assert (full.warmup_s, full.duration_s) == (10, 100)
     assert len(full.requests) == pytest.approx(10 * 110, rel=0.1)
-    assert full.overrides == {"full_scale": True}
+    assert full.overrides == Overrides(full_scale=True)
 
 
 def test_overrides_win_over_fit_and_are_recorded() -> None:
@@ -52,8 +52,8 @@ def test_overrides_win_over_fit_and_are_recorded() -> None:
     assert len(sch.requests) == pytest.approx(600, rel=0.15)
     assert max(r.n_in for r in sch.requests) <= 100 and max(r.n_out for r in sch.requests) <= 12
     assert not any(r.warmup for r in sch.requests)
-    assert sch.overrides == {"rate_rps": 20.0, "duration_s": 30, "warmup_s": 0, "max_input_tokens": 100,
-                             "max_output_tokens": 12}
+    assert sch.overrides is ov and sch.overrides.as_dict() == {
+        "rate_rps": 20.0, "duration_s": 30, "warmup_s": 0, "max_input_tokens": 100, "max_output_tokens": 12}
 
 
 def test_warmup_flags_follow_time() -> None:
@@ -82,7 +82,7 @@ def test_max_requests_and_length_scale() -> None:
 def test_onoff_rate_override_scales_the_mean_rate() -> None:
     s = _scenario(arrival={"process": "onoff", "on_rate_rps": 12, "on_s": 5, "off_s": 10})
     st = resolve(s, Overrides(rate_rps=1.0, full_scale=True))
-    assert st.offered_rps == pytest.approx(1.0)
+    assert st.target_rps == pytest.approx(1.0)
     assert st.arrival.on_rate_rps == pytest.approx(3.0)
 
 

@@ -62,7 +62,7 @@ def test_closed_sessions_are_whole_conversations_per_user_with_warm_up_rounds():
 def test_open_sessions_start_at_the_session_rate_and_rate_means_requests_per_second():
     sc = _sc({"rate_rps": 2.0, "think_s": 5.0}, TURNS3, duration_s=500.0)
     st = resolve(sc)
-    assert st.mode == "open" and st.offered_rps == pytest.approx(6.0)  # 2 sessions/s x 3 turns
+    assert st.mode == "open" and st.target_rps == pytest.approx(6.0)  # 2 sessions/s x 3 turns
     s = build_schedule(sc, seed=2)
     starts = [r.t_sched_s for r in s.requests if r.turn == 0]
     assert len(starts) == pytest.approx(2.0 * 510, rel=0.1)
@@ -71,7 +71,7 @@ def test_open_sessions_start_at_the_session_rate_and_rate_means_requests_per_sec
     later = [r.think_s for r in s.requests if r.turn > 0]
     assert np.mean(later) == pytest.approx(5.0, rel=0.1)
     faster = resolve(sc, Overrides(rate_rps=12.0))
-    assert faster.sessions.rate_rps == pytest.approx(4.0) and faster.offered_rps == pytest.approx(12.0)
+    assert faster.sessions.rate_rps == pytest.approx(4.0) and faster.target_rps == pytest.approx(12.0)
     with pytest.raises(ScenarioError, match="applies only to closed-loop"):
         resolve(sc, Overrides(concurrency=3))
     closed = _sc({"users": 2, "sessions_per_user": 1, "think_s": 1}, TURNS3)

@@ -45,7 +45,7 @@ def test_a_local_matrix_saves_runs_sweeps_and_its_file(tmp_path):
     assert [a["outcome"] for a in cells["one"]["attempts"]] == ["done"]
     # the store holds ordinary runs and sweeps: what report, recommend and the dashboard read
     run = load_run(cells["one"]["run_ids"][0], runs)
-    assert run.engine.adapter == "fake" and run.schedule.overrides["rate_rps"] == 10 and run.records()
+    assert run.engine.adapter == "fake" and run.schedule.overrides.rate_rps == 10 and run.records()
     sweep = load_sweep(cells["sweep"]["sweep_id"], runs)
     assert [p.run_id for p in sweep.points] == cells["sweep"]["run_ids"]
     assert {r.run_id for r in list_runs(runs)} == {*cells["one"]["run_ids"], *cells["sweep"]["run_ids"]}
