@@ -190,9 +190,9 @@ def test_a_peaked_softmax_and_silu_tails_equal_pytorch(kernel) -> None:
     attention 2-3x slower in the engine), and only there: the result still equals SDPA's, as does SiLU's far
     into both tails."""
     from own_engine.model.paged_attention import (
-        DecodeContext,
+        DecodeRun,
         PagedMeta,
-        decode_attention_each,
+        decode_attention_runs,
         native_decode_attention,
     )
 
@@ -205,7 +205,7 @@ def test_a_peaked_softmax_and_silu_tails_equal_pytorch(kernel) -> None:
     table = torch.tensor([[2, 0, 3, 1]])
     meta = PagedMeta(slot_mapping=torch.zeros(0, dtype=torch.long), num_decodes=1, block_tables=table,
                      lens=torch.tensor([64]))
-    want = decode_attention_each(0, q, kc, vc, [DecodeContext(64, block_ids=table[0])])
+    want = decode_attention_runs(0, q, kc, vc, [DecodeRun(64, block_ids=table[0])])
     torch.testing.assert_close(native_decode_attention(kernel, q, kc, vc, meta), want, atol=1e-6, rtol=1e-5)
     gate_up = torch.tensor([[-100.0, -90.0, 50.0, 100.0, 1.0, 1.0, 1.0, 1.0]])
     act = torch.empty(1, 4)
