@@ -91,8 +91,10 @@ def test_every_backend_gives_the_same_greedy_ids_on_each_family(tmp_path_factory
 @pytest.mark.slow
 def test_every_backend_gives_the_same_greedy_ids_on_small_100m(tmp_path) -> None:
     from model_cache.create import create_model
+    from model_cache.paths import is_model_dir, models_root
 
-    path = create_model("small-100m", "small-100m", root=tmp_path)
+    cached = models_root() / "small-100m"  # the one `advisor models create small-100m` made, if there is one
+    path = cached if is_model_dir(cached) else create_model("small-100m", "small-100m", root=tmp_path)
     want, _, _ = _run(path, "torch", max_tokens=16)
     for name in ("onednn", "native", "graphs"):
         if name == "onednn" and not onednn_linear_works() or name == "native" and isinstance(native_kernels(), str):
@@ -116,3 +118,56 @@ def test_the_backend_is_chosen_once_and_put_behind_the_models_interface(tiny_pat
         assert isinstance(model.decoder, NativeLayers)
     with pytest.raises(ValueError, match="linear_kernels must be one of"):
         choose(model, "fastest")
+
+
+ROUTES = {"torch": "sdpa-runs", "onednn": "sdpa-runs", "native": "native", "graphs": "sdpa-padded"}
+
+
+@pytest.mark.parametrize("name", list(BACKENDS))
+def test_every_step_of_a_backend_takes_its_one_decode_route(tiny_path, monkeypatch, name) -> None:
+    """Steps of every kind (decode-only, decodes beside prefill chunks, equal and unequal contexts, block edges):
+    the decode rows of each take the route the backend was given at load, and no other."""
+    import own_engine.kernels.native_layer as native_layer
+    from own_engine.model.paged_attention import PagedAttention
+
+    _needs(name)
+    seen: list[str] = []
+    attend, one_call = PagedAttention.attend, native_layer.decode_layers_forward
+
+    def spy(self, layer, q, k, v, window=None):
+        m = self.meta
+        if layer == 0 and m.num_decodes:
+            seen.append("native" if m.native is not None else "sdpa-runs" if m.runs is not None else "sdpa-padded")
+        return attend(self, layer, q, k, v, window)
+
+    def spy_step(*args):
+        seen.append("native")
+        return one_call(*args)
+
+    monkeypatch.setattr(PagedAttention, "attend", spy)
+    monkeypatch.setattr(native_layer, "decode_layers_forward", spy_step)
+    _, _, engine = _run(tiny_path, name)
+    assert engine.runner.decode_route == ROUTES[name]
+    assert len(seen) >= 12 and set(seen) == {ROUTES[name]}
+
+
+def test_cuda_graphs_replay_the_torch_route_not_the_native_kernels(tiny_path) -> None:
+    _needs("native")
+    with pytest.raises(ValueError, match="cuda_graphs replays the torch backend's decode route"):
+        LLMEngine(tiny_path, device="cpu", cuda_graphs=True, linear_kernels="panel")
+
+
+def test_an_odd_head_size_gets_no_native_backend(tiny_path) -> None:
+    """No RoPE model has one (its rotation takes halves of a head); the native layer kernels would need it."""
+    import dataclasses
+
+    _needs("native")
+    for kernels in ("auto", "panel"):
+        model = load_model(tiny_path, device="cpu")
+        model.cfg = dataclasses.replace(model.cfg, head_dim=model.cfg.head_dim + 1)  # only what `choose` reads
+        if kernels == "panel":
+            with pytest.raises(ValueError, match="even head size"):
+                choose(model, kernels)
+            continue
+        choice = choose(model, kernels)
+        assert choice.attention is None and model.decoder is torch_layers and "even head size" in (choice.note or "")
