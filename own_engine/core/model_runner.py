@@ -142,12 +142,13 @@ class ModelRunner:
             meta.mask = (cols[None, :] < self._tensor(lens)[:, None])[:, None, None, :]
 
     def _runs(self, seqs: list[Sequence], lens: list[int]) -> list[DecodeRun]:
-        """The decode rows in runs of consecutive rows with one context length; a run of one row whose blocks are
-        one run of blocks reads every layer's cache in place (views), any other run gathers its blocks."""
+        """The decode rows in runs: a row whose blocks are one run of blocks alone, reading every layer's cache in
+        place (views); consecutive other rows with one context length together, their blocks gathered."""
         runs: list[DecodeRun] = []
         start, bs = 0, self.block_size
         for i in range(1, len(seqs) + 1):
-            if i < len(seqs) and lens[i] == lens[start]:
+            if (i < len(seqs) and lens[i] == lens[start] and not seqs[i].kv_contiguous
+                    and not seqs[start].kv_contiguous):
                 continue
             n, blocks = lens[start], -(-lens[start] // bs)
             if i - start == 1 and seqs[start].kv_contiguous:

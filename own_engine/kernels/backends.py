@@ -17,9 +17,10 @@ route (`paged_attention.decode_route`, fixed when the model runner is built, nev
   place), the rest of each layer by the native layer kernels; a decode-only step runs all layers in one C call
   (`decode_step.c`), a step with prefill chunks a layer at a time: the same units of work bit for bit
   (`native_layer.decode_layers_agree`), so one route whose only difference is the calls from Python.
-- `sdpa-runs` (CPU SDPA): one SDPA per run of consecutive decode rows with one context length, no mask: a
-  masked CPU SDPA loses its fast kernel (10x slower for 8 sequences with one at 900 tokens), a GPU does not.
-  Equal contexts are one call, unequal ones one call per sequence (in place when its blocks are one run).
+- `sdpa-runs` (CPU SDPA): no mask, one SDPA per run of decode rows: a row whose blocks are one run of blocks
+  alone, in place; consecutive scattered rows of one context length together, gathered. A masked CPU SDPA
+  loses its fast kernel (10x slower for 8 sequences with one at 900 tokens); in place one call per sequence
+  beats one call over gathered copies, gathered one call beats several (`benchmarks/decode_runs.py`).
 - `sdpa-padded` (CUDA, and CUDA graphs, which on CPU run it eagerly): one masked SDPA over the padded batch,
   the fixed shape a graph captures. The graphs replay the torch backend's route: they refuse the native
   kernels (a ValueError: give `linear_kernels` torch or oneDNN with `cuda_graphs` on CPU).

@@ -8,20 +8,22 @@ one run of rows per prefill chunk. Every new K/V is written to the cache
 first. Decode rows attend by one route per kernel backend, chosen once when
 the model runner is built (`decode_route`), never per step:
 
-- `sdpa-runs`, the torch and oneDNN backends on CPU: the decode rows in runs
-  of consecutive rows whose contexts have one length, one SDPA per run with
-  the query heads of a KV group laid out as query rows (GQA without copies)
-  and no mask (`decode_attention_runs`). A run of one row reads the cache in
-  place when its blocks form one run of blocks; a longer run (or scattered
-  blocks) gathers them with one `index_select`. Why no mask: CPU SDPA loses
-  its fast kernel with one, so a batch of unequal contexts cost several times
-  more as one padded, masked call (measured 10x for 8 sequences with one at
-  900 tokens) than as one call per sequence; equal contexts (the engines
-  benchmark's decode, a burst of equal prompts) are one run, one call. This
-  route replaced a per-step choice between those two (issue 28: all equal,
-  one batched call; else one call per sequence): both extremes make the same
-  calls as before, and a step with some equal neighbours now makes one
-  gathered call per run of them where it made one per sequence;
+- `sdpa-runs`, the torch and oneDNN backends on CPU: one SDPA per run of
+  decode rows, with the query heads of a KV group laid out as query rows
+  (GQA without copies) and no mask (`decode_attention_runs`). A row whose
+  blocks form one run of blocks is a run alone and reads the cache in place
+  (views); consecutive other rows with one context length are one run, their
+  blocks gathered with one `index_select`. Why: CPU SDPA loses its fast
+  kernel with a mask, so unequal contexts cost several times more as one
+  padded, masked call (measured 10x for 8 sequences with one at 900 tokens)
+  than as one call per sequence; and at equal contexts one call per sequence
+  in place took 1.6-4.6x less CPU time than one call over the gathered blocks
+  of all (copying the context costs more than the calls), while with
+  scattered blocks one gathered call for all took 0.78-0.99x the time of a
+  gather and a call per sequence (benchmarks/decode_runs.py, B 1-64, contexts
+  128-512, 1 thread). This route replaced a per-step choice (issue 28: all
+  contexts equal, one batched call over gathered blocks; else one call per
+  sequence);
 - `sdpa-padded`, the torch backend on CUDA and the CUDA-graphs backend (on
   CPU, `cuda_graphs=True` runs it eagerly): one SDPA for the whole batch over
   each sequence's blocks gathered with one `index_select`, padded to the
@@ -40,9 +42,9 @@ benchmarks/native_attention.py), and all rows of a step go into one output,
 no `cat`.
 
 A layer with a sliding window W (Mistral, some Qwen2 layers) passes
-`window=W`: a query at position p then reads keys p-W+1 .. p only. A
-per-sequence decode slices its context to the last W positions; the batched
-decode and a later chunk narrow their masks. The cache still holds every
+`window=W`: a query at position p then reads keys p-W+1 .. p only. A run
+of decode rows slices its context to the last W positions; the padded decode
+and a later chunk narrow their masks. The cache still holds every
 position (windows change what is read, not what is stored).
 """
 
@@ -85,7 +87,7 @@ def decode_route(native: NativeKernels | None, device: torch.device, cuda_graphs
 @dataclass
 class DecodeRun:
     """Consecutive decode rows whose cached contexts have one length (route `sdpa-runs`): one SDPA, no mask.
-    One row whose blocks are one run is read in place (`k`, `v`); any other run gathers its blocks."""
+    One row whose blocks are one run is read in place (`k`, `v`); a run of scattered rows gathers its blocks."""
 
     length: int
     rows: int = 1
