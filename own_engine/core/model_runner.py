@@ -5,9 +5,9 @@ then each prefill chunk's tokens. Its inputs (ids, positions, cache slots)
 leave the host as one tensor, and the attention metadata is built once per
 step, not per layer. Logits are computed only for rows that end a sequence's
 uncomputed tokens (a decode, or a prompt's last chunk). Decode rows take the
-kernel backend's one decode route (`paged_attention.decode_route`: native,
-runs of equal contexts on CPU SDPA, or the padded batch), fixed when the
-runner is built. On CUDA the same code runs with SDPA's fused kernels, and
+kernel backend's one decode route (`paged_attention.decode_route`: native;
+on CPU SDPA, one call per sequence in place or per run of scattered rows of
+one context length; or the padded batch), fixed when the runner is built. On CUDA the same code runs with SDPA's fused kernels, and
 decode-only steps replay CUDA graphs of the padded route
 (`cuda_graph.DecodeGraphs`) when `cuda_graphs` is on (the default on CUDA).
 
@@ -122,7 +122,7 @@ class ModelRunner:
 
     def _decode_meta(self, seqs: list[Sequence], meta: PagedMeta) -> None:
         """What the decode rows' route reads (see paged_attention): `native`, every row's block table and context
-        length; `sdpa-runs`, the rows in runs of equal context length; `sdpa-padded`, block tables [B, max_blocks]
+        length; `sdpa-runs`, the rows in runs (`_runs`); `sdpa-padded`, block tables [B, max_blocks]
         padded with each row's first block, and a mask where the contexts differ."""
         lens = [s.num_computed_tokens + 1 for s in seqs]
         if self.decode_route == "native":  # one call per layer for every row, blocks read in place
