@@ -6,7 +6,7 @@ Two cases, on small-100m's head layout by default (12 query heads, 4 KV heads, h
 blocks scattered over the cache as a busy engine hands them out:
 
 - decode: B sequences, one query each, over contexts of the given lengths. PyTorch: one SDPA per sequence on
-  its gathered blocks (`decode_attention_each`, the CPU path without native kernels); native:
+  its gathered blocks (`decode_attention_runs`, a run per sequence: the CPU route for unequal contexts); native:
   `native_decode_attention`, one call for all rows;
 - prefill chunk: n new rows after `cached` tokens, causal. PyTorch: `chunk_attention` (SDPA, with a mask when
   cached > 0); native: `native_chunk_attention`.
@@ -39,10 +39,10 @@ from own_engine.kernels.backends import native_kernels  # noqa: E402
 from own_engine.kernels.native import CFLAGS, RETURN_STATUS, SIGNATURES, NativeKernels  # noqa: E402
 from own_engine.model.paged_attention import (  # noqa: E402
     ChunkMeta,
-    DecodeContext,
+    DecodeRun,
     PagedMeta,
     chunk_attention,
-    decode_attention_each,
+    decode_attention_runs,
     native_chunk_attention,
     native_decode_attention,
 )
@@ -114,9 +114,9 @@ def main() -> None:
         q = torch.randn(b, hq, d, generator=gen)
         meta = PagedMeta(slot_mapping=torch.zeros(0, dtype=torch.long), num_decodes=b,
                          block_tables=torch.stack(tables), lens=torch.full((b,), ctx))
-        contexts = [DecodeContext(ctx, block_ids=t) for t in tables]
+        contexts = [DecodeRun(ctx, block_ids=t) for t in tables]
         cases.append((f"decode B={b} context={ctx}", {
-            "sdpa": lambda q=q, c=contexts: decode_attention_each(0, q, kc, vc, c),
+            "sdpa": lambda q=q, c=contexts: decode_attention_runs(0, q, kc, vc, c),
             **{side: lambda q=q, m=meta, kern=kern: native_decode_attention(kern, q, kc, vc, m)
                for side, kern in kernels.items()}}))
     for n, cached in chunks:

@@ -4,8 +4,11 @@ A step is one forward over a flat batch: the one-token rows (decodes) first,
 then each prefill chunk's tokens. Its inputs (ids, positions, cache slots)
 leave the host as one tensor, and the attention metadata is built once per
 step, not per layer. Logits are computed only for rows that end a sequence's
-uncomputed tokens (a decode, or a prompt's last chunk). On CUDA the same code
-runs with SDPA's fused kernels, and decode-only steps replay CUDA graphs
+uncomputed tokens (a decode, or a prompt's last chunk). Decode rows take the
+kernel backend's one decode route (`paged_attention.decode_route`: native;
+on CPU SDPA, one call per sequence in place or per run of scattered rows of
+one context length; or the padded batch), fixed when the runner is built. On CUDA the same code runs with SDPA's fused kernels, and
+decode-only steps replay CUDA graphs of the padded route
 (`cuda_graph.DecodeGraphs`) when `cuda_graphs` is on (the default on CUDA).
 
 On CPU the KV cache is allocated zeroed but untouched (calloc'd pages, the
@@ -29,7 +32,7 @@ from own_engine.core.sequence import Sequence
 from own_engine.core.step_clock import StepClock
 from own_engine.kernels.native import NativeKernels
 from own_engine.model.llama import LlamaModel
-from own_engine.model.paged_attention import ChunkMeta, DecodeContext, PagedAttention, PagedMeta
+from own_engine.model.paged_attention import ChunkMeta, DecodeRun, PagedAttention, PagedMeta, decode_route
 
 
 def kv_bytes_per_token(model: LlamaModel) -> int:
@@ -56,7 +59,9 @@ class ModelRunner:
         self.device = model.embed_tokens.device
         self.block_size = block_size
         self.sampler = sampler
-        self.native = native  # decode rows through own_engine's native attention kernel (CPU fp32)
+        self.native = native  # every row through own_engine's native attention kernels (CPU fp32)
+        # the backend's one decode route (paged_attention's docstring), chosen here once, never per step
+        self.decode_route = decode_route(native, self.device, cuda_graphs)
         # with graphs, one extra block past the BlockManager's range takes the padding rows' writes
         shape = (cfg.num_hidden_layers, num_blocks + int(cuda_graphs), block_size, cfg.num_key_value_heads,
                  cfg.head_dim)
@@ -100,7 +105,7 @@ class ModelRunner:
             slots.extend(table[p // bs] * bs + p % bs for p in range(p0, p0 + n))
             chunk = ChunkMeta(start, start + n, p0)
             ctx = p0 + n
-            if p0 or self.native is not None:  # the native kernel reads even a first chunk from the cache
+            if p0 or self.native is not None:  # the native kernels read even a first chunk from the cache
                 chunk.block_ids = self._tensor(table[: -(-ctx // bs)])
             if p0 and self.native is None:
                 rows = torch.arange(p0, ctx, device=self.device)
@@ -116,16 +121,17 @@ class ModelRunner:
         return host[0], host[1], meta, None if every_row else self._tensor(logit_rows)
 
     def _decode_meta(self, seqs: list[Sequence], meta: PagedMeta) -> None:
-        """How decode rows read their context (see paged_attention): one call per sequence on CPU unless the
-        contexts are all equal, else block tables [B, max_blocks] padded with each row's first block, and a mask."""
+        """What the decode rows' route reads (see paged_attention): `native`, every row's block table and context
+        length; `sdpa-runs`, the rows in runs (`_runs`); `sdpa-padded`, block tables [B, max_blocks]
+        padded with each row's first block, and a mask where the contexts differ."""
         lens = [s.num_computed_tokens + 1 for s in seqs]
-        if self.native is not None:  # one call per layer for every row, blocks read in place
+        if self.decode_route == "native":  # one call per layer for every row, blocks read in place
             width = max(len(s.block_table) for s in seqs)
             meta.block_tables = self._tensor([s.block_table + [0] * (width - len(s.block_table)) for s in seqs])
             meta.lens = self._tensor(lens)
             return
-        if self.device.type == "cpu" and (len(seqs) == 1 or min(lens) != max(lens)):
-            meta.contexts = [self._context(s, n) for s, n in zip(seqs, lens, strict=True)]
+        if self.decode_route == "sdpa-runs":
+            meta.runs = self._runs(seqs, lens)
             return
         width = max(len(s.block_table) for s in seqs)
         flat = [b for s in seqs for b in s.block_table + [s.block_table[0]] * (width - len(s.block_table))]
@@ -135,15 +141,27 @@ class ModelRunner:
             cols = torch.arange(meta.max_len, device=self.device)
             meta.mask = (cols[None, :] < self._tensor(lens)[:, None])[:, None, None, :]
 
-    def _context(self, seq: Sequence, n: int) -> DecodeContext:
-        """Views of all layers' K/V for the sequence's first n positions when its blocks are one run."""
-        if not seq.kv_contiguous:
-            return DecodeContext(n, block_ids=self._tensor(seq.block_table[: -(-n // self.block_size)]))
-        start = seq.block_table[0] * self.block_size
-        layers, _, _, hkv, d = self.k_cache.shape
-        k = self.k_cache.view(layers, -1, hkv, d)[:, start:start + n].transpose(1, 2).unsqueeze(1)
-        v = self.v_cache.view(layers, -1, hkv, d)[:, start:start + n].transpose(1, 2).unsqueeze(1)
-        return DecodeContext(n, k=k, v=v)
+    def _runs(self, seqs: list[Sequence], lens: list[int]) -> list[DecodeRun]:
+        """The decode rows in runs: a row whose blocks are one run of blocks alone, reading every layer's cache in
+        place (views); consecutive other rows with one context length together, their blocks gathered."""
+        runs: list[DecodeRun] = []
+        start, bs = 0, self.block_size
+        for i in range(1, len(seqs) + 1):
+            if (i < len(seqs) and lens[i] == lens[start] and not seqs[i].kv_contiguous
+                    and not seqs[start].kv_contiguous):
+                continue
+            n, blocks = lens[start], -(-lens[start] // bs)
+            if i - start == 1 and seqs[start].kv_contiguous:
+                first = seqs[start].block_table[0] * bs
+                layers, _, _, hkv, d = self.k_cache.shape
+                k = self.k_cache.view(layers, -1, hkv, d)[:, first:first + n].transpose(1, 2).unsqueeze(1)
+                v = self.v_cache.view(layers, -1, hkv, d)[:, first:first + n].transpose(1, 2).unsqueeze(1)
+                runs.append(DecodeRun(n, k=k, v=v))
+            else:
+                ids = [b for s in seqs[start:i] for b in s.block_table[:blocks]]
+                runs.append(DecodeRun(n, rows=i - start, block_ids=self._tensor(ids)))
+            start = i
+        return runs
 
     @torch.inference_mode()
     def run(self, batch: ScheduledBatch) -> list[int]:

@@ -2,16 +2,31 @@
 
 The model calls one linear interface (each layer's `Linear`, `PackedLinear` or `PanelLinear`: `module(x)`) and
 one decoder stack (`LlamaModel.decoder`); the attention over the paged cache reads its kernels from the step's
-metadata. `choose` fills these in once, after loading, and nothing asks again:
+metadata. `choose` fills these in once, after loading, and nothing asks again. Each backend has one decode
+route (`paged_attention.decode_route`, fixed when the model runner is built, never per step):
 
-| backend | linears | decoder stack over the paged cache | attention |
-|---|---|---|---|
-| native C (CPU fp32, AVX-512F) | `panel_linear.PanelLinear` | `native_layer.NativeLayers` (a decode step in one call) | `native_decode_attention`, `native_chunk_attention` |
-| oneDNN (CPU fp32) | `cpu_linear.PackedLinear` | `llama.torch_layers` | SDPA |
-| torch (any device, any dtype) | `llama.Linear` (`F.linear`) | `llama.torch_layers` | SDPA |
-| CUDA graphs (CUDA) | the torch backend's | the torch backend's, captured per batch size (`cuda_graph`) | SDPA |
+| backend | linears | decoder stack over the paged cache | decode route | prefill chunks |
+|---|---|---|---|---|
+| native C (CPU fp32, AVX-512F, even head size) | `panel_linear.PanelLinear` | `native_layer.NativeLayers` | `native` | `native_chunk_attention` |
+| oneDNN (CPU fp32) | `cpu_linear.PackedLinear` | `llama.torch_layers` | `sdpa-runs` | SDPA |
+| torch on CPU (any dtype) | `llama.Linear` (`F.linear`) | `llama.torch_layers` | `sdpa-runs` | SDPA |
+| torch on CUDA | `llama.Linear` | `llama.torch_layers` | `sdpa-padded` | SDPA |
+| CUDA graphs (CUDA) | the torch backend's | the torch backend's, captured per batch size (`cuda_graph`) | `sdpa-padded`, replayed | SDPA, eager |
 
-CUDA graphs are the engine's choice (`LLMEngine(cuda_graphs=...)`), made once in `ModelRunner`.
+- `native`: every decode row's attention by `native_decode_attention` (one call per layer, blocks read in
+  place), the rest of each layer by the native layer kernels; a decode-only step runs all layers in one C call
+  (`decode_step.c`), a step with prefill chunks a layer at a time: the same units of work bit for bit
+  (`native_layer.decode_layers_agree`), so one route whose only difference is the calls from Python.
+- `sdpa-runs` (CPU SDPA): no mask, one SDPA per run of decode rows: a row whose blocks are one run of blocks
+  alone, in place; consecutive scattered rows of one context length together, gathered. A masked CPU SDPA
+  loses its fast kernel (10x slower for 8 sequences with one at 900 tokens); in place one call per sequence
+  beats one call over gathered copies, gathered one call beats several (`benchmarks/decode_runs.py`).
+- `sdpa-padded` (CUDA, and CUDA graphs, which on CPU run it eagerly): one masked SDPA over the padded batch,
+  the fixed shape a graph captures. The graphs replay the torch backend's route: they refuse the native
+  kernels (a ValueError: give `linear_kernels` torch or oneDNN with `cuda_graphs` on CPU).
+
+CUDA graphs are the engine's choice (`LLMEngine(cuda_graphs=...)`), made once in `ModelRunner`. A model with an
+odd head size (no real RoPE model has one) gets no native backend: `rope_store` rotates halves of a head.
 
 The native kernels are built and loaded by `native.load_native`, which imports none of their users; each
 backend module holds its own check against PyTorch on the same probe inputs, and `native_kernels` runs them
@@ -79,11 +94,11 @@ def choose(model: LlamaModel, linear_kernels: str = "auto") -> KernelChoice:
             and model.dtype == torch.float32):
         cap_primitive_caches()  # before the checks: they may run the process's first oneDNN op
         native = native_kernels()
+    if isinstance(native, NativeKernels) and model.cfg.head_dim % 2:
+        native = f"own_engine's native kernels need an even head size (RoPE rotates halves), not {model.cfg.head_dim}"
     num_packed, linear, note = pack_linears(model, linear_kernels, native)
     if linear != "panel-avx512":
         return KernelChoice(linear, num_packed, note)
     assert isinstance(native, NativeKernels)
-    layers = model.cfg.head_dim % 2 == 0  # rope_store rotates halves of an even head
-    if layers:
-        model.decoder = NativeLayers(native)  # every layer's linears are PanelLinears: the layers can run natively
-    return KernelChoice(linear, num_packed, note, attention=native, native_layers=layers)
+    model.decoder = NativeLayers(native)  # every layer's linears are PanelLinears: the layers run natively
+    return KernelChoice(linear, num_packed, note, attention=native, native_layers=True)

@@ -60,9 +60,12 @@ class NativeLayers:
 def native_forward(native: NativeKernels, model: LlamaModel, x: torch.Tensor, positions: torch.Tensor,
                    attn: PagedAttention) -> torch.Tensor:
     """Every decoder layer of `model` over x [T, hidden] fp32 on the native kernels: a decode step in one call,
-    any other step (prefill chunks in it) a layer at a time."""
+    any other step (prefill chunks in it) a layer at a time. Both are the native backend's one route: the same
+    kernels' units of work, bit for bit (`decode_layers_agree`), the decode rows' attention always
+    `native_decode_attention`'s; the one call only saves the per-layer calls from Python."""
     m = attn.meta
-    if m.native is not None and not m.chunks and m.num_decodes == x.shape[0]:
+    assert m.native is not None, "the native decoder stack runs on the native decode route only"
+    if not m.chunks and m.num_decodes == x.shape[0]:
         return decode_layers_forward(native, model, x, positions, attn)
     return layer_by_layer(native, model, x, positions, attn)
 

@@ -27,7 +27,9 @@ static inline __mmask16 lanes(long left) { return left > 0 ? tail(left) : (__mma
  * made the engine's decode attention 2-3x slower on peaked softmaxes. */
 static inline __m512 exp512(__m512 x) {
     const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_NLT_UQ) /* NaN too */;
-    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.3762626647949f)), _mm512_set1_ps(-87.3f));
+    /* x second: vminps/vmaxps return their second operand when either is NaN, so a NaN stays NaN (clamped
+     * first, it became 88.38 and its e^88 overflowed the sum to inf: the output 0 or NaN by chance) */
+    x = _mm512_max_ps(_mm512_set1_ps(-87.3f), _mm512_min_ps(_mm512_set1_ps(88.3762626647949f), x));
     __m512 fx = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
                                      _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
     x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);

@@ -5,20 +5,33 @@ kv_heads, head_dim]; a sequence's token at position p lives in slot
 `block_table[p // block_size] * block_size + p % block_size` of the flattened
 block axis. A step's flat batch is the one-token rows first (decodes), then
 one run of rows per prefill chunk. Every new K/V is written to the cache
-first. Decode rows attend with the query heads of a KV group laid out as
-query rows (GQA without copies), in one of two ways:
+first. Decode rows attend by one route per kernel backend, chosen once when
+the model runner is built (`decode_route`), never per step:
 
-- one SDPA per sequence (`DecodeContext`), reading the cache in place when the
-  sequence's blocks form one run, else a gather of its blocks. The CPU path:
-  CPU SDPA loses its fast kernel with a mask, so a batch of unequal contexts
-  costs several times more as one padded, masked call (measured 10x for 8
-  sequences with one at 900 tokens) than as one call per sequence;
-- one SDPA for the whole batch over each sequence's blocks gathered with one
-  `index_select` (contiguous block-sized copies), masked when contexts differ:
-  CUDA, its graphs, and CPU batches whose contexts are all equal;
-- on CPU with own_engine's native kernels (`own_engine.kernels.native`), one call per
+- `sdpa-runs`, the torch and oneDNN backends on CPU: one SDPA per run of
+  decode rows, with the query heads of a KV group laid out as query rows
+  (GQA without copies) and no mask (`decode_attention_runs`). A row whose
+  blocks form one run of blocks is a run alone and reads the cache in place
+  (views); consecutive other rows with one context length are one run, their
+  blocks gathered with one `index_select`. Why: CPU SDPA loses its fast
+  kernel with a mask, so unequal contexts cost several times more as one
+  padded, masked call (measured 10x for 8 sequences with one at 900 tokens)
+  than as one call per sequence; and at equal contexts one call per sequence
+  in place took 1.6-4.6x less CPU time than one call over the gathered blocks
+  of all (copying the context costs more than the calls), while with
+  scattered blocks one gathered call for all took 0.78-0.99x the time of a
+  gather and a call per sequence (benchmarks/decode_runs.py, B 1-64, contexts
+  128-512, 1 thread). This route replaced a per-step choice (issue 28: all
+  contexts equal, one batched call over gathered blocks; else one call per
+  sequence);
+- `sdpa-padded`, the torch backend on CUDA and the CUDA-graphs backend (on
+  CPU, `cuda_graphs=True` runs it eagerly): one SDPA for the whole batch over
+  each sequence's blocks gathered with one `index_select`, padded to the
+  longest and masked (`decode_attention`). A graph needs fixed shapes, and a
+  GPU one launch, not one per run;
+- `native`, the native backend (`own_engine.kernels.native`): one call per
   layer for every decode row and head, reading the blocks in place
-  (`native_decode_attention`): no per-sequence calls, no copies, no mask.
+  (`native_decode_attention`): no per-run calls, no copies, no mask.
 
 A chunk that starts a prompt attends causally within itself; a later chunk
 gathers its sequence's cached context and attends with a causal mask offset
@@ -29,9 +42,9 @@ benchmarks/native_attention.py), and all rows of a step go into one output,
 no `cat`.
 
 A layer with a sliding window W (Mistral, some Qwen2 layers) passes
-`window=W`: a query at position p then reads keys p-W+1 .. p only. A
-per-sequence decode slices its context to the last W positions; the batched
-decode and a later chunk narrow their masks. The cache still holds every
+`window=W`: a query at position p then reads keys p-W+1 .. p only. A run
+of decode rows slices its context to the last W positions; the padded decode
+and a later chunk narrow their masks. The cache still holds every
 position (windows change what is read, not what is stored).
 """
 
@@ -57,14 +70,30 @@ class ChunkMeta:
     mask: torch.Tensor | None = None  # [n, num_cached + n] bool: query i sees keys 0..num_cached + i (SDPA, num_cached)
 
 
+DECODE_ROUTES = ("native", "sdpa-runs", "sdpa-padded")  # see the module's docstring
+
+
+def decode_route(native: NativeKernels | None, device: torch.device, cuda_graphs: bool) -> str:
+    """The backend's one decode route, chosen once (the model runner's): the native kernels where the backend
+    has them, the padded batch where graphs replay it or on a GPU, else (CPU SDPA) runs of equal contexts."""
+    if native is not None:
+        if cuda_graphs:
+            raise ValueError("cuda_graphs replays the torch backend's decode route, not the native kernels': "
+                             "on CPU give it linear_kernels='torch' or 'onednn'")
+        return "native"
+    return "sdpa-padded" if cuda_graphs or device.type != "cpu" else "sdpa-runs"
+
+
 @dataclass
-class DecodeContext:
-    """One decode row's cached context: views of every layer's cache when its blocks are one run, else its blocks."""
+class DecodeRun:
+    """Consecutive decode rows whose cached contexts have one length (route `sdpa-runs`): one SDPA, no mask.
+    One row whose blocks are one run is read in place (`k`, `v`); a run of scattered rows gathers its blocks."""
 
     length: int
-    k: torch.Tensor | None = None  # [layers, 1, Hkv, length, D] view into the K cache (blocks in one run)
+    rows: int = 1
+    k: torch.Tensor | None = None  # [layers, 1, Hkv, length, D] view into the K cache (one row, blocks in one run)
     v: torch.Tensor | None = None
-    block_ids: torch.Tensor | None = None  # [blocks] int64, gathered layer by layer (blocks not in one run)
+    block_ids: torch.Tensor | None = None  # [rows * blocks] int64: each row's first ceil(length / block) blocks
 
 
 @dataclass
@@ -76,7 +105,7 @@ class PagedMeta:
     block_tables: torch.Tensor | None = None  # [num_decodes, max_blocks] int64 (padded with any block)
     max_len: int = 0  # longest decode context
     mask: torch.Tensor | None = None  # [num_decodes, 1, 1, max_len] bool, None when all contexts are max_len
-    contexts: list[DecodeContext] | None = None  # per-sequence decode instead of block_tables (see above)
+    runs: list[DecodeRun] | None = None  # route sdpa-runs, instead of block_tables
     lens: torch.Tensor | None = None  # [num_decodes] int64 context lengths, for the native kernel
     native: NativeKernels | None = None  # every row through the native kernels (decodes: block_tables, lens)
     chunks: list[ChunkMeta] = field(default_factory=list)
@@ -87,7 +116,7 @@ class PagedAttention:
 
     def __init__(self, k_cache: torch.Tensor, v_cache: torch.Tensor, meta: PagedMeta) -> None:
         self.k_cache, self.v_cache, self.meta = k_cache, v_cache, meta
-        self._window_masks: dict[int, torch.Tensor | None] = {}  # batched decode: per window size, once per step
+        self._window_masks: dict[int, torch.Tensor | None] = {}  # padded decode: per window size, once per step
 
     def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                  window: int | None = None) -> torch.Tensor:
@@ -111,8 +140,8 @@ class PagedAttention:
                 native_chunk_attention(m.native, q[c.start:c.end], kc, vc, c, window, out[c.start:c.end])
             return out
         parts = []
-        if m.contexts is not None:
-            parts.append(decode_attention_each(layer, q[: m.num_decodes], kc, vc, m.contexts, window))
+        if m.runs is not None:
+            parts.append(decode_attention_runs(layer, q[: m.num_decodes], kc, vc, m.runs, window))
         elif m.num_decodes:
             mask = m.mask
             if window is not None:
@@ -189,7 +218,7 @@ def native_chunk_agrees(native: NativeKernels) -> bool:
 
 
 def native_decode_agrees(native: NativeKernels) -> bool:
-    """The native decode against per-sequence SDPA on a probe: GQA, blocks out of order, unequal contexts, head
+    """The native decode against the SDPA runs on a probe: GQA, blocks out of order, unequal contexts, head
     sizes of both of the kernel's paths (32: in registers; 40: any size), with and without a window."""
     gen = torch.Generator().manual_seed(0)
     blocks, block_size, hkv, hq = 9, 4, 2, 6
@@ -201,8 +230,8 @@ def native_decode_agrees(native: NativeKernels) -> bool:
         kc, vc = (torch.randn(blocks, block_size, hkv, d, generator=gen) for _ in range(2))
         q = torch.randn(2, hq, d, generator=gen)
         for window in (None, 5):
-            contexts = [DecodeContext(n, block_ids=torch.tensor(t)) for t, n in zip(tables, lens, strict=True)]
-            want = decode_attention_each(0, q, kc, vc, contexts, window)
+            runs = [DecodeRun(n, block_ids=torch.tensor(t)) for t, n in zip(tables, lens, strict=True)]
+            want = decode_attention_runs(0, q, kc, vc, runs, window)
             got = native_decode_attention(native, q, kc, vc, meta, window)
             if not torch.allclose(got, want, atol=1e-5, rtol=1e-4):
                 return False
@@ -222,7 +251,8 @@ def decode_window_mask(m: PagedMeta, window: int, device: torch.device) -> torch
 
 def decode_attention(q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor, m: PagedMeta,
                      mask: torch.Tensor | None) -> torch.Tensor:
-    """q [B, Hq, D], one query per sequence over its cached context (`mask`: keys it may read) -> [B, Hq, D]."""
+    """q [B, Hq, D], one query per sequence over its cached context (`mask`: keys it may read) -> [B, Hq, D]:
+    the route `sdpa-padded`."""
     assert m.block_tables is not None
     _, block_size, hkv, d = kc.shape
     b, hq, _ = q.shape
@@ -234,25 +264,27 @@ def decode_attention(q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor, m: Pag
     return o.reshape(b, hq, d)
 
 
-def decode_attention_each(layer: int, q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor,
-                          contexts: list[DecodeContext], window: int | None = None) -> torch.Tensor:
-    """q [B, Hq, D]: one SDPA per sequence over its own context only (no padding, no mask) -> [B, Hq, D];
-    under a sliding window, over the last `window` positions of it."""
+def decode_attention_runs(layer: int, q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor, runs: list[DecodeRun],
+                          window: int | None = None) -> torch.Tensor:
+    """q [B, Hq, D]: one SDPA per run of rows over their own contexts only (no padding, no mask) -> [B, Hq, D];
+    under a sliding window, over the last `window` positions of each."""
     _, _, hkv, d = kc.shape
     b, hq, _ = q.shape
     qg = q.view(b, hkv, hq // hkv, d)
-    outs = []
-    for i, c in enumerate(contexts):
-        if c.k is not None and c.v is not None:
-            keys, values = c.k[layer], c.v[layer]  # [1, Hkv, L, D] views
+    outs, row = [], 0
+    for r in runs:
+        if r.k is not None and r.v is not None:
+            keys, values = r.k[layer], r.v[layer]  # [1, Hkv, L, D] views
         else:
-            assert c.block_ids is not None
-            keys = kc.index_select(0, c.block_ids).view(1, -1, hkv, d)[:, : c.length].transpose(1, 2)
-            values = vc.index_select(0, c.block_ids).view(1, -1, hkv, d)[:, : c.length].transpose(1, 2)
-        if window is not None and c.length > window:
-            keys, values = keys[:, :, c.length - window:], values[:, :, c.length - window:]
-        outs.append(F.scaled_dot_product_attention(qg[i:i + 1], keys, values))
-    return (outs[0] if b == 1 else torch.cat(outs)).reshape(b, hq, d)
+            assert r.block_ids is not None
+            keys = kc.index_select(0, r.block_ids).view(r.rows, -1, hkv, d)[:, : r.length].transpose(1, 2)
+            values = vc.index_select(0, r.block_ids).view(r.rows, -1, hkv, d)[:, : r.length].transpose(1, 2)
+        if window is not None and r.length > window:
+            keys, values = keys[:, :, r.length - window:], values[:, :, r.length - window:]
+        outs.append(F.scaled_dot_product_attention(qg[row:row + r.rows], keys, values))
+        row += r.rows
+    assert row == b, "the runs must cover every decode row"
+    return (outs[0] if len(outs) == 1 else torch.cat(outs)).reshape(b, hq, d)
 
 
 def chunk_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor,

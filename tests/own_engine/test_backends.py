@@ -1,5 +1,7 @@
 """own_engine's kernel backends behind the model's one linear + attention interface (issue 28): chosen once at
-load (`backends.choose`), each held to the same floats on the same inputs and to the same greedy ids.
+load (`backends.choose`), each with one decode route (`paged_attention.decode_route`), each held to the torch
+backend's floats (logits within 1e-4) and greedy ids on the same inputs: `tiny`, the family presets and (slow)
+`small-100m`.
 
 Backends: torch (F.linear, SDPA), oneDNN (packed linears), native C (panel linears, native attention and
 decoder layers) and the CUDA-graphs route (on CPU it runs the same padded fixed-shape decode eagerly). One that
@@ -75,29 +77,38 @@ def test_every_backend_gives_the_torch_backends_floats_on_the_same_inputs(tiny_p
     assert described["cuda_graphs"] == (name == "graphs")
 
 
+def _available() -> list[str]:
+    """The backends other than torch that run here (the floats test on `tiny` says why one does not)."""
+    return [name for name in ("onednn", "native", "graphs")
+            if not (name == "onednn" and not onednn_linear_works()
+                    or name == "native" and isinstance(native_kernels(), str))]
+
+
+def _same_as_torch(path, max_tokens: int) -> None:
+    want_ids, want_rows, _ = _run(path, "torch", max_tokens=max_tokens)
+    for name in _available():
+        ids, rows, _ = _run(path, name, max_tokens=max_tokens)
+        assert ids == want_ids, name
+        assert len(rows) == len(want_rows), name
+        for (_, n, got), (_, _, want) in zip(rows, want_rows, strict=True):
+            torch.testing.assert_close(got, want, atol=ATOL, rtol=0, msg=lambda m, n=n, b=name: f"{b} at {n}: {m}")
+
+
 @pytest.mark.parametrize("preset", FAMILIES)
-def test_every_backend_gives_the_same_greedy_ids_on_each_family(tmp_path_factory, preset) -> None:
+def test_every_backend_gives_the_same_floats_and_greedy_ids_on_each_family(tmp_path_factory, preset) -> None:
     from model_cache.create import create_model
 
-    path = create_model(preset, preset, root=tmp_path_factory.mktemp("backends"))
-    want, _, _ = _run(path, "torch", max_tokens=20)
-    for name in ("onednn", "native", "graphs"):
-        if name in ("onednn", "native") and (not onednn_linear_works() if name == "onednn"
-                                             else isinstance(native_kernels(), str)):
-            continue  # said by the floats test above, which skips or fails with the reason
-        assert _run(path, name, max_tokens=20)[0] == want, name
+    _same_as_torch(create_model(preset, preset, root=tmp_path_factory.mktemp("backends")), max_tokens=20)
 
 
 @pytest.mark.slow
-def test_every_backend_gives_the_same_greedy_ids_on_small_100m(tmp_path) -> None:
+def test_every_backend_gives_the_same_floats_and_greedy_ids_on_small_100m(tmp_path) -> None:
     from model_cache.create import create_model
+    from model_cache.paths import is_model_dir, models_root
 
-    path = create_model("small-100m", "small-100m", root=tmp_path)
-    want, _, _ = _run(path, "torch", max_tokens=16)
-    for name in ("onednn", "native", "graphs"):
-        if name == "onednn" and not onednn_linear_works() or name == "native" and isinstance(native_kernels(), str):
-            continue
-        assert _run(path, name, max_tokens=16)[0] == want, name
+    cached = models_root() / "small-100m"  # the one `advisor models create small-100m` made, if there is one
+    _same_as_torch(cached if is_model_dir(cached) else create_model("small-100m", "small-100m", root=tmp_path),
+                   max_tokens=16)
 
 
 def test_the_backend_is_chosen_once_and_put_behind_the_models_interface(tiny_path) -> None:
@@ -116,3 +127,56 @@ def test_the_backend_is_chosen_once_and_put_behind_the_models_interface(tiny_pat
         assert isinstance(model.decoder, NativeLayers)
     with pytest.raises(ValueError, match="linear_kernels must be one of"):
         choose(model, "fastest")
+
+
+ROUTES = {"torch": "sdpa-runs", "onednn": "sdpa-runs", "native": "native", "graphs": "sdpa-padded"}
+
+
+@pytest.mark.parametrize("name", list(BACKENDS))
+def test_every_step_of_a_backend_takes_its_one_decode_route(tiny_path, monkeypatch, name) -> None:
+    """Steps of every kind (decode-only, decodes beside prefill chunks, equal and unequal contexts, block edges):
+    the decode rows of each take the route the backend was given at load, and no other."""
+    import own_engine.kernels.native_layer as native_layer
+    from own_engine.model.paged_attention import PagedAttention
+
+    _needs(name)
+    seen: list[str] = []
+    attend, one_call = PagedAttention.attend, native_layer.decode_layers_forward
+
+    def spy(self, layer, q, k, v, window=None):
+        m = self.meta
+        if layer == 0 and m.num_decodes:
+            seen.append("native" if m.native is not None else "sdpa-runs" if m.runs is not None else "sdpa-padded")
+        return attend(self, layer, q, k, v, window)
+
+    def spy_step(*args):
+        seen.append("native")
+        return one_call(*args)
+
+    monkeypatch.setattr(PagedAttention, "attend", spy)
+    monkeypatch.setattr(native_layer, "decode_layers_forward", spy_step)
+    _, _, engine = _run(tiny_path, name)
+    assert engine.runner.decode_route == ROUTES[name]
+    assert len(seen) >= 12 and set(seen) == {ROUTES[name]}
+
+
+def test_cuda_graphs_replay_the_torch_route_not_the_native_kernels(tiny_path) -> None:
+    _needs("native")
+    with pytest.raises(ValueError, match="cuda_graphs replays the torch backend's decode route"):
+        LLMEngine(tiny_path, device="cpu", cuda_graphs=True, linear_kernels="panel")
+
+
+def test_an_odd_head_size_gets_no_native_backend(tiny_path) -> None:
+    """No RoPE model has one (its rotation takes halves of a head); the native layer kernels would need it."""
+    import dataclasses
+
+    _needs("native")
+    for kernels in ("auto", "panel"):
+        model = load_model(tiny_path, device="cpu")
+        model.cfg = dataclasses.replace(model.cfg, head_dim=model.cfg.head_dim + 1)  # only what `choose` reads
+        if kernels == "panel":
+            with pytest.raises(ValueError, match="even head size"):
+                choose(model, kernels)
+            continue
+        choice = choose(model, kernels)
+        assert choice.attention is None and model.decoder is torch_layers and "even head size" in (choice.note or "")

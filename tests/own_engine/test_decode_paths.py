@@ -1,5 +1,7 @@
-"""Every way a decode row reads its cached context gives transformers' logits: in place (blocks in one run),
-through a gather (scattered blocks), batched (equal contexts), and through the native kernel (any of these)."""
+"""Every way a decode row reads its cached context gives transformers' logits, and each backend takes its one
+decode route whatever the step: CPU SDPA's runs (a row whose blocks are one run alone, in place; scattered
+neighbours of one context length together, gathered); the padded batch (CUDA graphs' route, eager on CPU); the
+native kernel (any of these layouts)."""
 
 from __future__ import annotations
 
@@ -30,8 +32,8 @@ def _check(engine: LLMEngine, prompts: list[list[int]], hf_model) -> None:
 
 
 def _modes(monkeypatch) -> list[str]:
-    """Record which decode path each step took (every path attends through `attend`, but a decode-only step on
-    the native kernels, which runs its layers in one call)."""
+    """Record which decode route each step took and how (every route attends through `attend`, but a
+    decode-only step on the native kernels, which runs its layers in one call)."""
     import own_engine.kernels.native_layer as native_layer
 
     seen: list[str] = []
@@ -44,10 +46,14 @@ def _modes(monkeypatch) -> list[str]:
     monkeypatch.setattr(native_layer, "decode_layers_forward", spy_step)
 
     def spy(self, layer, q, k, v, window=None):
-        if layer == 0 and self.meta.num_decodes:
-            ctx = self.meta.contexts
-            seen.append("native" if self.meta.native is not None else "batched" if ctx is None
-                        else "view" if ctx[0].k is not None else "gather")
+        m = self.meta
+        if layer == 0 and m.num_decodes:
+            if m.native is not None:
+                seen.append("native")
+            elif m.runs is None:
+                seen.append("padded")
+            else:
+                seen.extend("view" if r.k is not None else f"gather {r.rows}" for r in m.runs)
         return inner(self, layer, q, k, v, window)
 
     monkeypatch.setattr(PagedAttention, "attend", spy)
@@ -56,7 +62,9 @@ def _modes(monkeypatch) -> list[str]:
 
 def test_unequal_contexts_read_the_cache_in_place(tiny_path, hf_model, monkeypatch) -> None:
     seen = _modes(monkeypatch)
-    _check(LLMEngine(tiny_path, device="cpu", max_num_seqs=4, block_size=4, linear_kernels="onednn"), UNEQUAL, hf_model)
+    engine = LLMEngine(tiny_path, device="cpu", max_num_seqs=4, block_size=4, linear_kernels="onednn")
+    assert engine.runner.decode_route == "sdpa-runs"
+    _check(engine, UNEQUAL, hf_model)
     assert set(seen) == {"view"}
 
 
@@ -65,14 +73,41 @@ def test_scattered_blocks_are_gathered(tiny_path, hf_model, monkeypatch) -> None
     monkeypatch.setattr(BlockManager, "_first_free_run", lambda self, n: None)  # never a run: blocks interleave
     engine = LLMEngine(tiny_path, device="cpu", max_num_seqs=4, block_size=4, linear_kernels="onednn")
     _check(engine, UNEQUAL, hf_model)
-    assert "gather" in seen
+    assert "gather 1" in seen
 
 
-@pytest.mark.parametrize("cuda_graphs", [False, True])
-def test_equal_contexts_run_as_one_batch(tiny_path, hf_model, monkeypatch, cuda_graphs) -> None:
+def test_equal_contexts_in_place_are_one_call_per_sequence(tiny_path, hf_model, monkeypatch) -> None:
+    """In place, one SDPA per sequence costs 1.6-4.6x less than one over the gathered blocks of all
+    (benchmarks/decode_runs.py): equal contexts are not batched while their blocks are runs."""
     seen = _modes(monkeypatch)
-    _check(LLMEngine(tiny_path, device="cpu", block_size=4, cuda_graphs=cuda_graphs, linear_kernels="onednn"), EQUAL, hf_model)
-    assert set(seen) == {"batched"}
+    _check(LLMEngine(tiny_path, device="cpu", block_size=4, linear_kernels="onednn"), EQUAL, hf_model)
+    assert set(seen) == {"view"}
+
+
+def test_scattered_equal_contexts_are_one_run(tiny_path, hf_model, monkeypatch) -> None:
+    seen = _modes(monkeypatch)
+    monkeypatch.setattr(BlockManager, "_first_free_run", lambda self, n: None)
+    _check(LLMEngine(tiny_path, device="cpu", block_size=4, linear_kernels="onednn"), EQUAL, hf_model)
+    assert "gather 3" in seen  # once the sequences outgrow their first blocks, none is a run of blocks
+
+
+def test_scattered_equal_neighbours_make_one_run_each(tiny_path, hf_model, monkeypatch) -> None:
+    seen = _modes(monkeypatch)
+    monkeypatch.setattr(BlockManager, "_first_free_run", lambda self, n: None)
+    prompts = [list(range(100, 140)), list(range(200, 240)), [9], [3, 4, 5], list(range(300, 340))]
+    _check(LLMEngine(tiny_path, device="cpu", block_size=4, max_num_seqs=5, linear_kernels="onednn"), prompts,
+           hf_model)
+    assert "gather 2" in seen and "gather 1" in seen  # the first two rows share a length, the others do not
+
+
+def test_cuda_graphs_route_is_the_padded_batch_on_every_step(tiny_path, hf_model, monkeypatch) -> None:
+    seen = _modes(monkeypatch)
+    engine = LLMEngine(tiny_path, device="cpu", block_size=4, max_num_seqs=4, cuda_graphs=True,
+                       linear_kernels="onednn")
+    assert engine.runner.decode_route == "sdpa-padded"
+    _check(engine, UNEQUAL, hf_model)
+    _check(engine, EQUAL, hf_model)
+    assert set(seen) == {"padded"}
 
 
 @pytest.mark.parametrize("scattered", [False, True])
@@ -88,6 +123,6 @@ def test_the_native_kernel_reads_every_layout(tiny_path, hf_model, monkeypatch, 
     if scattered:
         monkeypatch.setattr(BlockManager, "_first_free_run", lambda self, n: None)
     engine = LLMEngine(tiny_path, device="cpu", max_num_seqs=4, block_size=4)
-    assert engine.describe()["decode_attention"] == "native"
+    assert engine.describe()["decode_attention"] == "native" and engine.runner.decode_route == "native"
     _check(engine, prompts, hf_model)
     assert set(seen) == {"native"}

@@ -115,7 +115,7 @@ def test_sampling_params_validate(bad) -> None:
 
 def test_padded_fixed_shape_decode_path_matches_eager(tiny_path) -> None:
     # the CUDA-graph decode path (batch and context padded to buckets, dummy KV block), run eagerly on CPU
-    engine = LLMEngine(tiny_path, device="cpu", cuda_graphs=True, max_num_seqs=6, block_size=4)
+    engine = LLMEngine(tiny_path, device="cpu", cuda_graphs=True, max_num_seqs=6, block_size=4, linear_kernels="torch")
     params = [SamplingParams(max_tokens=n, ignore_eos=True) for n in (12, 3, 9, 7)]
     assert engine.generate(PROMPTS, params) == LLMEngine(tiny_path, device="cpu").generate(PROMPTS, params)
     assert engine.runner.graphs is not None and engine.runner.graphs.batch_buckets == [1, 2, 4, 6]

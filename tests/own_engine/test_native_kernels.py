@@ -130,9 +130,9 @@ def test_a_build_racing_another_leaves_one_whole_kernel(kernel, tmp_path) -> Non
 @pytest.mark.parametrize("window", [None, 7, 300])
 def test_native_decode_attention_equals_sdpa_per_sequence(kernel, hq, hkv, d, window) -> None:
     from own_engine.model.paged_attention import (
-        DecodeContext,
+        DecodeRun,
         PagedMeta,
-        decode_attention_each,
+        decode_attention_runs,
         native_decode_attention,
     )
 
@@ -150,6 +150,6 @@ def test_native_decode_attention_equals_sdpa_per_sequence(kernel, hq, hkv, d, wi
     q = torch.randn(len(lens), hq, d, generator=gen)
     meta = PagedMeta(slot_mapping=torch.zeros(0, dtype=torch.long), num_decodes=len(lens),
                      block_tables=torch.tensor([t + [0] * (width - len(t)) for t in tables]), lens=torch.tensor(lens))
-    want = decode_attention_each(0, q, kc, vc, [DecodeContext(n, block_ids=torch.tensor(t))
+    want = decode_attention_runs(0, q, kc, vc, [DecodeRun(n, block_ids=torch.tensor(t))
                                                 for t, n in zip(tables, lens, strict=True)], window)
     torch.testing.assert_close(native_decode_attention(kernel, q, kc, vc, meta, window), want, atol=1e-5, rtol=1e-4)
