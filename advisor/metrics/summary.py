@@ -104,11 +104,6 @@ class RunSummary(FileForm):
             return d
         return {**d, "tpot_n_minus_1_ms": d["tpot_ms"], "tpot_definition": "n_out_minus_1"}
 
-    @classmethod
-    def from_saved(cls, d: dict[str, Any], mode: Mode | None = None) -> RunSummary:
-        """`from_dict` of a summary that may not say its mode: then it is `mode` (the schedule's)."""
-        return cls.from_dict(d if mode is None else {"mode": mode, **d})
-
 
 def _rate(count: float, window_s: float | None) -> float | None:
     return None if not window_s else count / window_s

@@ -30,13 +30,13 @@ def test_run_cost_at_slo_point_scales_with_goodput():
     # 10 req/s of 300 input and 100 output tokens each
     d = {"input_tokens_per_s": 3000.0, "output_tokens_per_s": 1000.0, "requests_per_s": 10.0, "goodput_rps": 5.0,
          "n_ok": 50, "n_in_total": 15000, "n_out_total": 5000}
-    s = RunSummary.from_saved(d, mode="open")
+    s = RunSummary.from_dict({"mode": "open", **d})
     rc = run_cost(s, usd_per_hour=3.6)
     assert rc.slo_basis == "goodput"
     assert rc.at_slo is not None and rc.at_slo.output_usd == pytest.approx(2.0)  # half the good throughput, twice the cost
     rc2 = run_cost(s, usd_per_hour=3.6, capacity_rps=20.0)
     assert rc2.slo_basis == "capacity" and rc2.at_slo.output_usd == pytest.approx(0.5)
-    none = run_cost(RunSummary.from_saved({**d, "goodput_rps": 0.0}, mode="open"), usd_per_hour=3.6)
+    none = run_cost(RunSummary.from_dict({"mode": "open", **d, "goodput_rps": 0.0}), usd_per_hour=3.6)
     assert none.at_slo is None and "SLO" in none.slo_basis
 
 

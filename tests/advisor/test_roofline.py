@@ -71,11 +71,11 @@ def synthetic_run(run_id: str, hw, eff: float, rps: float = 4.0, n_in: int = 100
     wl = Workload(n_in, n_out, concurrency=8.0)
     t = predict(s, hw, wl, e)
     e2e_ms = 8.0 / rps * 1e3  # Little's law gives concurrency 8 back
-    summary = RunSummary.from_saved({
-        "n_ok": 100, "n_in_total": n_in * 100, "n_out_total": n_out * 100, "requests_per_s": rps,
+    summary = RunSummary.from_dict({
+        "mode": "open", "n_ok": 100, "n_in_total": n_in * 100, "n_out_total": n_out * 100, "requests_per_s": rps,
         "ttft_ms": Distribution(100, p50=t.ttft_s * 1e3, p95=t.ttft_s * 1.5e3).to_dict(),
         "tpot_ms": Distribution(100, mean=t.tpot_s * 1e3, p50=t.tpot_s * 1e3, p95=t.tpot_s * 1.2e3).to_dict(),
-        "e2e_ms": Distribution(100, mean=e2e_ms).to_dict()}, mode="open")
+        "e2e_ms": Distribution(100, mean=e2e_ms).to_dict()})
     return RunResult(run_id, "2026-11-21T00:00:00Z", {"name": "copilot"}, {"mode": "open"}, SLOs(), engine(), {},
                      summary, {}, Verdict("VALID"))
 

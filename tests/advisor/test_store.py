@@ -20,7 +20,7 @@ from tests.advisor.recommend.h200 import H200_DIR
 def _result(run_id: str = "r1") -> RunResult:
     return RunResult(run_id=run_id, created_utc="2026-11-21T00:00:00Z", scenario={"name": "copilot"},
                      schedule=RunSchedule("open"), slos=SLOs(ttft_ms=500.0), engine=EngineInfo("fake", "fake", "0", "cpu", "m", "server", "fp32"),
-                     manifest={}, summary=RunSummary.from_saved({"n_requests": 2}, mode="open"), telemetry=TelemetrySummary(), verdict=Verdict("VALID"))
+                     manifest={}, summary=RunSummary.from_dict({"mode": "open", "n_requests": 2}), telemetry=TelemetrySummary(), verdict=Verdict("VALID"))
 
 
 def test_round_trip_result_and_records(tmp_path):
