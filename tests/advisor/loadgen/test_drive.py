@@ -58,6 +58,29 @@ def test_open_loop_sends_on_schedule_even_when_earlier_requests_are_still_runnin
     assert res.records[-1].t_send_ns < res.records[0].t_last_ns  # the last went out before the first finished
 
 
+def test_a_send_on_time_goes_out_before_the_next_prompts_are_built():
+    # A long prompt takes milliseconds of the client's CPU to build (3-6 ms for copilot's on the CI VM). The
+    # loop built the next prompts right after creating a request's task, before that task could send, so a
+    # request woken on time reached the engine a build or more later: the default copilot run was INVALID for
+    # late sends (2026-11-26, p99 lag 10-23 ms at 2.6 req/s). Builds here block the loop for 20 ms each, as
+    # CPU work does; the old order sent most of these requests 20-60 ms late.
+    sched = _schedule("open", [0.1 + i * 0.06 for i in range(12)], n_out=2)
+    base = _specs(sched)
+
+    def slow_spec(i: int) -> RequestSpec:
+        import time
+
+        time.sleep(0.02)  # holds the loop, as a CPU-bound build does
+        return base(i)
+
+    adapter = FakeAdapter(ttft_ms=5, tpot_ms=5)
+    adapter.start()
+    res = asyncio.run(drive(adapter, sched, slow_spec))
+    lags = [(rec.t_send_ns - rec.t_sched_ns) / 1e6 for rec in res.records]
+    assert all(rec.ok for rec in res.records)
+    assert max(lags) < 10, lags  # a whole build (20 ms) late means the build went first
+
+
 def test_chunks_carrying_several_tokens_are_counted_per_token():
     sched = _schedule("open", [0.0], n_out=10)
     res = _run(FakeAdapter(tokens_per_chunk=4), sched)
