@@ -369,7 +369,7 @@ async def _session_loop(schedule: Schedule, records: list[RequestRecord], specs:
     warm_ns = int(schedule.warmup_s * 1e9)
     end_ns = int(plan.window_end_s * 1e9) if plan.window_end_s is not None else None
 
-    async def run(turns: list[int], start_ns: int) -> None:
+    async def run(turns: list[int], start_ns: int, first: SessionTurn | None = None) -> None:
         prev_end = start_ns
         for k, i in enumerate(turns):
             rec, r = records[i], schedule.requests[i]
@@ -380,8 +380,12 @@ async def _session_loop(schedule: Schedule, records: list[RequestRecord], specs:
                     records[j].error_kind = "cancelled"
                     records[j].error = "not sent: its turn fell due after the measurement window ended"
                 break
-            turn = specs.turn(i)  # known since the previous answer ended: built during the think time
-            await _sleep_until(t0 + due)
+            # known since the previous answer ended: built during the think time (a first turn given built)
+            if k == 0 and first is not None:
+                turn = first  # the caller built it and waited until it was due
+            else:
+                turn = specs.turn(i)
+                await _sleep_until(t0 + due)
             rec.t_sched_ns = due
             if end_ns is not None:
                 rec.warmup = due < warm_ns
@@ -403,7 +407,9 @@ async def _session_loop(schedule: Schedule, records: list[RequestRecord], specs:
         return
     for turns in sessions:  # sessions in start order
         start_ns = records[turns[0]].t_sched_ns
+        first = specs.turn(turns[0])  # before its due time, not between it and the send
         await _sleep_until(t0 + start_ns)
-        task = asyncio.create_task(run(turns, start_ns))
+        task = asyncio.create_task(run(turns, start_ns, first))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
+        await asyncio.sleep(0)  # its first turn goes out before the next session's first prompt is built

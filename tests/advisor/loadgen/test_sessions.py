@@ -137,6 +137,29 @@ def test_open_loop_sessions_measure_turns_due_in_the_window_and_send_none_after_
         assert r.t_send_ns - r.t_sched_ns < 50e6  # sent when due (a loose bound: not a speed threshold)
 
 
+def test_an_open_session_s_first_turn_is_built_before_it_falls_due():
+    # Building a turn's prompt is CPU work (here 20 ms that hold the loop). A session's first turn was built
+    # after it fell due, and the next session's first turn before the due one had sent: every first turn went
+    # out a build or more late. Now the first turn is built before its due time and sent before the next is built.
+    class SlowPrompts(SessionPrompts):
+        def turn(self, i):
+            import time
+
+            time.sleep(0.02)
+            return super().turn(i)
+
+    sc = _scenario({"rate_rps": 4.0, "think_s": 0.05}, {"dist": "fixed", "value": 1})
+    sc = sc.model_copy(update={"warmup_s": 0.0, "duration_s": 1.5})
+    sched = build_schedule(sc, seed=3)
+    engine = RecordingFake(None, FakeOptions(echo_ids=True, ttft_ms=2, tpot_ms=1, vocab_size=VOCAB))
+    info = engine.start()
+    prompts = SlowPrompts(sched, VOCAB, token_range=(3, VOCAB), max_model_len=info.max_model_len)
+    res = asyncio.run(drive(engine, sched, prompts))
+    lags = [(r.t_send_ns - r.t_sched_ns) / 1e6 for r in res.records if r.t_send_ns is not None]
+    assert len(lags) >= 3
+    assert max(lags) < 10, lags  # a whole build (20 ms) late means the build went between due and send
+
+
 def test_the_schedule_of_a_session_run_is_a_pure_function_of_scenario_seed_and_overrides():
     sc = _scenario({"rate_rps": 3.0, "think_s": 2.0},
                    {"dist": "lognormal", "mean": 2.6, "median": 1.13, "min": 1, "max": 100})
