@@ -2,6 +2,7 @@
 # The checks a session lent a GPU runs (issue 27's GPU section), prepared so that the machine's 15 minutes go to
 # measuring, not to debugging a command line. Run from the repository root on the GPU machine:
 #
+#   bash benchmarks/gpu_session.sh steps      # first: why steps with a prompt took 90-100 ms on the H200 (~3 min)
 #   bash benchmarks/gpu_session.sh served     # served against core, llama-1b, 1/8/64 users, chat-like lengths (~5 min)
 #   bash benchmarks/gpu_session.sh selftest   # `advisor selftest` (at most ~8 minutes by design)
 #
@@ -38,6 +39,21 @@ export ADVISOR_HOME=${ADVISOR_HOME:-/tmp/advisor-home} PYTHONUNBUFFERED=1 ADVISO
   nproc; } | tee "$OUT/machine.txt"
 
 case "${1:-}" in
+steps)
+    $PY -m advisor_cli models create "$MODEL" --preset "$MODEL" >/dev/null 2>&1 || true
+    # one step with a prompt beside 48 decodes at chat contexts, against the decodes alone (graphs, eager) and the
+    # prompt alone, with the profiler's top operators of the mixed step (benchmarks/mixed_step.py)
+    timeout 240 $PY benchmarks/mixed_step.py --preset "$MODEL" --device "$DEVICE" --batch 48 --context 1300 \
+        --prompt-lens 256,1024 --repeats 5 --profile > "$OUT/mixed_step.json" 2> "$OUT/mixed_step.log"
+    echo "mixed_step exit $?"; grep -E "step .* ms" "$OUT/mixed_step.log"
+    # the H200 run f415's command, then its steps rebuilt as benchmarks/engine_steps.py did for the H200 runs
+    timeout 300 $PY -m advisor_cli bench --engine own --device "$DEVICE" --model "$MODEL" --scenario chat-closed \
+        --full-scale --concurrency 64 --max-input-tokens 3000 --duration 40 --warmup 5 --out "$OUT/runs" \
+        > "$OUT/chat_closed.log" 2>&1
+    echo "chat-closed exit $?"; grep -E "verdict|TPOT|ITL|throughput" "$OUT/chat_closed.log" | head -6
+    run=$(ls -d "$OUT"/runs/*/ 2>/dev/null | tail -1)
+    [ -n "$run" ] && $PY benchmarks/engine_steps.py "$run" | tee "$OUT/engine_steps.txt"
+    ;;
 served)
     $PY -m advisor_cli models create "$MODEL" --preset "$MODEL" >/dev/null 2>&1 || true
     # the H200 runs' traffic shape (chat: ~1,155 in, ~211 out), fixed lengths so both sides get the same work
@@ -53,6 +69,6 @@ selftest)
     cp "$OUT"/selftest/selftest.json "$OUT"/selftest/selftest.html "$OUT"/ 2>/dev/null
     ;;
 *)
-    echo "usage: bash benchmarks/gpu_session.sh served|selftest|wheels" >&2; exit 2
+    echo "usage: bash benchmarks/gpu_session.sh steps|served|selftest|wheels" >&2; exit 2
     ;;
 esac

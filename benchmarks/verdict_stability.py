@@ -54,7 +54,8 @@ def series(name: str, n: int, extra: list[str], out: Path) -> dict:
             "statuses": {s: sum(r["status"] == s for r in rows) for s in {r["status"] for r in rows}},
             "lag_p99_ms_median": statistics.median(p99) if p99 else None,
             "lag_p99_ms_max": max(p99) if p99 else None,
-            "ttft_p50_ms_median": statistics.median(r["ttft_p50_ms"] for r in rows if r.get("ttft_p50_ms")),
+            "ttft_p50_ms_median": statistics.median(t) if (t := [r["ttft_p50_ms"] for r in rows
+                                                                 if r.get("ttft_p50_ms")]) else None,
             "rows": rows}
 
 
