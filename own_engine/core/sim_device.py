@@ -38,8 +38,10 @@ decode 2.20 ms at batch 1, 2.43 ms at 8, 3.40 ms at 64; 1,024 prompt tokens
 in 7.6 ms; 917 ops per eager step (own_engine's forward for llama-1b's 16
 layers: 37 + 55 per layer, counted with a TorchDispatchMode on a mixed step
 of the torch route, 2026-11-26; `benchmarks/eager_ops.py`).
-A custom profile is spelled `sim:1=2.2,8=2.43,64=3.4,prefill=7.6[,ops=917]`
-(batch=ms pairs, ms per 1,024 prefill tokens, host ops per eager step).
+A custom profile is spelled `sim:1=2.2,8=2.43,64=3.4,prefill=7.6[,ops=917][,prompt_step=85]`
+(batch=ms pairs, ms per 1,024 prefill tokens, host ops per eager step, and a fixed time every step that
+carries prompt tokens adds: a what-if knob, 0 unless given; benchmarks/RESULTS.md, "Where the H200's served
+time went", uses it to ask whether the H200's step times alone give its served figures).
 
 A simulated device is never hardware: the run's engine info says so
 (`EngineInfo.device` starts with `sim:`, `extra.simulated_device`), and
@@ -78,6 +80,7 @@ class SimProfile:
     source: str = "custom"
     eager_ops: int = 0  # host ops (kernel launches) of a step that is not a graph replay; 0: a plain sleep
     launch_us: float = 5.0  # host time of one launch
+    prompt_step_ms: float = 0.0  # a fixed device time of every step that carries prompt tokens (a what-if knob)
 
     def __post_init__(self) -> None:
         if not self.decode_ms or any(b < 1 or ms < 0 for b, ms in self.decode_ms):
@@ -88,6 +91,8 @@ class SimProfile:
             raise SimDeviceError(f"prefill ms must be >= 0, got {self.prefill_ms_per_1k}")
         if self.eager_ops < 0 or self.launch_us <= 0:
             raise SimDeviceError(f"ops must be >= 0 and launch_us > 0, got {self.eager_ops} and {self.launch_us}")
+        if self.prompt_step_ms < 0:
+            raise SimDeviceError(f"prompt_step must be >= 0 ms, got {self.prompt_step_ms}")
 
     def launches(self, num_decode_rows: int, num_prefill_tokens: int) -> int:
         """Host ops one step issues: one graph replay for a decode-only step that fits the graphs, else eager_ops."""
@@ -109,7 +114,8 @@ class SimProfile:
     def step_s(self, num_decode_rows: int, num_prefill_tokens: int) -> float:
         """Seconds one step of this shape takes on the simulated device."""
         ms = self.decode_step_ms(num_decode_rows) if num_decode_rows else 0.0
-        ms += self.prefill_ms_per_1k * num_prefill_tokens / PREFILL_TOKENS_PER_UNIT
+        if num_prefill_tokens:
+            ms += self.prefill_ms_per_1k * num_prefill_tokens / PREFILL_TOKENS_PER_UNIT + self.prompt_step_ms
         return ms / 1e3
 
     @property
@@ -121,12 +127,13 @@ class SimProfile:
     def spec(self) -> str:
         points = ",".join(f"{b}={ms:g}" for b, ms in self.decode_ms)
         ops = f",ops={self.eager_ops},launch_us={self.launch_us:g}" if self.eager_ops else ""
-        return f"sim:{points},prefill={self.prefill_ms_per_1k:g}{ops}"
+        fixed = f",prompt_step={self.prompt_step_ms:g}" if self.prompt_step_ms else ""
+        return f"sim:{points},prefill={self.prefill_ms_per_1k:g}{ops}{fixed}"
 
     def to_dict(self) -> dict:
         return {"name": self.name, "device": self.device, "spec": self.spec, "source": self.source,
                 "decode_ms": [[b, ms] for b, ms in self.decode_ms], "prefill_ms_per_1k_tokens": self.prefill_ms_per_1k,
-                "eager_ops": self.eager_ops, "launch_us": self.launch_us,
+                "eager_ops": self.eager_ops, "launch_us": self.launch_us, "prompt_step_ms": self.prompt_step_ms,
                 "note": "SIMULATED device: the forward issues the profile's host ops, then sleeps for the rest of its "
                         "step time; not hardware, never priced"}
 
@@ -151,7 +158,7 @@ def parse_sim(device: str) -> SimProfile:
         return PRESETS[body]
     points: list[tuple[int, float]] = []
     prefill = None
-    ops, launch_us = 0, 5.0
+    ops, launch_us, prompt_step = 0, 5.0, 0.0
     try:
         for part in body.split(","):
             key, _, value = part.partition("=")
@@ -161,16 +168,20 @@ def parse_sim(device: str) -> SimProfile:
                 ops = int(value)
             elif key.strip() == "launch_us":
                 launch_us = float(value)
+            elif key.strip() == "prompt_step":
+                prompt_step = float(value)
             else:
                 points.append((int(key), float(value)))
     except ValueError:
         prefill = None
     if prefill is None or not points:
         raise SimDeviceError(f"unknown simulated device '{device}'; use sim:{' or sim:'.join(PRESETS)}, or "
-                             "sim:1=2.2,8=2.43,64=3.4,prefill=7.6[,ops=917,launch_us=5] (decode ms at batch sizes, ms per "
-                             "1,024 prefill tokens, host ops per eager step and us per op)")
+                             "sim:1=2.2,8=2.43,64=3.4,prefill=7.6[,ops=917,launch_us=5,prompt_step=0] (decode ms at batch "
+                             "sizes, ms per 1,024 prefill tokens, host ops per eager step and us per op, fixed ms of a "
+                             "step that carries a prompt)")
     try:
-        return SimProfile("custom", tuple(sorted(points)), prefill, eager_ops=ops, launch_us=launch_us)
+        return SimProfile("custom", tuple(sorted(points)), prefill, eager_ops=ops, launch_us=launch_us,
+                          prompt_step_ms=prompt_step)
     except SimDeviceError as e:
         raise SimDeviceError(f"simulated device '{device}': {e}") from None
 

@@ -26,7 +26,11 @@ def test_custom_profile_parses_and_bad_ones_say_how_to_spell_it() -> None:
     p = parse_sim("sim:1=1.0,16=2.0,prefill=4")
     assert p.step_s(16, 0) == pytest.approx(2e-3) and p.step_s(0, 2048) == pytest.approx(8e-3)
     assert parse_sim(p.device) == p
-    for bad in ("sim:h100", "sim:1=2", "sim:x=1,prefill=2", "sim:1=-1,prefill=2"):
+    q = parse_sim("sim:1=1.0,16=2.0,prefill=4,prompt_step=85")  # a fixed time for every step with prompt tokens
+    assert q.step_s(16, 0) == pytest.approx(2e-3)  # decode-only steps do not pay it
+    assert q.step_s(16, 1024) == pytest.approx((2 + 4 + 85) * 1e-3) and q.step_s(0, 1) == pytest.approx(85.0039e-3)
+    assert parse_sim(q.device) == q and q.to_dict()["prompt_step_ms"] == 85
+    for bad in ("sim:h100", "sim:1=2", "sim:x=1,prefill=2", "sim:1=-1,prefill=2", "sim:1=1,prefill=2,prompt_step=-1"):
         with pytest.raises(SimDeviceError, match="sim:"):
             parse_sim(bad)
     with pytest.raises(SimDeviceError):
