@@ -11,8 +11,11 @@ one engine with `--batch` sequences decoding at `--context` tokens:
 
 - `decode`: a decode-only step (a CUDA-graph replay on CUDA, when graphs are on);
 - `decode_eager`: the same step with the graphs set aside (CUDA only: what a step pays for running eagerly);
-- `mixed P`: the step that also carries a fresh prompt of P tokens (eager on CUDA, as every step with a prompt
-  is); the prompt is then aborted so the batch stays as it was;
+- `mixed P`: the step that also carries a fresh prompt of about P tokens (eager on CUDA, as every step with a
+  prompt is), a new length each time (P + 1, P + 2, ...: served prompts differ, so a cost paid per new shape shows);
+  the prompt is then aborted so the batch stays as it was;
+- `mixed P, cuDNN SDPA allowed` (CUDA only): the same with SDPA free to take cuDNN's attention, which own_engine
+  forbids (own_engine.model.attention.CUDNN_SDPA: cuDNN builds a plan per new shape); the A/B of that choice;
 - `prefill P`: the prompt alone (`--batch` decodes paused: run on a second engine with no other sequence).
 
 Each is the median of `--repeats` timings with a device sync around the timer, with the step clock's parts
@@ -40,6 +43,7 @@ from model_cache.create import create_model  # noqa: E402
 from model_cache.paths import is_model_dir, models_root  # noqa: E402
 from own_engine.core.llm_engine import LLMEngine  # noqa: E402
 from own_engine.core.sampling_params import SamplingParams  # noqa: E402
+from own_engine.model import attention  # noqa: E402
 
 PARTS = ("host_before", "forward", "sample_output")
 
@@ -66,6 +70,7 @@ def median_parts(samples: list[dict[str, float]]) -> dict[str, float]:
 
 def build(path: Path, args: argparse.Namespace, max_prompt: int) -> LLMEngine:
     ctx = args.context + (args.repeats + 2) * (4 + 2 * len(args.prompt_lens.split(","))) + 64
+    max_prompt += 2 * args.repeats * len(args.prompt_lens.split(",")) + 8  # each timed prompt a new length
     blocks = (args.batch + 1) * -(-max(ctx, max_prompt + 8) // 16) + 16
     return LLMEngine(path, device=args.device, dtype=args.dtype, threads=args.threads, max_num_seqs=args.batch + 1,
                      max_num_batched_tokens=max(args.batch * args.context, args.batch + max_prompt),
@@ -121,9 +126,19 @@ def main(argv: list[str] | None = None) -> int:
         engine.step()  # a decode-only step between, as in serving
         return out
 
+    lengths = iter(range(1, 1 << 20))  # every timed prompt a length not seen before
+
     for n in lens:
-        mixed(n, -1)  # warm-up of this shape
-        rows[f"mixed {n}"] = median_parts([mixed(n, r) for r in range(args.repeats)])
+        mixed(n, -1)  # warm-up near this shape
+        rows[f"mixed {n}"] = median_parts([mixed(n + next(lengths), r) for r in range(args.repeats)])
+    if engine.device.type == "cuda":
+        attention.CUDNN_SDPA = True
+        try:
+            for n in lens:
+                rows[f"mixed {n}, cuDNN SDPA allowed"] = median_parts([mixed(n + next(lengths), r)
+                                                                       for r in range(args.repeats)])
+        finally:
+            attention.CUDNN_SDPA = False
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
 
@@ -150,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         rows[f"prefill {n}"] = median_parts([alone(r) for r in range(args.repeats)])
 
     for name, r in rows.items():
-        print(f"{name:>14}: step {r['step_ms']:9.3f} ms (host before {r['host_before_ms']:.3f}, forward "
+        print(f"{name:>32}: step {r['step_ms']:9.3f} ms (host before {r['host_before_ms']:.3f}, forward "
               f"{r['forward_ms']:.3f}, sampling and output {r['sample_output_ms']:.3f})", file=sys.stderr)
     doc = {"benchmark": "mixed_step", "preset": args.preset, "model": str(path),
            "env": {"python": platform.python_version(), "torch": torch.__version__, "device": str(engine.device),

@@ -12,8 +12,38 @@ stored.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import torch
 import torch.nn.functional as F
+
+# On an H100/H200 (sm90) and sm100, PyTorch 2.10+ with its bundled cuDNN >= 9.15 tries cuDNN's attention first
+# (sdp_utils.cpp, check_prefer_cudnn_attention), and cuDNN builds an execution plan for every new shape: hundreds
+# of ms each (FunASR#3704: 0.44 s on a B200 with torch 2.11; sglang#4650: ~400 ms). A served engine's eager
+# steps meet a new shape almost every time (each prompt's length, each batch's longest context), so own_engine
+# never lets SDPA take cuDNN on a GPU. The H200 runs (torch 2.11) show the cost this likely was: every step that
+# carried a prompt took 88-103 ms, whatever its size (benchmarks/RESULTS.md, "Where the H200's served time went").
+CUDNN_SDPA = False  # True only for an A/B of that cost (benchmarks/mixed_step.py --cudnn-sdpa)
+
+
+@contextlib.contextmanager
+def _without_cudnn_sdpa() -> Iterator[None]:
+    was = torch.backends.cuda.cudnn_sdp_enabled()
+    torch.backends.cuda.enable_cudnn_sdp(False)
+    try:
+        yield
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(was)
+
+
+def sdpa_backends(device: torch.device) -> contextlib.AbstractContextManager[None]:
+    """The SDPA backends own_engine's forward may use on `device`: on CUDA all but cuDNN's (see CUDNN_SDPA);
+    elsewhere PyTorch's choice. The switch is process-wide while the forward runs (PyTorch's flags are global),
+    and is put back after it."""
+    if device.type != "cuda" or CUDNN_SDPA:
+        return contextlib.nullcontext()
+    return _without_cudnn_sdpa()
 
 
 def causal_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from model_cache.config import ModelConfig
+from own_engine.model.attention import sdpa_backends
 from own_engine.model.rope import apply_rope, rope_cache
 
 
@@ -127,7 +128,8 @@ class LlamaModel(nn.Module):
                 logits_indices: torch.Tensor | None = None) -> torch.Tensor:
         """input_ids/positions [T] -> logits [N, vocab] fp32 (N = T when logits_indices is None)."""
         x = F.embedding(input_ids, self.embed_tokens)
-        x = self.decoder(self, x, positions, attn)
+        with sdpa_backends(x.device):  # never cuDNN's attention on a GPU: a plan build per new shape (attention.py)
+            x = self.decoder(self, x, positions, attn)
         if logits_indices is not None:
             x = x[logits_indices]
         x = self.norm(x)
