@@ -259,13 +259,13 @@ async def _stream_into(adapter: Adapter, rec: RequestRecord, spec: RequestSpec, 
             rec.chunk_t_engine_ns.clear()  # only some chunks had one: keep none rather than misalign
 
 
-async def _sleep_until(t_target_ns: int, idle: Callable[[], bool] | None = None) -> None:
+async def _sleep_until(t_target_ns: int) -> None:
     """Until t_target_ns; always yields to the loop at least once, so requests already due go out first.
 
     The last _SPIN_S are spent yielding to the loop (it serves I/O meanwhile); when a turn of the loop
-    found nothing else to do, `idle()` may do a small piece of work ahead of time (it says whether it did),
-    else the thread naps _NAP_S so an idle client does not burn its core (its CPU per request stays a
-    real figure), at the cost of a chunk stamped up to ~0.1 ms late in an idle moment.
+    found nothing else to do, the thread naps _NAP_S so an idle client does not burn its core (its CPU per
+    request stays a real figure), at the cost of a chunk stamped up to ~0.1 ms late in an idle moment. No
+    other work is done in those turns: a piece of work that outlasts them makes the send late.
     """
     delay = (t_target_ns - time.perf_counter_ns()) / 1e9
     while delay > _SPIN_S:
@@ -279,8 +279,7 @@ async def _sleep_until(t_target_ns: int, idle: Callable[[], bool] | None = None)
         await asyncio.sleep(0)
         after = time.perf_counter_ns()
         if after - now < _IDLE_TURN_NS and t_target_ns - after > _NAP_NS:
-            if idle is None or not idle():
-                time.sleep(_NAP_S)
+            time.sleep(_NAP_S)
             after = time.perf_counter_ns()
         now = after
 
@@ -291,7 +290,6 @@ async def _open_loop(records: list[RequestRecord], specs: SpecSource, one, t0: i
     ahead: dict[int, RequestSpec] = {}
     built = 0  # position in `order` of the next prompt to build
     burst = 0  # requests started in this turn of the loop
-    k = 0
     build_ns = _PREFETCH_MARGIN_NS // 2  # the longest prompt build seen: a build ahead must end before the send
 
     def build(j: int) -> None:
@@ -305,23 +303,16 @@ async def _open_loop(records: list[RequestRecord], specs: SpecSource, one, t0: i
         """A prompt built ahead now would still end well before the send due at `due`."""
         return due - time.perf_counter_ns() > max(_PREFETCH_MARGIN_NS, 2 * build_ns)
 
-    def build_one() -> bool:
-        """In an idle moment before a send: the next prompt ahead, if fewer than PREFETCH_MAX are and it fits."""
-        if built >= len(order) or built >= k + PREFETCH_MAX or not room(t0 + records[order[k]].t_sched_ns):
-            return False
-        build(built)
-        return True
-
     for k, i in enumerate(order):
         due = t0 + records[i].t_sched_ns
-        # build this request's prompt, then the next ones while the send is still comfortably far away
-        # (and in idle moments while waiting for it: build_one), so sends after a stall find theirs built
+        # build this request's prompt, then the next ones while the send is still comfortably far away, so
+        # sends after a stall find theirs built
         while built < len(order) and (built <= k or (built < k + PREFETCH_MAX and room(due))):
             build(built)
         if burst < _BURST_MAX and due <= time.perf_counter_ns():
             burst += 1  # late already (the loop stalled): sent in this same turn, before any answer is read
         else:
-            await _sleep_until(due, build_one)
+            await _sleep_until(due)
             burst = 1
         task = asyncio.create_task(one(records[i], ahead.pop(i)))
         tasks.add(task)
