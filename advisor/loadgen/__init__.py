@@ -1,6 +1,7 @@
 """The load generator: a schedule driven into an engine, on one process, several, or Ray actors; raw records out.
 
 - `drive`: the asyncio loop that sends a schedule (open, closed, offline, sessions) and records what it saw;
+  `send_loops`: when each request goes out (the open, closed and session loops and their precise wait);
 - `spec_source`: schedule index -> the concrete request, built as it goes out; `sessions`: multi-turn prompts;
 - `records`: one raw `RequestRecord` per request (metrics are computed from these in `advisor.metrics`);
 - `eventloop`: uvloop or asyncio, the loop a run is driven on;
