@@ -24,7 +24,6 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 BATCH_EDGES = (0, 1, 2, 4, 8, 16, 24, 32, 48, 64, 128, 256, 1 << 20)
@@ -118,5 +117,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    np.seterr(all="ignore")
     sys.exit(main())
