@@ -44,6 +44,7 @@ _RECORD_SCHEMA = pa.schema([
     ("max_tokens", pa.int64()), ("warmup", pa.bool_()), ("token_source", pa.string()),
     ("error_kind", pa.string()), ("error", pa.string()), ("worker", pa.int32()),
     ("session_id", pa.int64()), ("turn", pa.int32()), ("n_in_shared", pa.int64()), ("turns_dropped", pa.int32()),
+    ("client_wait_ns", pa.int64()),
 ])
 class RunNotSaved(RuntimeError):
     """The run was measured but could not be written (a full disk); `result` holds it all, `path` is None."""

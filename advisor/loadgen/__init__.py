@@ -2,6 +2,7 @@
 
 - `drive`: the asyncio loop that sends a schedule (open, closed, offline, sessions) and records what it saw;
   `send_loops`: when each request goes out (the open, closed and session loops and their precise wait);
+  `cpu_wait`: how long each send waited for the client's CPU behind another task (the kernel's count);
 - `spec_source`: schedule index -> the concrete request, built as it goes out; `sessions`: multi-turn prompts;
 - `records`: one raw `RequestRecord` per request (metrics are computed from these in `advisor.metrics`);
 - `eventloop`: uvloop or asyncio, the loop a run is driven on;

@@ -24,6 +24,7 @@ from typing import Any
 
 from adapters.base import Adapter, AdapterError, Chunk, RequestSpec
 from adapters.deadlines import DONE, EXPIRED, Deadlines
+from advisor.loadgen import cpu_wait
 from advisor.loadgen.records import RequestRecord
 from advisor.loadgen.send_loops import (
     PREFETCH_MARGIN_NS,
@@ -68,8 +69,12 @@ async def drive(adapter: Adapter, schedule: Schedule, specs: SpecSource | Sessio
                              n_in_client=r.n_in, max_tokens=r.n_out, warmup=r.warmup, worker=worker,
                              session_id=r.session_id, turn=r.turn if r.session_id is not None else None)
                for r in schedule.requests]
-    async with _young_gc_only():  # entered before t0: its one full collection must not delay the first send
-        return await _drive(adapter, schedule, records, specs, timeout_s, max_run_s, progress, start_ns, on_record)
+    cpu_wait.mark()
+    try:
+        async with _young_gc_only():  # entered before t0: its one full collection must not delay the first send
+            return await _drive(adapter, schedule, records, specs, timeout_s, max_run_s, progress, start_ns, on_record)
+    finally:
+        cpu_wait.close()
 
 
 async def _drive(adapter: Adapter, schedule: Schedule, records: list[RequestRecord], specs: SpecSource | SessionSource,
@@ -197,6 +202,7 @@ async def _stream_into(adapter: Adapter, rec: RequestRecord, spec: RequestSpec, 
                        keep: list[Chunk] | None = None) -> None:
     """Stream one request into its record; `keep` (multi-turn sessions) also receives the chunks themselves."""
     rec.t_send_ns = time.perf_counter_ns() - t0
+    rec.client_wait_ns = cpu_wait.since_mark()
     rec.n_in_client = spec.n_in
     n_prompt: int | None = None
     n_total: int | None = None

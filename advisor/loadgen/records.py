@@ -18,6 +18,9 @@ class RequestRecord(FileForm):
     request_id: str
     t_sched_ns: int  # when the schedule said to send it
     t_send_ns: int | None = None  # when it was actually sent (None: never sent)
+    # the sending thread's run-queue time (runnable, another task on its CPU) from the send loop's last wait
+    # before this send, or the previous send, to this send (advisor.loadgen.cpu_wait; None: not known here)
+    client_wait_ns: int | None = None
     chunk_t_ns: list[int] = field(default_factory=list)  # arrival time of each chunk
     chunk_tokens: list[int] = field(default_factory=list)  # output tokens carried by each chunk
     chunk_t_engine_ns: list[int] = field(default_factory=list)  # engine's own stamp per chunk, where it gives one

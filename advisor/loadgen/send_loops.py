@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from adapters.base import Chunk, RequestSpec
+from advisor.loadgen import cpu_wait
 from advisor.loadgen.records import RequestRecord
 from scenarios.types import Schedule
 
@@ -62,6 +63,8 @@ async def sleep_until(t_target_ns: int) -> None:
     """
     delay = (t_target_ns - time.perf_counter_ns()) / 1e9
     while delay > _SPIN_S:
+        # the client's run-queue wait is counted from the last of these sleeps to the send (RequestRecord)
+        cpu_wait.mark()
         # A timer overshoots in proportion to its length on some VMs (seen: 0.6 s asleep woke 2.5 ms late, more
         # under load), past _SPIN_S: so a long wait stops short by _OVERSHOOT_SHARE of itself and sleeps again.
         await asyncio.sleep(delay - _SPIN_S - _OVERSHOOT_SHARE * delay)

@@ -367,7 +367,10 @@ def lag_and_cpu(records: list[RequestRecord], cpu_s: float | None) -> dict[str, 
     """Send-lag p50/p99 (ms) over measured sends, and CPU per request, for one driver or worker."""
     lags = np.array([(r.t_send_ns - r.t_sched_ns) / 1e6 for r in records if r.t_send_ns is not None and not r.warmup])
     sent = sum(1 for r in records if r.t_send_ns is not None)
+    waits = [r.client_wait_ns for r in records if r.client_wait_ns is not None]
     return {"n_sent": sent,
+            # the sending thread's run-queue time over its sends' waits (advisor.loadgen.cpu_wait)
+            "client_wait_ms": round(sum(waits) / 1e6, 3) if waits else None,
             "lag_p50_ms": round(float(np.percentile(lags, 50)), 4) if lags.size else None,
             "lag_p99_ms": round(float(np.percentile(lags, 99)), 4) if lags.size else None,
             "cpu_ms_per_request": round(cpu_s / sent * 1e3, 4) if cpu_s is not None and sent else None}

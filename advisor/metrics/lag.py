@@ -84,6 +84,9 @@ class LagCheck(FileForm):
     n_late: int  # sends later than L
     critical: int  # late sends that would fail the check
     ok: bool
+    # late sends the client's own CPU wait explains: lag minus the sending thread's run-queue time before it
+    # (RequestRecord.client_wait_ns) is within the limit. None: the run has no wait figures (not Linux, or older)
+    n_late_waited: int | None = None
 
     def reason(self) -> str | None:
         """One sentence when the check failed, else None."""
@@ -92,18 +95,36 @@ class LagCheck(FileForm):
         return (f"The load generator fell behind: {self.n_late} of {self.n} sends were later than the "
                 f"{self.limit_ms:.3g} ms limit (t_send - t_sched), more than the {self.critical - 1} that 1% late "
                 "sends could explain at 95% confidence, so the offered load was not the scheduled one; lower the "
-                "rate or run the client on a less busy machine (--workers, or a core of its own).")
+                "rate or run the client on a less busy machine (--workers, or a core of its own)." + self._waited())
+
+    def _waited(self) -> str:
+        if self.n_late_waited is None:
+            return ""
+        if self.n_late_waited == 0:
+            return (" None of the late sends is explained by the client waiting for its CPU behind another task "
+                    "(the kernel's run-queue time): the load generator itself was busy, or its CPU did not run.")
+        return (f" {self.n_late_waited} of the {self.n_late} late sends waited that long for the client's CPU "
+                "behind another task (the kernel's run-queue time): other work on that CPU delayed them.")
 
 
-def check_lag(lags_ms: Sequence[float], ttft_p50_ms: float | None, arrival_rps: float | None) -> LagCheck | None:
-    """Judge a run's send lags (open loop); None when nothing was sent."""
+def check_lag(lags_ms: Sequence[float], ttft_p50_ms: float | None, arrival_rps: float | None,
+              waits_ms: Sequence[float | None] | None = None) -> LagCheck | None:
+    """Judge a run's send lags (open loop); None when nothing was sent.
+
+    `waits_ms`, aligned with `lags_ms`: each send's client run-queue wait (None where unknown). A late send
+    whose lag minus its wait is within the limit counts as waited (`n_late_waited`): the machine's, not the
+    load generator's. It is still late: the verdict does not change, its reason says which it was.
+    """
     if not lags_ms:
         return None
     limit = lag_limit_ms(ttft_p50_ms, arrival_rps)
     n = len(lags_ms)
     late = sum(1 for x in lags_ms if x > limit)
     crit = critical_count(n)
-    return LagCheck(limit_ms=round(limit, 4), n=n, n_late=late, critical=crit, ok=late < crit)
+    waited = None
+    if waits_ms is not None and any(w is not None for w in waits_ms):
+        waited = sum(1 for x, w in zip(lags_ms, waits_ms) if x > limit and w is not None and x - w <= limit)
+    return LagCheck(limit_ms=round(limit, 4), n=n, n_late=late, critical=crit, ok=late < crit, n_late_waited=waited)
 
 
 def held(target_rps: float, achieved_rps: float | None, n_errors: int, lag: LagCheck | None) -> bool:

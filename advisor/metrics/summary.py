@@ -168,8 +168,10 @@ def summarize(records: Sequence[RequestRecord], *, mode: Mode, slos: SLOs, windo
     signals = saturation_signals(records, measured, window)
     lag = None
     if mode == "open":
-        lags = [v for r in measured if (v := pr.client_queue_ms(r)) is not None]
-        lag = check_lag(lags, dists["ttft_ms"].p50, signals.arrival_rps)
+        sent = [r for r in measured if pr.client_queue_ms(r) is not None]
+        lags = [pr.client_queue_ms(r) for r in sent]
+        waits = [None if r.client_wait_ns is None else r.client_wait_ns / 1e6 for r in sent]
+        lag = check_lag(lags, dists["ttft_ms"].p50, signals.arrival_rps, waits)
     return RunSummary(
         n_requests=n,
         n_ok=len(ok),

@@ -65,9 +65,10 @@ def test_a_saved_run_reads_back_and_writes_the_same_file(tmp_path):
 
 
 def test_the_h200_runs_load_and_gain_only_the_later_tpot_keys():
-    """Files written by an older advisor (tests/data): each loads, and writing it again adds the two keys
-    that came later (the (n_out - 1) TPOT, read from the old `tpot_ms`), drops the two copies of the offered
-    rate that the summary's `offered_rps` now holds alone (advisor.run_rates), and changes nothing else."""
+    """Files written by an older advisor (tests/data): each loads, and writing it again adds the keys that
+    came later (the (n_out - 1) TPOT, read from the old `tpot_ms`; the lag check's `n_late_waited`, null: those
+    runs have no wait figures), drops the two copies of the offered rate that the summary's `offered_rps` now
+    holds alone (advisor.run_rates), and changes nothing else."""
     runs = sorted(H200_DIR.glob("*/result.json"))
     assert len(runs) == 3
     for f in runs:
@@ -77,6 +78,9 @@ def test_the_h200_runs_load_and_gain_only_the_later_tpot_keys():
         assert run.engine.batching == "continuous" and run.verdict.status in ("VALID", "SATURATED")
         assert new["summary"].pop("tpot_n_minus_1_ms") == old["summary"]["tpot_ms"]
         assert new["summary"].pop("tpot_definition") == "n_out_minus_1"
+        for checked in (new["summary"]["lag_check"], new["loadgen"]["lag_check"]):
+            if checked is not None:  # open-loop runs
+                assert checked.pop("n_late_waited") is None
         assert old["schedule"].pop("offered_rps") == old["summary"]["offered_rps"]  # the same figure, twice
         old["schedule"]["effective"].pop("offered_rps")  # the arrival's target rate, now Settings.target_rps
         assert json.dumps(new, indent=1) == json.dumps(old, indent=1)  # the rest: same keys, order and values
