@@ -84,8 +84,11 @@ def test_itl_matches_the_servers_own_per_token_gaps(fault_server, model_dir, tmp
     # independently by the server: how late its 8 ms sleeps woke (p99; ~1 ms on a quiet machine, 5 ms in CI).
     # A wrong split of a chunk's tokens puts whole gaps in the tail (0 and 2x8 ms at k=2) and is caught by the median and bias checks below as well.
     # TPOT per request is the server's (the tokens after the first chunk over the time they took), typically to
-    # 1%: a client that read the first two chunks in one go (busy) loses a gap on that request, so not each one
-    assert np.median(np.abs(tpot_diff)) <= 0.01, f"TPOT off the server's by {np.median(np.abs(tpot_diff)):.1%}"
+    # 1%: a client that read the first two chunks in one go (busy) loses a gap on that request, so not each one.
+    # The median is held to 2%: in a bad hour of the CI VM (2026-11-26 18:10, when the machine took 309 ms of
+    # 10 s from the client's CPU: benchmarks/machine_noise.py) it was 1.07% at k=8. One token miscounted is
+    # 1/(n_out - first chunk's tokens) of TPOT, 4.3-6.3% here, and the per-chunk counts are checked exactly above
+    assert np.median(np.abs(tpot_diff)) <= 0.02, f"TPOT off the server's by {np.median(np.abs(tpot_diff)):.1%}"
     server_late_ms = float(np.percentile(np.array(server_itl) - TPOT_MS, 99))
     for q, tol_ms in ((50, max(0.03 * np.median(server_itl), 0.5)),
                       (99, max(0.05 * np.percentile(server_itl, 99), 1.0 + server_late_ms))):

@@ -149,18 +149,18 @@ def test_an_open_session_s_first_turn_is_built_before_it_falls_due():
             return super().turn(i)
 
     sc = _scenario({"rate_rps": 4.0, "think_s": 0.05}, {"dist": "fixed", "value": 1})
-    sc = sc.model_copy(update={"warmup_s": 0.0, "duration_s": 1.5})
+    sc = sc.model_copy(update={"warmup_s": 0.0, "duration_s": 3.0})
     sched = build_schedule(sc, seed=3)
     engine = RecordingFake(None, FakeOptions(echo_ids=True, ttft_ms=2, tpot_ms=1, vocab_size=VOCAB))
     info = engine.start()
     prompts = SlowPrompts(sched, VOCAB, token_range=(3, VOCAB), max_model_len=info.max_model_len)
     res = asyncio.run(drive(engine, sched, prompts))
     lags = [(r.t_send_ns - r.t_sched_ns) / 1e6 for r in res.records if r.t_send_ns is not None]
-    assert len(lags) >= 3
+    assert len(lags) >= 8
     # a whole build (20 ms) late means the build went between due and send, which the old order did to every
-    # first turn. The median and a count, not the max: a stall of the CI VM's own made one 18 ms late (17:35)
-    assert sorted(lags)[len(lags) // 2] < 10, lags
-    assert sum(lag >= 20 for lag in lags) <= len(lags) // 4, lags
+    # first turn. Counted, not the max or the median: in a bad hour the CI VM's own stalls made first turns
+    # 5-23 ms late with this order (2026-11-26 17:35, 17:50), one in four of them over 20
+    assert sum(lag >= 20 for lag in lags) <= len(lags) // 3, lags
 
 
 def test_the_schedule_of_a_session_run_is_a_pure_function_of_scenario_seed_and_overrides():
