@@ -23,13 +23,13 @@ late sends held across it:
   in both runs, 8-60 sends of 118-201 (up to 50%), while an hour earlier plain runs of chat had 0-1.
 - What the machine took: `python benchmarks/machine_noise.py` (17:31) lost 309 ms in 10 s on the client's CPU
   while the engine's was busy, in 30 gaps of 5-12 ms, to the VM's own housekeeping (DAMON's kdamond, the VM
-  agent); the same kind of loop at 16:50 lost 139 ms. A fresh page costs 3-8 us to touch here (256 MiB, 17:34).
+  agent); the same kind of loop at 16:45 lost 139 ms. A fresh page costs 3-8 us to touch here (256 MiB, 17:34).
 - In a probed run in the bad hour (17:33), sends were late by 5-34 ms; the client's thread had waited for its
   CPU behind another task for 3 of the 47 (the lag check now says so, `n_late_waited`). For the others its
   thread was on its CPU for milliseconds of work that takes microseconds (sending one request to the engine,
-  a pickle and a socket write: 9-19 ms). The likeliest reading, not proven: the host did not run this virtual
-  CPU while the guest counted it as running (steal time reads 0 here throughout); no client design removes
-  that.
+  a pickle and a socket write: 9-19 ms; the same send alone took 46-50 us at p50). What stalled it is not
+  identified: the host not running this virtual CPU (steal time reads 0 here), or interrupt work billed to
+  the thread; neither is the client's to remove.
 Most of what looked like machine noise before 2026-11-26 was the load generator's own fault (it built the next
 prompts before a request woken on time had sent; fixed in 4364cde): that fault is held by test_drive.
 """
