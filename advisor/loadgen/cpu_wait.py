@@ -8,8 +8,8 @@ within the lag limit was made late by the machine, not by the load generator's o
 counts them; docs/metrics.md, "The send-lag rule").
 
 One `pread` of an open file per reading (~0.5 us on the CI VM). The file is opened per thread, on first use in
-it: /proc/thread-self names the thread that opens it (and a forked child opens its own). Where the file does not exist (not Linux, or a kernel
-without schedstats) every reading is None and so is every record's wait.
+it: /proc/thread-self names the thread that opens it (and a forked child opens its own). Where the file does
+not exist (not Linux, or a kernel without schedstats) every reading is None and so is every record's wait.
 """
 
 from __future__ import annotations

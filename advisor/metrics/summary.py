@@ -168,10 +168,9 @@ def summarize(records: Sequence[RequestRecord], *, mode: Mode, slos: SLOs, windo
     signals = saturation_signals(records, measured, window)
     lag = None
     if mode == "open":
-        sent = [r for r in measured if pr.client_queue_ms(r) is not None]
-        lags = [pr.client_queue_ms(r) for r in sent]
+        sent = [r for r in measured if r.t_send_ns is not None]
         waits = [None if r.client_wait_ns is None else r.client_wait_ns / 1e6 for r in sent]
-        lag = check_lag(lags, dists["ttft_ms"].p50, signals.arrival_rps, waits)
+        lag = check_lag([pr.client_queue_ms(r) for r in sent], dists["ttft_ms"].p50, signals.arrival_rps, waits)
     return RunSummary(
         n_requests=n,
         n_ok=len(ok),
