@@ -37,6 +37,9 @@ class OwnOptions(OwnStaticOptions):
     kv_cache_gb: float | None = Field(None, gt=0, description="KV cache size in GiB")
     block_size: int = Field(16, ge=1, le=1024, description="KV cache block size in tokens")
     cuda_graphs: bool | None = Field(None, description="CUDA graphs for decode (default: on for CUDA)")
+    overlap: bool | None = Field(None, description="overlap scheduling: the next step is scheduled and launched "
+                                                   "while one runs (default: on where the device allows it, so far "
+                                                   "a simulated device only)")
 
 
 class OwnAdapter(Adapter):
@@ -63,7 +66,8 @@ class OwnAdapter(Adapter):
         assert isinstance(o, OwnOptions)
         return LLMEngine(self.model, max_num_seqs=o.max_batch or DEFAULT_MAX_BATCH,
                          max_num_batched_tokens=o.max_num_batched_tokens, kv_cache_gb=o.kv_cache_gb,
-                         block_size=o.block_size, cuda_graphs=o.cuda_graphs, **self._engine_kwargs())
+                         block_size=o.block_size, cuda_graphs=o.cuda_graphs, overlap=o.overlap,
+                         **self._engine_kwargs())
 
     def _start(self) -> EngineInfo:
         from own_engine.core.async_engine import AsyncLLMEngine
@@ -84,7 +88,8 @@ class OwnAdapter(Adapter):
             notes.append(f"SIMULATED device {d['simulated_device']['device']}: the forward sleeps for the profile's "
                          "step times; the tokens are not the model's and no hardware ran this")
         if "block_size" in d:
-            extra.update(block_size=d["block_size"], kv_blocks_total=d["kv_blocks_total"], cuda_graphs=d["cuda_graphs"])
+            extra.update(block_size=d["block_size"], kv_blocks_total=d["kv_blocks_total"], cuda_graphs=d["cuda_graphs"],
+                         overlap=d["overlap"])
         return EngineInfo(adapter=self.name, engine="own_engine", version=advisor_version, device=d["device"],
                           model=d["model_path"], format="hf-safetensors", precision=d["precision"],
                           batching=self.batching, threads=d["threads"],  # type: ignore[arg-type]

@@ -125,7 +125,9 @@ def core_child(device: str, model: str, c: int, threads: int | None, cpus: list[
     from own_engine.core.llm_engine import LLMEngine
     from own_engine.core.sampling_params import SamplingParams
 
-    kw = {k: int(v) for k, v in opts.items() if k in ("max_num_batched_tokens", "block_size")}
+    kw: dict = {k: int(v) for k, v in opts.items() if k in ("max_num_batched_tokens", "block_size")}
+    if "overlap" in opts:
+        kw["overlap"] = opts["overlap"].lower() in ("1", "true", "yes", "on")
     engine = LLMEngine(model, device=device, threads=threads, max_num_seqs=c, **kw)
     rng = random.Random(0)
     vocab = engine.config.vocab_size

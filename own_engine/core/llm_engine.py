@@ -28,7 +28,7 @@ from own_engine.core.sampler import Sampler
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.core.scheduler import Scheduler
 from own_engine.core.sequence import Sequence, StepOutput
-from own_engine.core.sim_device import SimProfile, SimRunner, is_sim, parse_sim
+from own_engine.core.sim_device import SimProfile, SimRunner, SimStep, is_sim, parse_sim
 from own_engine.core.step_clock import StepClock
 from own_engine.kernels.backends import SIMULATED, choose
 from own_engine.model.loader import load_model
@@ -67,7 +67,7 @@ class LLMEngine:
                  max_model_len: int | None = None, block_size: int = 16, num_kv_blocks: int | None = None,
                  kv_cache_gb: float | None = None, kv_cache_memory_fraction: float | None = None,
                  threads: int | None = None, seed: int = 0, cuda_graphs: bool | None = None,
-                 linear_kernels: str = "auto", release_freed_kv: bool = True) -> None:
+                 linear_kernels: str = "auto", release_freed_kv: bool = True, overlap: bool | None = None) -> None:
         if threads is not None:
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
@@ -122,6 +122,14 @@ class LLMEngine:
             self.block_manager.on_free = self.runner.release_blocks
         if self.runner.graphs is not None:
             self.runner.graphs.capture_all()
+        # overlap scheduling (docs/engines.md, "Overlap scheduling"): step n+1 is scheduled, prepared and launched
+        # while step n runs on the device; only a runner that launches without waiting can (the simulated device)
+        can_overlap = getattr(self.runner, "supports_overlap", False)
+        if overlap and not can_overlap:
+            raise ValueError("overlap scheduling needs a device the host does not wait for: only a simulated device "
+                             "(sim:...) launches without waiting so far; leave overlap off on cpu and cuda")
+        self.overlap = can_overlap if overlap is None else overlap
+        self._in_flight: tuple[SimStep, list[tuple[Sequence, int]]] | None = None
         self.seqs: dict[int, Sequence] = {}
         self.num_steps = 0
         self.max_batch_seen = 0
@@ -175,10 +183,13 @@ class LLMEngine:
             self.scheduler.abort(seq)
 
     def has_unfinished(self) -> bool:
-        return self.scheduler.has_unfinished()
+        return self.scheduler.has_unfinished() or self._in_flight is not None
 
     def step(self) -> list[StepOutput]:
-        """One engine step: the new token of every sequence that sampled one (decodes, finished prefills)."""
+        """One engine step: the new token of every sequence that sampled one (decodes, finished prefills). With
+        overlap, the tokens of the step launched by the call before: this call launches the next step first."""
+        if self.overlap:
+            return self._step_overlapped()
         self.clock.begin()
         batch = self.scheduler.schedule()
         if not batch.seqs:
@@ -193,6 +204,36 @@ class LLMEngine:
             if s.is_finished:
                 del self.seqs[s.seq_id]
         self.clock.engine_done()
+        return out
+
+    def _step_overlapped(self) -> list[StepOutput]:
+        """Schedule and launch step n+1, then wait for step n and resolve its tokens. Step n+1 was scheduled as if
+        every sequence of step n went on (`Scheduler.advance`); a row of one that step n stopped at an EOS is
+        dropped. The clock's `forward` is here the launch plus the wait for the step before."""
+        clock = self.clock
+        clock.begin()
+        batch = self.scheduler.schedule()
+        launched = None
+        clock.mark_forward_start()
+        if batch.seqs:
+            launched = (self.runner.launch(batch), self.scheduler.advance(batch))  # type: ignore[union-attr]
+            self.num_steps += 1
+            self.max_batch_seen = max(self.max_batch_seen, len(batch.seqs))
+        prev, self._in_flight = self._in_flight, launched
+        if prev is None and launched is None:
+            clock.cancel()
+            return []
+        out: list[StepOutput] = []
+        token_ids = prev[0].result() if prev is not None else []
+        clock.mark_forward_end()
+        if prev is not None:
+            for seq, tok, finished in self.scheduler.resolve(prev[1], token_ids):
+                if seq.seq_id not in self.seqs:  # aborted while its step ran
+                    continue
+                out.append((seq.seq_id, [tok], finished))
+                if finished:
+                    del self.seqs[seq.seq_id]
+        clock.engine_done()
         return out
 
     def generate(self, prompts: list[list[int]], params: SamplingParams | list[SamplingParams]) -> list[list[int]]:
@@ -210,7 +251,7 @@ class LLMEngine:
         return {**describe_model(self), "block_size": self.block_size, "kv_blocks_total": self.num_kv_blocks,
                 "kv_cache_bytes": self.num_kv_blocks * self.block_size * kv_bytes_per_token(self.model),
                 "max_num_seqs": self.max_num_seqs, "max_num_batched_tokens": self.max_num_batched_tokens,
-                "cuda_graphs": self.cuda_graphs,
+                "cuda_graphs": self.cuda_graphs, "overlap": self.overlap,
                 **self.kernels.describe(),
                 "kv_page_release": self.runner.release_blocks.enabled,
                 "simulated_device": self.runner.describe() if isinstance(self.runner, SimRunner) else None}

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from own_engine.core.block_manager import BlockManager
 from own_engine.core.sequence import Sequence, SequenceStatus
 
+PLACEHOLDER = -1  # a sampled token not yet known on the host (overlap scheduling: `advance`, then `resolve`)
+
 
 @dataclass(frozen=True)
 class ScheduledBatch:
@@ -149,6 +151,41 @@ class Scheduler:
             if stop_reached(seq, self.eos_token_ids, self.max_model_len):
                 self.finish(seq)
         return sampled
+
+    def advance(self, batch: ScheduledBatch) -> list[tuple[Sequence, int]]:
+        """Overlap scheduling (`LLMEngine(overlap=True)`): account a launched step's tokens before its sampled ids
+        are known, so the next step can be scheduled while this one runs. Each sequence that samples gets
+        PLACEHOLDER at the index its token will take, and stops now if a count (max_tokens, the context) ends it.
+        Returns (sequence, index) per sampled token, in batch order, for `resolve`."""
+        rows: list[tuple[Sequence, int]] = []
+        for seq, n in zip(batch.seqs, batch.num_new_tokens, strict=True):
+            seq.num_computed_tokens += n
+            if seq.num_computed_tokens == len(seq):
+                rows.append((seq, len(seq)))
+                seq.append_token(PLACEHOLDER)
+                if seq.num_completion_tokens >= seq.params.max_tokens or len(seq) >= self.max_model_len:
+                    self.finish(seq)
+        return rows
+
+    def resolve(self, rows: list[tuple[Sequence, int]], token_ids: list[int]) -> list[tuple[Sequence, int, bool]]:
+        """The sampled ids of an advanced step arrived: fill its placeholders and stop a sequence at an EOS. A
+        token at or past an earlier stop (an EOS resolved after this step was launched) is dropped, with the
+        placeholders past the EOS. Returns (sequence, token, finished) per kept token."""
+        out: list[tuple[Sequence, int, bool]] = []
+        for (seq, i), tok in zip(rows, token_ids, strict=True):
+            if i >= len(seq.token_ids):
+                continue
+            seq.token_ids[i] = tok
+            p = seq.params
+            if not p.ignore_eos and tok in self.eos_token_ids and i + 1 - seq.num_prompt_tokens >= p.min_tokens:
+                del seq.token_ids[i + 1:]
+                if seq.status is SequenceStatus.RUNNING:
+                    self.finish(seq)
+                elif seq.status is SequenceStatus.WAITING:  # preempted after this step was launched
+                    self.waiting.remove(seq)
+                    seq.status = SequenceStatus.FINISHED
+            out.append((seq, tok, seq.is_finished and i == len(seq.token_ids) - 1))
+        return out
 
     def finish(self, seq: Sequence) -> None:
         seq.status = SequenceStatus.FINISHED

@@ -191,6 +191,7 @@ class SimRunner:
 
     graphs = None
     native = None
+    supports_overlap = True  # `launch` returns before the step's device time has passed
 
     def __init__(self, profile: SimProfile, *, vocab_size: int, eos_token_ids: tuple[int, ...], block_size: int,
                  clock: StepClock) -> None:
@@ -203,6 +204,7 @@ class SimRunner:
 
         self.release_blocks = KVPageRelease([])  # no cache memory to give back
         self._op_in, self._op_out = _launch_tensors(profile.launch_us) if profile.eager_ops else (None, None)
+        self._free_at = 0.0  # perf_counter when the simulated device finishes the last step launched
 
     def prepare(self, batch: ScheduledBatch) -> torch.Tensor:
         """The same host work a GPU step's inputs take: ids, positions and cache slots as one host tensor, and the
@@ -244,10 +246,48 @@ class SimRunner:
 
     def token(self, seq: Sequence) -> int:
         """A token that depends only on the sequence's length and last token; never an EOS id."""
-        tok = (seq.token_ids[-1] * 31 + len(seq) * 7 + 3) % self.vocab_size
+        return self.token_at(seq, len(seq))
+
+    def token_at(self, seq: Sequence, i: int) -> int:
+        """`token` of the sequence's first `i` tokens (0 where those are gone: a stop cut them off)."""
+        if not 0 < i <= len(seq.token_ids):
+            return 0
+        tok = (seq.token_ids[i - 1] * 31 + i * 7 + 3) % self.vocab_size
         while tok in self.eos:
             tok = (tok + 1) % self.vocab_size
         return tok
+
+    def launch(self, batch: ScheduledBatch) -> SimStep:
+        """Overlap scheduling: prepare the step's inputs and issue its launches, then return without waiting. The
+        simulated device is one stream: the step starts when it is launched or when the step before it ends,
+        whichever is later, and ends its step time after that (or when the launches end, if later: a host-bound
+        step). `SimStep.result()` waits for the end, GIL released, as a CUDA sync does."""
+        self.prepare(batch)
+        t0 = time.perf_counter()
+        nd = batch.num_decodes
+        prefill_tokens = sum(batch.num_new_tokens[nd:])
+        step_s = self.profile.step_s(nd, prefill_tokens)
+        a, out = self._op_in, self._op_out
+        for _ in range(self.profile.launches(nd, prefill_tokens)):
+            torch.add(a, a, out=out)
+        self._free_at = max(max(t0, self._free_at) + step_s, time.perf_counter())
+        rows = [(s, len(s)) for s, n in zip(batch.seqs, batch.num_new_tokens, strict=True)
+                if s.num_computed_tokens + n == len(s)]
+        return SimStep(self, rows, self._free_at)
+
+
+@dataclass(frozen=True)
+class SimStep:
+    """A launched step on the simulated device (`SimRunner.launch`): its sampling rows and when it ends."""
+
+    runner: SimRunner
+    rows: list[tuple[Sequence, int]]  # (sequence, the index its new token takes)
+    done_at: float  # perf_counter
+
+    def result(self) -> list[int]:
+        """Wait for the step's end; its token per row, computed now (the step before has been resolved)."""
+        _wait_device(self.done_at)
+        return [self.runner.token_at(seq, i) for seq, i in self.rows]
 
 
 _TIMER_MARGIN_S = 1e-3  # this much before the deadline the wait stops trusting the OS timer

@@ -14,6 +14,11 @@ One step is cut at four marks into parts that add up to its wall time:
 - `handoff`: from `step()` returning to the tokens being handed to the front (the async front's delivery to the
   event loops and its gauges); 0 when nothing but the caller takes the outputs.
 
+With overlap scheduling (`LLMEngine(overlap=True)`) a `step()` launches step n+1 and then resolves step n, so
+its `forward` is the launch of step n+1 plus the wait for step n's device time, `host_before` is step n+1's
+scheduling and input preparation (done while step n runs), and `sample_output` is step n's resolution; the
+parts still add up to the call's wall time. The call that only waits for a burst's last step counts too.
+
 Besides these, `off_cpu`: of the step's host time (all but the forward where the forward is device time; all of
 it on CPU, where the forward is this thread's computation), the wall time the step thread was not running on a
 CPU: waiting for the GIL or for the OS to schedule it (wall time minus the thread's CPU time).

@@ -100,7 +100,7 @@ def test_sim_engine_is_deterministic_never_ends_on_eos_and_says_it_is_simulated(
 def test_step_breakdown_sums_to_the_step_wall_time_and_forward_is_the_device_time(tiny_path) -> None:
     from own_engine.core.sampling_params import SamplingParams
 
-    engine = _engine(tiny_path)
+    engine = _engine(tiny_path, overlap=False)
     for i in range(4):
         engine.add_request([5 + i] * 40, SamplingParams(max_tokens=20, ignore_eos=True))
     outside_ns = 0
@@ -118,6 +118,27 @@ def test_step_breakdown_sums_to_the_step_wall_time_and_forward_is_the_device_tim
     device_s = (8 * 160 / 1024 + 19 * (1.0 + 3 / 63)) / 1e3
     assert s["step_forward_s"] == pytest.approx(device_s, rel=1e-3)
     assert s["step_handoff_s"] == 0  # no front: nothing handed on
+
+
+def test_overlapped_steps_take_the_device_time_and_their_breakdown_still_sums(tiny_path) -> None:
+    """With overlap (the simulated device's default) the host's work for a step is done while the step before
+    runs: 20 steps take about their device time, and the one call more that only waits for the last is counted."""
+    from own_engine.core.sampling_params import SamplingParams
+
+    engine = _engine(tiny_path)
+    assert engine.overlap and engine.describe()["overlap"]
+    for i in range(4):
+        engine.add_request([5 + i] * 40, SamplingParams(max_tokens=20, ignore_eos=True))
+    t0 = time.perf_counter()
+    n_tokens = sum(len(ids) for _ in range(100) if engine.has_unfinished() for _, ids, _ in engine.step())
+    wall_s = time.perf_counter() - t0
+    assert n_tokens == 80 and not engine.has_unfinished() and engine.block_manager.num_used == 0
+    s = engine.stats()
+    parts = ("host_before", "forward", "forward_overrun", "sample_output", "handoff")
+    assert sum(s[f"step_{p}_s"] for p in parts) == pytest.approx(s["step_wall_s"], rel=1e-9, abs=1e-9)
+    assert s["steps"] == 20 and s["timed_steps"] == 21
+    device_s = (8 * 160 / 1024 + 19 * (1.0 + 3 / 63)) / 1e3
+    assert device_s <= wall_s  # the device's time is never hidden, only the host's
 
 
 def test_served_step_counts_its_handoff_to_the_front(tiny_path) -> None:
@@ -147,17 +168,19 @@ def test_served_step_counts_its_handoff_to_the_front(tiny_path) -> None:
     assert 0 <= s["step_off_cpu_s"] <= s["step_wall_s"]
 
 
-def test_a_step_that_carries_a_prefill_chunk_stays_under_its_budget(tiny_path) -> None:
+@pytest.mark.parametrize("overlap", [False, True])
+def test_a_step_that_carries_a_prefill_chunk_stays_under_its_budget(tiny_path, overlap) -> None:
     """The ITL bound: running decodes get a token every step, and a step carrying a prompt's chunk is no longer
     than one step of a full budget on the simulated device, however long the prompts that arrive."""
     from own_engine.core.llm_engine import LLMEngine
     from own_engine.core.sampling_params import SamplingParams
 
-    engine = LLMEngine(tiny_path, device="sim:h200", max_num_seqs=8)
+    engine = LLMEngine(tiny_path, device="sim:h200", max_num_seqs=8, overlap=overlap)
     budget = engine.max_num_batched_tokens
     assert budget == 2048  # the GPU policy (docs/engines.md, "Prefill chunks")
     steps = []
-    run = engine.runner.run
+    name = "launch" if overlap else "run"
+    run = getattr(engine.runner, name)
 
     def record(batch):
         nd = batch.num_decodes
@@ -166,7 +189,7 @@ def test_a_step_that_carries_a_prefill_chunk_stays_under_its_budget(tiny_path) -
         steps.append((nd, list(batch.num_new_tokens[nd:]), [s.seq_id for s in batch.seqs], cut))
         return run(batch)
 
-    engine.runner.run = record
+    setattr(engine.runner, name, record)
     decoding = [engine.add_request([5 + i] * 8, SamplingParams(max_tokens=200, ignore_eos=True)) for i in range(5)]
     engine.step()  # their prefills
     for n in (1500, 300, 3500):  # three prompts arrive together while five sequences decode
