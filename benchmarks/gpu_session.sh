@@ -5,6 +5,7 @@
 #   bash benchmarks/gpu_session.sh steps      # first: why steps with a prompt took 90-100 ms on the H200 (~3 min)
 #   bash benchmarks/gpu_session.sh served     # served against core, llama-1b, 1/8/64 users, chat-like lengths (~5 min)
 #   bash benchmarks/gpu_session.sh selftest   # `advisor selftest` (at most ~8 minutes by design)
+#   bash benchmarks/gpu_session.sh overlap    # overlap scheduling on a GPU: same tokens? served and core, off and on (~6 min)
 #
 # Each writes what it measured under $OUT (the device tool brings that folder back) and prints a summary. The
 # packages the GPU image lacks travel as wheels in .whl/ (ignored by git; fetch them on a machine with the
@@ -62,6 +63,35 @@ served)
         --warmup 5 > "$OUT/serving_overhead.json" 2> "$OUT/serving_overhead.log"
     echo "serving_overhead exit $?"; grep -E "^C=" "$OUT/serving_overhead.log"
     ;;
+overlap)
+    $PY -m advisor_cli models create "$MODEL" --preset "$MODEL" >/dev/null 2>&1 || true
+    # the same greedy tokens with and without overlap (docs/engines.md, "Overlap scheduling"), and their wall times
+    timeout 180 $PY -c "
+import json, random, sys, time
+from own_engine.core.llm_engine import LLMEngine
+from own_engine.core.sampling_params import SamplingParams
+rng = random.Random(0)
+out, prompts = {}, None
+for overlap in (False, True, False, True):
+    e = LLMEngine(sys.argv[1], device=sys.argv[2], overlap=overlap, max_num_seqs=64)
+    if prompts is None:
+        vocab, longest = e.config.vocab_size, min(1500, e.max_model_len - 200)
+        prompts = [[rng.randrange(3, vocab) for _ in range(rng.randrange(16, longest))] for _ in range(96)]
+        params = [SamplingParams(max_tokens=rng.randrange(8, 200)) for _ in prompts]
+    t = time.perf_counter(); ids = e.generate(prompts, params); dt = time.perf_counter() - t
+    out.setdefault(overlap, ids)
+    print(json.dumps({'overlap': overlap, 'wall_s': round(dt, 3), 'steps': e.num_steps,
+                      'same_tokens': ids == out[overlap] and out.get(False) == out.get(True, out.get(False)),
+                      **{k: round(v, 4) for k, v in e.stats().items() if k.startswith('step_')}}))
+" "$MODEL" "$DEVICE" > "$OUT/overlap_tokens.jsonl" 2> "$OUT/overlap_tokens.log"
+    echo "overlap tokens exit $?"; cat "$OUT/overlap_tokens.jsonl"
+    for ov in ${GPU_SESSION_OVERLAP_RUNS:-false true}; do
+        timeout 240 $PY benchmarks/serving_overhead.py --device "$DEVICE" --model "$MODEL" --prompt-len 1024 \
+            --output-len 200 --concurrency 1,64 --duration 10 --warmup 3 --opt overlap=$ov \
+            > "$OUT/serving_overhead_overlap_$ov.json" 2> "$OUT/serving_overhead_overlap_$ov.log"
+        echo "serving_overhead overlap=$ov exit $?"; grep -E "^C=" "$OUT/serving_overhead_overlap_$ov.log"
+    done
+    ;;
 selftest)
     timeout 540 $PY -m advisor_cli selftest --device "$DEVICE" --out "$OUT/selftest" ${GPU_SESSION_SELFTEST_ARGS:-} \
         > "$OUT/selftest.log" 2>&1
@@ -69,6 +99,6 @@ selftest)
     cp "$OUT"/selftest/selftest.json "$OUT"/selftest/selftest.html "$OUT"/ 2>/dev/null
     ;;
 *)
-    echo "usage: bash benchmarks/gpu_session.sh steps|served|selftest|wheels" >&2; exit 2
+    echo "usage: bash benchmarks/gpu_session.sh steps|served|overlap|selftest|wheels" >&2; exit 2
     ;;
 esac

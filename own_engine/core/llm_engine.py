@@ -23,7 +23,7 @@ from own_engine.core.engine_facts import (
     pick_device,
     precision_name,
 )
-from own_engine.core.model_runner import ModelRunner, kv_bytes_per_token
+from own_engine.core.model_runner import ModelRunner, RunnerStep, kv_bytes_per_token
 from own_engine.core.sampler import Sampler
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.core.scheduler import Scheduler
@@ -123,13 +123,10 @@ class LLMEngine:
         if self.runner.graphs is not None:
             self.runner.graphs.capture_all()
         # overlap scheduling (docs/engines.md, "Overlap scheduling"): step n+1 is scheduled, prepared and launched
-        # while step n runs on the device; only a runner that launches without waiting can (the simulated device)
-        can_overlap = getattr(self.runner, "supports_overlap", False)
-        if overlap and not can_overlap:
-            raise ValueError("overlap scheduling needs a device the host does not wait for: only a simulated device "
-                             "(sim:...) launches without waiting so far; leave overlap off on cpu and cuda")
-        self.overlap = can_overlap if overlap is None else overlap
-        self._in_flight: tuple[SimStep, list[tuple[Sequence, int]]] | None = None
+        # while step n runs on the device. On by default on a simulated device only: on CPU the forward is the
+        # host's own work (nothing to overlap), and on CUDA it has not been measured yet (`overlap=True` runs it)
+        self.overlap = self.sim is not None if overlap is None else overlap
+        self._in_flight: tuple[SimStep | RunnerStep, list[tuple[Sequence, int]]] | None = None
         self.seqs: dict[int, Sequence] = {}
         self.num_steps = 0
         self.max_batch_seen = 0

@@ -27,7 +27,7 @@ import torch
 
 from own_engine.core.memory_release import KVPageRelease, page_aligned_zeros
 from own_engine.core.sampler import Sampler
-from own_engine.core.scheduler import ScheduledBatch
+from own_engine.core.scheduler import PLACEHOLDER, ScheduledBatch
 from own_engine.core.sequence import Sequence
 from own_engine.core.step_clock import StepClock
 from own_engine.kernels.native import NativeKernels
@@ -49,7 +49,20 @@ def lazy_zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device)
     return page_aligned_zeros(nbytes).view(dtype).view(shape)
 
 
+class RunnerStep:
+    """A launched step (`ModelRunner.launch`): its sampled ids on the device."""
+
+    def __init__(self, sampled: torch.Tensor) -> None:
+        self.sampled = sampled
+
+    def result(self) -> list[int]:
+        """Wait for the step; its token ids, in the order of its sampling rows."""
+        return self.sampled.tolist()
+
+
 class ModelRunner:
+    supports_overlap = True  # `launch`: see its docstring for where it gains anything
+
     def __init__(self, model: LlamaModel, *, num_blocks: int, block_size: int, sampler: Sampler,
                  cuda_graphs: bool = False, max_num_seqs: int = 64, release_freed_kv: bool = True,
                  native: NativeKernels | None = None, clock: StepClock | None = None) -> None:
@@ -69,6 +82,7 @@ class ModelRunner:
         self.v_cache = lazy_zeros(shape, model.dtype, self.device)
         # a freed block's pages go back to the OS (CPU, Linux); `release_blocks.enabled` says whether they do
         self.release_blocks = KVPageRelease([self.k_cache, self.v_cache] if release_freed_kv else [])
+        self._last: tuple[torch.Tensor, dict[int, int]] | None = None  # the last launch's sampled ids, by seq_id
         self.graphs = None
         if cuda_graphs:
             from own_engine.kernels.cuda_graph import DecodeGraphs
@@ -76,6 +90,44 @@ class ModelRunner:
             self.graphs = DecodeGraphs(model, self.k_cache, self.v_cache, block_size=block_size,
                                        dummy_block=num_blocks, max_batch=max_num_seqs,
                                        max_blocks_per_seq=-(-model.max_model_len // block_size))
+
+    def launch(self, batch: ScheduledBatch) -> RunnerStep:
+        """Overlap scheduling: run the step's forward and sampling without waiting for the device, and return its
+        sampled ids as a device tensor (`RunnerStep.result()` waits). A decode row whose last token is still a
+        placeholder (`Scheduler.advance`) takes it from the step launched before, on the device. On CUDA the
+        host's work for the next step then runs while the device runs this one; on CPU the forward is this
+        thread's own computation, so the step is done when this returns and nothing is gained."""
+        with torch.inference_mode():
+            nd = batch.num_decodes
+            fix = self._placeholders(batch.seqs[:nd])
+            if nd == len(batch.seqs) and self.graphs is not None and self.graphs.fits(batch.seqs):
+                logits = self.graphs.run(batch.seqs, fix)
+                done = batch.seqs
+            else:
+                ids, positions, meta, logit_rows = self.prepare(batch)
+                if fix is not None:
+                    ids[fix[0]] = fix[1]
+                logits = self.model(ids, positions, PagedAttention(self.k_cache, self.v_cache, meta), logit_rows)
+                done = [s for s, n in zip(batch.seqs, batch.num_new_tokens, strict=True)
+                        if s.num_computed_tokens + n == len(s)]
+            sampled = self.sampler.on_device(logits, done)
+        self._last = (sampled, {s.seq_id: i for i, s in enumerate(done)})
+        return RunnerStep(sampled)
+
+    def _placeholders(self, decodes: list[Sequence]) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The decode rows whose input token is still a placeholder, and those tokens (from the last launched
+        step's sampled ids, on the device): (row indices, token ids), or None when every input is known."""
+        rows, picks = [], []
+        last = self._last
+        for i, seq in enumerate(decodes):
+            if seq.token_ids[seq.num_computed_tokens] == PLACEHOLDER:
+                assert last is not None and seq.seq_id in last[1], "a placeholder from a step not launched last"
+                rows.append(i)
+                picks.append(last[1][seq.seq_id])
+        if not rows:
+            return None
+        assert last is not None
+        return self._tensor(rows), last[0][self._tensor(picks)]
 
     def _tensor(self, values: list) -> torch.Tensor:
         """A long tensor of `values` (ints, or rows of equal length) on the device. Built through an `array` and

@@ -21,6 +21,24 @@ class Sampler:
     def __call__(self, logits: torch.Tensor, seqs: list[Sequence]) -> list[int]:
         """logits [N, vocab] fp32, one row per sequence -> N token ids."""
         assert logits.shape[0] == len(seqs)
+        self._mask_eos(logits, seqs)
+        out = logits.argmax(dim=-1).tolist()
+        for i, seq in enumerate(seqs):
+            if not seq.params.greedy:
+                out[i] = self._sample(logits[i].cpu(), seq)
+        return out
+
+    def on_device(self, logits: torch.Tensor, seqs: list[Sequence]) -> torch.Tensor:
+        """The N token ids as a long tensor on the logits' device, without waiting for the device when every row
+        is greedy (overlap scheduling); a sampled row is drawn on the host, so that step waits."""
+        assert logits.shape[0] == len(seqs)
+        if all(s.params.greedy for s in seqs):
+            self._mask_eos(logits, seqs)
+            return logits.argmax(dim=-1)
+        return torch.tensor(self(logits, seqs), dtype=torch.long, device=logits.device)
+
+    def _mask_eos(self, logits: torch.Tensor, seqs: list[Sequence]) -> None:
+        """EOS cannot be chosen by a row whose sequence has fewer than min_tokens completion tokens."""
         if self.eos:
             rows = [i for i, s in enumerate(seqs) if s.num_completion_tokens < s.params.min_tokens]
             if rows:
@@ -31,12 +49,9 @@ class Sampler:
                 if len(rows) == len(seqs):  # every row (a benchmark's exact lengths): one op, no row index
                     logits.index_fill_(1, eos, float("-inf"))
                 else:
-                    logits[torch.tensor(rows, device=dev)[:, None], eos[None, :]] = float("-inf")
-        out = logits.argmax(dim=-1).tolist()
-        for i, seq in enumerate(seqs):
-            if not seq.params.greedy:
-                out[i] = self._sample(logits[i].cpu(), seq)
-        return out
+                    # built on the host, copied without a wait: `torch.tensor(..., device=cuda)` syncs the stream
+                    index = torch.tensor(rows).to(dev, non_blocking=True)
+                    logits[index[:, None], eos[None, :]] = float("-inf")
 
     def _sample(self, row: torch.Tensor, seq: Sequence) -> int:
         p = seq.params

@@ -65,8 +65,9 @@ class DecodeGraphs:
                          max_len=width, mask=mask)
         return self.model(self.ids[:b], self.positions[:b], PagedAttention(self.k_cache, self.v_cache, meta))
 
-    def run(self, seqs: list[Sequence]) -> torch.Tensor:
-        """Logits [len(seqs), vocab] of one decode step, padded to its buckets."""
+    def run(self, seqs: list[Sequence], fix: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        """Logits [len(seqs), vocab] of one decode step, padded to its buckets. `fix`: (rows, token ids on the
+        device) for rows whose input token is not known on the host yet (overlap scheduling)."""
         n = len(seqs)
         b = next(x for x in self.batch_buckets if x >= n)
         nb = next(x for x in self.block_buckets if x >= max(len(s.block_table) for s in seqs))
@@ -82,6 +83,8 @@ class DecodeGraphs:
             tables[i, : len(s.block_table)] = torch.tensor(s.block_table, dtype=torch.long)
         host = host.to(self.device, non_blocking=True)
         self.ids[:b].copy_(host[0])
+        if fix is not None:  # in stream order, after the step that sampled them
+            self.ids[fix[0]] = fix[1]
         self.positions[:b].copy_(host[1])
         self.slots[:b].copy_(host[2])
         self.lens[:b].copy_(host[3])

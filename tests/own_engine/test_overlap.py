@@ -109,12 +109,28 @@ def test_a_request_aborted_while_its_step_runs_gets_nothing_more_and_frees_its_b
     assert engine.block_manager.num_used == 0
 
 
-def test_overlap_is_refused_where_the_host_waits_for_the_device(tiny_path) -> None:
+@pytest.mark.parametrize("route", ["default", "graphs"])
+def test_the_real_model_gives_the_same_tokens_with_overlap(tiny_path, route) -> None:
+    """On CPU the model runner's overlap path (decode inputs taken from the last step's sampled ids on the device,
+    sampling without `.tolist()`) runs the same code a GPU would, synchronously: greedy and seeded sampled tokens
+    must equal the plain loop's, through chunked prefill, preemption and the CUDA graphs' padded route (run
+    eagerly here)."""
     from own_engine.core.llm_engine import LLMEngine
 
-    with pytest.raises(ValueError, match="overlap scheduling needs a device"):
-        LLMEngine(tiny_path, device="cpu", overlap=True)
-    assert LLMEngine(tiny_path, device="cpu").overlap is False
+    rng = random.Random(1)
+    prompts = [[rng.randrange(3, 250) for _ in range(rng.randrange(1, 60))] for _ in range(12)]
+    params = [SamplingParams(max_tokens=rng.randrange(2, 16)) for _ in range(9)] + \
+        [SamplingParams(max_tokens=10, temperature=0.8, top_k=20, seed=s) for s in range(3)]
+    kw = {"max_num_seqs": 4, "max_num_batched_tokens": 24, "num_kv_blocks": 24, "block_size": 4,
+          "cuda_graphs": route == "graphs", "linear_kernels": "torch" if route == "graphs" else "auto"}
+    out = {}
+    for overlap in (False, True):
+        engine = LLMEngine(tiny_path, device="cpu", overlap=overlap, **kw)
+        assert engine.overlap is overlap
+        out[overlap] = engine.generate(prompts, params)
+        assert engine.block_manager.num_used == 0 and engine.scheduler.num_preemptions > 0
+    assert out[True] == out[False]
+    assert LLMEngine(tiny_path, device="cpu").overlap is False  # the default off the simulated device
 
 
 def test_an_eos_learned_after_its_sequence_was_preempted_ends_it_in_the_queue() -> None:
