@@ -13,6 +13,9 @@ per variant.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -43,6 +46,7 @@ class TextCheck:
     decode_agree: int  # texts whose ids the format decodes to the original's decoding of them
     first_mismatch: str | None = None  # what differed first, for the error and the report
     caveat: str | None = None  # a decode difference that is a convention, not a different tokenizer (see compare)
+    crashes: int = 0  # runs of the check whose process the engine's tokenizer crashed before one finished (check)
 
     @property
     def ok(self) -> bool:
@@ -114,8 +118,62 @@ def _short(ids: list[int]) -> str:
     return f"{ids[:12]}{'...' if len(ids) > 12 else ''} ({len(ids)} tokens)"
 
 
+CHILD_TIMEOUT_S = 600.0
+_RESULT = "text_check result: "  # the child's last stdout line starts with this
+
+
 def check(model_path: Path, fmt: str, out_dir: Path) -> TextCheck:
-    """The text check of `fmt`'s tokenizer in the converted folder `out_dir` (the format module's `tokenizer_fn`)."""
+    """The text check of `fmt`'s tokenizer in the converted folder `out_dir` (the format module's `tokenizer_fn`),
+    in a child process: the engines' tokenizers are native code, and onnxruntime-genai's crashed the whole
+    process (SIGSEGV in `og.Tokenizer(og.Model(dir))`) in about 1 of 3 CI runs of the engines group on
+    2026-11-26, killing the conversion or `advisor verify` that ran it. A crash is run again once (`crashes`
+    says so); a second one is a ConversionError naming the signal."""
+    from adapters.formats.check import ConversionError
+    from adapters.formats.tokenizer_family import detect
+
+    root = str(Path(__file__).resolve().parents[2])
+    code = (f"import sys; sys.path.insert(0, {root!r}); from adapters.formats.text_check import _child; "
+            "_child(*sys.argv[1:])")
+    crashed: list[str] = []
+    while True:
+        try:
+            proc = subprocess.run([sys.executable, "-c", code, str(model_path), fmt, str(out_dir)],
+                                  capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise ConversionError(f"{fmt}: the engine's own tokenizer did not finish the text check in "
+                                  f"{CHILD_TIMEOUT_S:.0f} s") from None
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(_RESULT)]
+        if proc.returncode == 0 and lines:
+            out = json.loads(lines[-1][len(_RESULT):])
+            if "error" in out:
+                raise ConversionError(out["error"])
+            out.pop("ok", None)
+            return TextCheck(**{**out, "crashes": len(crashed)})
+        how = (signal.Signals(-proc.returncode).name if proc.returncode < 0 and -proc.returncode in
+               signal.valid_signals() else f"exit {proc.returncode}")
+        crashed.append(how)
+        if len(crashed) == 2:
+            tail = proc.stderr.strip().splitlines()[-1:] or [""]
+            raise ConversionError(f"{fmt}: the engine's own tokenizer crashed twice ({', '.join(crashed)}) checking "
+                                  f"this {detect(model_path).describe()} tokenizer; it ran in a child process, so "
+                                  f"nothing else was lost ({tail[0][:200]}); run it again, use another format, or "
+                                  "send token ids")
+
+
+def _child(model_path: str, fmt: str, out_dir: str) -> None:
+    """The text check in this (child) process; one result line on stdout."""
+    from adapters.formats.check import ConversionError
+
+    try:
+        out: dict[str, object] = check_here(Path(model_path), fmt, Path(out_dir)).to_dict()
+    except ConversionError as e:
+        out = {"error": str(e)}
+    sys.stdout.write(_RESULT + json.dumps(out) + "\n")
+    sys.stdout.flush()
+
+
+def check_here(model_path: Path, fmt: str, out_dir: Path) -> TextCheck:
+    """`check` in this process."""
     from adapters.formats.check import ConversionError
     from adapters.formats.registry import format_module
     from adapters.formats.tokenizer_family import detect
