@@ -14,6 +14,8 @@ check the padding logic on machines without a GPU.
 
 from __future__ import annotations
 
+from array import array
+
 import torch
 
 from own_engine.core.sequence import Sequence
@@ -71,24 +73,14 @@ class DecodeGraphs:
         n = len(seqs)
         b = next(x for x in self.batch_buckets if x >= n)
         nb = next(x for x in self.block_buckets if x >= max(len(s.block_table) for s in seqs))
-        bs, pad = self.block_size, b - n
-        lens = [len(s) for s in seqs]
-        host = torch.tensor([[s.last_token for s in seqs] + [0] * pad,
-                             [x - 1 for x in lens] + [0] * pad,
-                             [s.block_table[(x - 1) // bs] * bs + (x - 1) % bs for s, x in zip(seqs, lens, strict=True)]
-                             + [self.dummy_block * bs] * pad,
-                             lens + [1] * pad], dtype=torch.long)
-        tables = torch.full((b, nb), self.dummy_block, dtype=torch.long)
-        for i, s in enumerate(seqs):
-            tables[i, : len(s.block_table)] = torch.tensor(s.block_table, dtype=torch.long)
-        host = host.to(self.device, non_blocking=True)
-        self.ids[:b].copy_(host[0])
+        host = self.inputs(seqs, b, nb).to(self.device, non_blocking=True)  # one host-to-device copy
+        self.ids[:b].copy_(host[:b])
+        self.positions[:b].copy_(host[b:2 * b])
+        self.slots[:b].copy_(host[2 * b:3 * b])
+        self.lens[:b].copy_(host[3 * b:4 * b])
+        self.block_tables[:b, :nb].copy_(host[4 * b:].view(b, nb))
         if fix is not None:  # in stream order, after the step that sampled them
             self.ids[fix[0]] = fix[1]
-        self.positions[:b].copy_(host[1])
-        self.slots[:b].copy_(host[2])
-        self.lens[:b].copy_(host[3])
-        self.block_tables[:b, :nb].copy_(tables.to(self.device, non_blocking=True))
         if not self.capture:
             return self._forward(b, nb)[:n]
         if (b, nb) not in self.graphs:
@@ -96,6 +88,27 @@ class DecodeGraphs:
         graph, out = self.graphs[(b, nb)]
         graph.replay()
         return out[:n]
+
+    def inputs(self, seqs: list[Sequence], b: int, nb: int) -> torch.Tensor:
+        """The graph's inputs for `seqs` padded to `b` rows and `nb` blocks, as one flat host tensor: ids,
+        positions, cache slots and context lengths (b each), then the block tables (b x nb). Built in one
+        `array('q')` that the tensor shares: `torch.tensor` on nested lists and a tensor per row's block table
+        (the way before) walked every element from Python, the host's largest cost of a replayed step."""
+        bs, pad, dummy = self.block_size, b - len(seqs), self.dummy_block
+        lens = [len(s) for s in seqs]
+        flat = array("q", [s.token_ids[-1] for s in seqs])
+        flat.extend([0] * pad)
+        flat.extend([x - 1 for x in lens])
+        flat.extend([0] * pad)
+        flat.extend([s.block_table[(x - 1) // bs] * bs + (x - 1) % bs for s, x in zip(seqs, lens, strict=True)])
+        flat.extend([dummy * bs] * pad)
+        flat.extend(lens)
+        flat.extend([1] * pad)
+        for s in seqs:
+            flat.extend(s.block_table)
+            flat.extend([dummy] * (nb - len(s.block_table)))
+        flat.extend([dummy] * (nb * pad))
+        return torch.frombuffer(flat, dtype=torch.long)
 
     def capture_all(self) -> None:
         """Capture every bucket up front, largest first (one shared pool), so no step pays for a capture."""
