@@ -17,6 +17,7 @@ import json
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -71,8 +72,8 @@ def main() -> None:
             raise SystemExit(f"batch {batch}: the two builders disagree")
         times: dict[str, list[float]] = {"before": [], "now": []}
         for _ in range(args.rounds):
-            for name, fn in (("before", lambda: before(seqs, b, nb, bs, dummy)),
-                             ("now", lambda: graphs.inputs(seqs, b, nb))):
+            for name, fn in (("before", partial(before, seqs, b, nb, bs, dummy)),
+                             ("now", partial(graphs.inputs, seqs, b, nb))):
                 t0 = time.perf_counter()
                 for _ in range(args.repeats):
                     fn()
