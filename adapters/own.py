@@ -37,6 +37,9 @@ class OwnOptions(OwnStaticOptions):
     kv_cache_gb: float | None = Field(None, gt=0, description="KV cache size in GiB")
     block_size: int = Field(16, ge=1, le=1024, description="KV cache block size in tokens")
     cuda_graphs: bool | None = Field(None, description="CUDA graphs for decode (default: on for CUDA)")
+    decode_attention: Literal["sdpa", "triton"] = Field(
+        "sdpa", description="CUDA decode attention: sdpa (a padded batch, what the CUDA graphs replay by default) or "
+                            "triton (a paged kernel: each row reads only its own blocks; not yet measured on a GPU)")
     overlap: bool | None = Field(None, description="overlap scheduling: the next step is scheduled and launched "
                                                    "while one runs (default: on where the device allows it, so far "
                                                    "a simulated device only)")
@@ -67,6 +70,7 @@ class OwnAdapter(Adapter):
         return LLMEngine(self.model, max_num_seqs=o.max_batch or DEFAULT_MAX_BATCH,
                          max_num_batched_tokens=o.max_num_batched_tokens, kv_cache_gb=o.kv_cache_gb,
                          block_size=o.block_size, cuda_graphs=o.cuda_graphs, overlap=o.overlap,
+                         decode_attention=o.decode_attention,
                          **self._engine_kwargs())
 
     def _start(self) -> EngineInfo:

@@ -67,7 +67,8 @@ class LLMEngine:
                  max_model_len: int | None = None, block_size: int = 16, num_kv_blocks: int | None = None,
                  kv_cache_gb: float | None = None, kv_cache_memory_fraction: float | None = None,
                  threads: int | None = None, seed: int = 0, cuda_graphs: bool | None = None,
-                 linear_kernels: str = "auto", release_freed_kv: bool = True, overlap: bool | None = None) -> None:
+                 linear_kernels: str = "auto", release_freed_kv: bool = True, overlap: bool | None = None,
+                 decode_attention: str = "sdpa") -> None:
         if threads is not None:
             if threads < 1:
                 raise ValueError(f"threads must be >= 1, got {threads}")
@@ -117,7 +118,8 @@ class LLMEngine:
             self.runner = ModelRunner(self.model, num_blocks=self.num_kv_blocks, block_size=block_size,
                                       sampler=Sampler(cfg.eos_token_ids, seed), cuda_graphs=self.cuda_graphs,
                                       max_num_seqs=max_num_seqs, release_freed_kv=release_freed_kv,
-                                      native=self.kernels.attention, clock=self.clock)
+                                      native=self.kernels.attention, clock=self.clock,
+                                      decode_attention=decode_attention)
         if self.runner.release_blocks.enabled:
             self.block_manager.on_free = self.runner.release_blocks
         if self.runner.graphs is not None:
@@ -250,6 +252,7 @@ class LLMEngine:
                 "max_num_seqs": self.max_num_seqs, "max_num_batched_tokens": self.max_num_batched_tokens,
                 "cuda_graphs": self.cuda_graphs, "overlap": self.overlap,
                 **self.kernels.describe(),
+                **({"decode_attention": "triton"} if getattr(self.runner, "decode_route", "") == "triton" else {}),
                 "kv_page_release": self.runner.release_blocks.enabled,
                 "simulated_device": self.runner.describe() if isinstance(self.runner, SimRunner) else None}
 

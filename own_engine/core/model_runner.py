@@ -65,7 +65,8 @@ class ModelRunner:
 
     def __init__(self, model: LlamaModel, *, num_blocks: int, block_size: int, sampler: Sampler,
                  cuda_graphs: bool = False, max_num_seqs: int = 64, release_freed_kv: bool = True,
-                 native: NativeKernels | None = None, clock: StepClock | None = None) -> None:
+                 native: NativeKernels | None = None, clock: StepClock | None = None,
+                 decode_attention: str = "sdpa") -> None:
         cfg = model.cfg
         self.model = model
         self.clock = clock if clock is not None else StepClock(forward_is_device=model.embed_tokens.device.type != "cpu")
@@ -74,7 +75,7 @@ class ModelRunner:
         self.sampler = sampler
         self.native = native  # every row through own_engine's native attention kernels (CPU fp32)
         # the backend's one decode route (paged_attention's docstring), chosen here once, never per step
-        self.decode_route = decode_route(native, self.device, cuda_graphs)
+        self.decode_route = decode_route(native, self.device, cuda_graphs, decode_attention)
         # with graphs, one extra block past the BlockManager's range takes the padding rows' writes
         shape = (cfg.num_hidden_layers, num_blocks + int(cuda_graphs), block_size, cfg.num_key_value_heads,
                  cfg.head_dim)
@@ -89,7 +90,8 @@ class ModelRunner:
 
             self.graphs = DecodeGraphs(model, self.k_cache, self.v_cache, block_size=block_size,
                                        dummy_block=num_blocks, max_batch=max_num_seqs,
-                                       max_blocks_per_seq=-(-model.max_model_len // block_size))
+                                       max_blocks_per_seq=-(-model.max_model_len // block_size),
+                                       triton=self.decode_route == "triton")
 
     def launch(self, batch: ScheduledBatch) -> RunnerStep:
         """Overlap scheduling: run the step's forward and sampling without waiting for the device, and return its
@@ -177,10 +179,11 @@ class ModelRunner:
         length; `sdpa-runs`, the rows in runs (`_runs`); `sdpa-padded`, block tables [B, max_blocks]
         padded with each row's first block, and a mask where the contexts differ."""
         lens = [s.num_computed_tokens + 1 for s in seqs]
-        if self.decode_route == "native":  # one call per layer for every row, blocks read in place
+        if self.decode_route in ("native", "triton"):  # one call per layer for every row, blocks read in place
             width = max(len(s.block_table) for s in seqs)
             meta.block_tables = self._tensor([s.block_table + [0] * (width - len(s.block_table)) for s in seqs])
             meta.lens = self._tensor(lens)
+            meta.triton = self.decode_route == "triton"
             return
         if self.decode_route == "sdpa-runs":
             meta.runs = self._runs(seqs, lens)

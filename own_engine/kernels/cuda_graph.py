@@ -33,9 +33,10 @@ def buckets_up_to(limit: int, candidates: list[int]) -> list[int]:
 
 class DecodeGraphs:
     def __init__(self, model: LlamaModel, k_cache: torch.Tensor, v_cache: torch.Tensor, *, block_size: int,
-                 dummy_block: int, max_batch: int, max_blocks_per_seq: int) -> None:
+                 dummy_block: int, max_batch: int, max_blocks_per_seq: int, triton: bool = False) -> None:
         self.model, self.k_cache, self.v_cache = model, k_cache, v_cache
         self.device = model.embed_tokens.device
+        self.triton = triton  # decode attention by the Triton paged kernel (each row its own blocks), not padded SDPA
         self.capture = self.device.type == "cuda"
         self.block_size = block_size
         self.dummy_block = dummy_block
@@ -62,6 +63,10 @@ class DecodeGraphs:
 
     def _forward(self, b: int, nb: int) -> torch.Tensor:
         width = nb * self.block_size
+        if self.triton:
+            meta = PagedMeta(slot_mapping=self.slots[:b], num_decodes=b, block_tables=self.block_tables[:b, :nb],
+                             lens=self.lens[:b], triton=True)
+            return self.model(self.ids[:b], self.positions[:b], PagedAttention(self.k_cache, self.v_cache, meta))
         mask = (self.columns[:width][None, :] < self.lens[:b, None])[:, None, None, :]
         meta = PagedMeta(slot_mapping=self.slots[:b], num_decodes=b, block_tables=self.block_tables[:b, :nb],
                          max_len=width, mask=mask)

@@ -29,6 +29,9 @@ the model runner is built (`decode_route`), never per step:
   each sequence's blocks gathered with one `index_select`, padded to the
   longest and masked (`decode_attention`). A graph needs fixed shapes, and a
   GPU one launch, not one per run;
+- `triton`, opt-in on CUDA (`decode_attention="triton"`), also under the CUDA graphs: one Triton program
+  per row and KV head walks the row's own blocks up to its own length, in place
+  (`own_engine.kernels.triton_decode`): no gather, no padding, no mask; not yet measured on a GPU;
 - `native`, the native backend (`own_engine.kernels.native`): one call per
   layer for every decode row and head, reading the blocks in place
   (`native_decode_attention`): no per-run calls, no copies, no mask.
@@ -70,17 +73,31 @@ class ChunkMeta:
     mask: torch.Tensor | None = None  # [n, num_cached + n] bool: query i sees keys 0..num_cached + i (SDPA, num_cached)
 
 
-DECODE_ROUTES = ("native", "sdpa-runs", "sdpa-padded")  # see the module's docstring
+DECODE_ROUTES = ("native", "sdpa-runs", "sdpa-padded", "triton")  # see the module's docstring
 
 
-def decode_route(native: NativeKernels | None, device: torch.device, cuda_graphs: bool) -> str:
+def decode_route(native: NativeKernels | None, device: torch.device, cuda_graphs: bool,
+                 decode_attention: str = "sdpa") -> str:
     """The backend's one decode route, chosen once (the model runner's): the native kernels where the backend
-    has them, the padded batch where graphs replay it or on a GPU, else (CPU SDPA) runs of equal contexts."""
+    has them, the padded batch where graphs replay it or on a GPU, else (CPU SDPA) runs of equal contexts;
+    `decode_attention="triton"`: the Triton paged kernel (`own_engine.kernels.triton_decode`), opt-in."""
+    if decode_attention not in ("sdpa", "triton"):
+        raise ValueError(f"decode_attention must be 'sdpa' or 'triton', got {decode_attention!r}")
     if native is not None:
         if cuda_graphs:
             raise ValueError("cuda_graphs replays the torch backend's decode route, not the native kernels': "
                              "on CPU give it linear_kernels='torch' or 'onednn'")
+        if decode_attention == "triton":
+            raise ValueError("decode_attention='triton' is for CUDA; on CPU own_engine's native kernels attend "
+                             "(give linear_kernels='torch' to try the Triton kernel under TRITON_INTERPRET=1)")
         return "native"
+    if decode_attention == "triton":
+        from own_engine.kernels.triton_decode import available
+
+        why = available()
+        if why is not None:
+            raise ValueError(f"decode_attention='triton' cannot run here: {why}")
+        return "triton"
     return "sdpa-padded" if cuda_graphs or device.type != "cpu" else "sdpa-runs"
 
 
@@ -108,6 +125,7 @@ class PagedMeta:
     runs: list[DecodeRun] | None = None  # route sdpa-runs, instead of block_tables
     lens: torch.Tensor | None = None  # [num_decodes] int64 context lengths, for the native kernel
     native: NativeKernels | None = None  # every row through the native kernels (decodes: block_tables, lens)
+    triton: bool = False  # decode rows through the Triton paged kernel (route `triton`: block_tables, lens)
     chunks: list[ChunkMeta] = field(default_factory=list)
 
 
@@ -140,7 +158,12 @@ class PagedAttention:
                 native_chunk_attention(m.native, q[c.start:c.end], kc, vc, c, window, out[c.start:c.end])
             return out
         parts = []
-        if m.runs is not None:
+        if m.triton and m.num_decodes:
+            from own_engine.kernels.triton_decode import paged_decode_attention
+
+            assert m.block_tables is not None and m.lens is not None
+            parts.append(paged_decode_attention(q[: m.num_decodes], kc, vc, m.block_tables, m.lens, window))
+        elif m.runs is not None:
             parts.append(decode_attention_runs(layer, q[: m.num_decodes], kc, vc, m.runs, window))
         elif m.num_decodes:
             mask = m.mask
