@@ -6,6 +6,7 @@
 #   bash benchmarks/gpu_session.sh served     # served against core, llama-1b, 1/8/64 users, chat-like lengths (~5 min)
 #   bash benchmarks/gpu_session.sh selftest   # `advisor selftest` (at most ~8 minutes by design)
 #   bash benchmarks/gpu_session.sh overlap    # overlap scheduling on a GPU: same tokens? served and core, off and on (~6 min)
+#   bash benchmarks/gpu_session.sh attention  # the Triton paged decode kernel against padded SDPA: logits, then 64 users at long contexts (~5 min)
 #
 # Each writes what it measured under $OUT (the device tool brings that folder back) and prints a summary. The
 # packages the GPU image lacks travel as wheels in .whl/ (ignored by git; fetch them on a machine with the
@@ -92,6 +93,36 @@ for overlap in (False, True, False, True):
         echo "serving_overhead overlap=$ov exit $?"; grep -E "^C=" "$OUT/serving_overhead_overlap_$ov.log"
     done
     ;;
+attention)
+    $PY -m advisor_cli models create "$MODEL" --preset "$MODEL" >/dev/null 2>&1 || true
+    # the same greedy tokens from both decode routes (bf16: a near-tie may flip; the share that agree is printed)
+    timeout 180 $PY -c "
+import json, random, sys, time
+from own_engine.core.llm_engine import LLMEngine
+from own_engine.core.sampling_params import SamplingParams
+rng = random.Random(0)
+out, prompts = {}, None
+for attention in ('sdpa', 'triton', 'sdpa', 'triton'):
+    e = LLMEngine(sys.argv[1], device=sys.argv[2], decode_attention=attention, max_num_seqs=64, **({'linear_kernels': 'torch'} if sys.argv[2] == 'cpu' else {}))
+    if prompts is None:
+        vocab, longest = e.config.vocab_size, min(3000, e.max_model_len - 200)
+        prompts = [[rng.randrange(3, vocab) for _ in range(rng.randrange(16, longest))] for _ in range(64)]
+        params = SamplingParams(max_tokens=128, ignore_eos=True)
+    t = time.perf_counter(); ids = e.generate(prompts, params); dt = time.perf_counter() - t
+    out.setdefault(attention, ids)
+    same = sum(a == b for x, y in zip(out['sdpa'], ids) for a, b in zip(x, y)) / sum(map(len, ids))
+    print(json.dumps({'decode_attention': attention, 'wall_s': round(dt, 3), 'steps': e.num_steps,
+                      'tokens_equal_to_sdpa': round(same, 4),
+                      **{k: round(v, 4) for k, v in e.stats().items() if k.startswith('step_')}}))
+" "$MODEL" "$DEVICE" > "$OUT/attention_tokens.jsonl" 2> "$OUT/attention_tokens.log"
+    echo "attention tokens exit $?"; cat "$OUT/attention_tokens.jsonl"; tail -3 "$OUT/attention_tokens.log"
+    for att in sdpa triton; do
+        timeout 200 $PY benchmarks/serving_overhead.py --device "$DEVICE" --model "$MODEL" --prompt-len 3000 \
+            --output-len 200 --concurrency 64 --duration 10 --warmup 3 --opt decode_attention=$att \
+            > "$OUT/serving_overhead_attention_$att.json" 2> "$OUT/serving_overhead_attention_$att.log"
+        echo "serving_overhead decode_attention=$att exit $?"; grep -E "^C=" "$OUT/serving_overhead_attention_$att.log"
+    done
+    ;;
 selftest)
     timeout 540 $PY -m advisor_cli selftest --device "$DEVICE" --out "$OUT/selftest" ${GPU_SESSION_SELFTEST_ARGS:-} \
         > "$OUT/selftest.log" 2>&1
@@ -99,6 +130,6 @@ selftest)
     cp "$OUT"/selftest/selftest.json "$OUT"/selftest/selftest.html "$OUT"/ 2>/dev/null
     ;;
 *)
-    echo "usage: bash benchmarks/gpu_session.sh steps|served|overlap|selftest|wheels" >&2; exit 2
+    echo "usage: bash benchmarks/gpu_session.sh steps|served|overlap|attention|selftest|wheels" >&2; exit 2
     ;;
 esac

@@ -50,14 +50,25 @@ def lazy_zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device)
 
 
 class RunnerStep:
-    """A launched step (`ModelRunner.launch`): its sampled ids on the device."""
+    """A launched step (`ModelRunner.launch`): its sampled ids on the device and, on CUDA, their copy on the way to
+    pinned host memory with an event recorded after it. `result()` waits on that event only: a `.tolist()` of the
+    device tensor would queue behind the next step, launched meanwhile, and wait for it too (no overlap)."""
 
     def __init__(self, sampled: torch.Tensor) -> None:
         self.sampled = sampled
+        self.event = None
+        if sampled.is_cuda:
+            self.host = torch.empty(sampled.shape, dtype=sampled.dtype, pin_memory=True)
+            self.host.copy_(sampled, non_blocking=True)
+            self.event = torch.cuda.Event()
+            self.event.record()
 
     def result(self) -> list[int]:
-        """Wait for the step; its token ids, in the order of its sampling rows."""
-        return self.sampled.tolist()
+        """Wait for the step (and only it); its token ids, in the order of its sampling rows."""
+        if self.event is None:
+            return self.sampled.tolist()
+        self.event.synchronize()
+        return self.host.tolist()
 
 
 class ModelRunner:
@@ -135,7 +146,7 @@ class ModelRunner:
         """A long tensor of `values` (ints, or rows of equal length) on the device. Built through an `array` and
         `torch.frombuffer`: `torch.tensor` on Python lists walks them element by element (recursive_store), the
         largest part of a small decode step's input preparation."""
-        return host_long(values).to(self.device, non_blocking=True)
+        return to_device(host_long(values), self.device)
 
     def prepare(self, batch: ScheduledBatch) -> tuple[torch.Tensor, torch.Tensor, PagedMeta, torch.Tensor | None]:
         """input ids [T], positions [T], attention metadata, and the rows to take logits of (None: every row)."""
@@ -241,6 +252,15 @@ class ModelRunner:
         """On CUDA, wait for the forward (the sampler's `.tolist()` would wait anyway): its time is device time."""
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
+
+
+def to_device(host: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A host tensor on `device` without waiting for the device: on CUDA through pinned memory (PyTorch's caching
+    host allocator keeps the block until the copy is done); a copy from pageable memory may wait for the stream,
+    which would hold the next step's launch behind the step running (overlap scheduling)."""
+    if device.type != "cuda":
+        return host
+    return host.pin_memory().to(device, non_blocking=True)
 
 
 def host_long(values: list) -> torch.Tensor:

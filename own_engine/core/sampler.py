@@ -50,7 +50,9 @@ class Sampler:
                     logits.index_fill_(1, eos, float("-inf"))
                 else:
                     # built on the host, copied without a wait: `torch.tensor(..., device=cuda)` syncs the stream
-                    index = torch.tensor(rows).to(dev, non_blocking=True)
+                    index = torch.tensor(rows)
+                    if index.device != dev:
+                        index = index.pin_memory().to(dev, non_blocking=True)
                     logits[index[:, None], eos[None, :]] = float("-inf")
 
     def _sample(self, row: torch.Tensor, seq: Sequence) -> int:

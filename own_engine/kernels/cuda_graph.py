@@ -78,7 +78,9 @@ class DecodeGraphs:
         n = len(seqs)
         b = next(x for x in self.batch_buckets if x >= n)
         nb = next(x for x in self.block_buckets if x >= max(len(s.block_table) for s in seqs))
-        host = self.inputs(seqs, b, nb).to(self.device, non_blocking=True)  # one host-to-device copy
+        host = self.inputs(seqs, b, nb)
+        if self.capture:  # one copy, from pinned memory: a pageable one may wait for the step still running
+            host = host.pin_memory().to(self.device, non_blocking=True)
         self.ids[:b].copy_(host[:b])
         self.positions[:b].copy_(host[b:2 * b])
         self.slots[:b].copy_(host[2 * b:3 * b])

@@ -22,7 +22,7 @@ def _engine(tiny_path, overlap: bool, **kw):
 def _workload(n: int, seed: int = 0) -> tuple[list[list[int]], list[SamplingParams]]:
     rng = random.Random(seed)
     prompts = [[rng.randrange(3, 250) for _ in range(rng.randrange(1, 90))] for _ in range(n)]
-    params = [SamplingParams(max_tokens=rng.randrange(5, 30), min_tokens=rng.choice([0, 0, 5])) for _ in range(n)]
+    params = [SamplingParams(max_tokens=rng.randrange(5, 30), min_tokens=rng.choice([0, 0, 4, 5])) for _ in range(n)]
     return prompts, params
 
 
@@ -57,7 +57,7 @@ def test_overlap_gives_the_plain_loops_tokens_and_frees_every_block(tiny_path, k
     eos = engine.eos_token_ids[0]
     n_stopped = 0
     for p, sp, o in zip(prompts, params, out[True], strict=True):
-        if p[0] % 3 == 0 and sp.min_tokens == 0:  # EOS as the 4th token: the sequence ends there
+        if p[0] % 3 == 0 and sp.min_tokens in (0, 4):  # EOS as the 4th token: the sequence ends there
             assert len(o) == 4 and o[-1] == eos
             n_stopped += 1
         else:  # no EOS, or one inside min_tokens (which a real model's sampler masks): on to max_tokens
@@ -131,6 +131,34 @@ def test_the_real_model_gives_the_same_tokens_with_overlap(tiny_path, route) -> 
         assert engine.block_manager.num_used == 0 and engine.scheduler.num_preemptions > 0
     assert out[True] == out[False]
     assert LLMEngine(tiny_path, device="cpu").overlap is False  # the default off the simulated device
+
+
+def test_the_real_model_stops_at_an_eos_it_samples_as_the_plain_loop_does(tiny_path) -> None:
+    """The tiny model's random weights never pick its real EOS, so the tokens it picks in the most sequences are
+    made the EOS ids of both engines: sequences then end on it, learned a step late with overlap, and min_tokens must mask
+    it on the device (`Sampler.on_device`) exactly where the plain loop masks it."""
+    from collections import Counter
+
+    from own_engine.core.llm_engine import LLMEngine
+
+    rng = random.Random(2)
+    prompts = [[rng.randrange(3, 250) for _ in range(rng.randrange(2, 40))] for _ in range(16)]
+    free = LLMEngine(tiny_path, device="cpu").generate(prompts, SamplingParams(max_tokens=24, ignore_eos=True))
+    eos = {t for t, _ in Counter(t for o in free for t in set(o[1:])).most_common(8)}  # in the most sequences
+    params = [SamplingParams(max_tokens=24, min_tokens=m) for m in (0, 0, 2, 5) * 4]
+    out = {}
+    for overlap in (False, True):
+        engine = LLMEngine(tiny_path, device="cpu", overlap=overlap, max_num_seqs=6, max_num_batched_tokens=30)
+        engine.scheduler.eos_token_ids = frozenset(eos)
+        engine.runner.sampler.eos = sorted(eos)
+        out[overlap] = engine.generate(prompts, params)
+        assert engine.block_manager.num_used == 0
+    assert out[True] == out[False]
+    ended = [(o, p) for o, p in zip(out[True], params, strict=True) if len(o) < p.max_tokens]
+    assert len(ended) >= 4 and all(o[-1] in eos and not eos & set(o[:-1]) and len(o) > p.min_tokens
+                                   for o, p in ended)
+    assert any(eos & set(o[: p.min_tokens]) for o, p in zip(free, params, strict=True) if p.min_tokens), \
+        "no sequence would have sampled the EOS inside its min_tokens: the masking is not exercised"
 
 
 def test_an_eos_learned_after_its_sequence_was_preempted_ends_it_in_the_queue() -> None:
