@@ -128,8 +128,9 @@ def core_child(device: str, model: str, c: int, threads: int | None, cpus: list[
     kw: dict = {k: int(v) for k, v in opts.items() if k in ("max_num_batched_tokens", "block_size")}
     if "overlap" in opts:
         kw["overlap"] = opts["overlap"].lower() in ("1", "true", "yes", "on")
-    if "decode_attention" in opts:
-        kw["decode_attention"] = opts["decode_attention"]
+    for key in ("decode_attention", "linear_kernels"):
+        if key in opts:
+            kw[key] = opts[key]
     engine = LLMEngine(model, device=device, threads=threads, max_num_seqs=c, **kw)
     rng = random.Random(0)
     vocab = engine.config.vocab_size
