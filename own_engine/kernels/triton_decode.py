@@ -33,25 +33,29 @@ def available() -> str | None:
     return None
 
 
-_kernel = None
+_kernels = None
+TOKENS_PER_ITER = 64  # one loop iteration reads this many positions (several blocks: one gathered load each of K, V)
+MIN_ITERS_PER_SPLIT = 2
 
 
 def _build():
     import triton
     import triton.language as tl
 
-    @triton.jit
-    def paged_decode(q_ptr, k_ptr, v_ptr, out_ptr, tables_ptr, lens_ptr,
+    @triton.jit(do_not_specialize=["st_row", "window", "iters_per_split"])
+    def paged_decode(q_ptr, k_ptr, v_ptr, out_ptr, m_ptr, l_ptr, acc_ptr, tables_ptr, lens_ptr,
                      sq_row, sq_head, sk_blk, sk_pos, sk_head, sv_blk, sv_pos, sv_head, so_row, so_head, st_row,
-                     scale, window,
-                     GROUP: tl.constexpr, GROUP_P2: tl.constexpr, BLOCK: tl.constexpr, D: tl.constexpr,
-                     D_P2: tl.constexpr):
+                     scale, window, iters_per_split, hq,
+                     GROUP: tl.constexpr, GROUP_P2: tl.constexpr, BLOCK: tl.constexpr, PAGES: tl.constexpr,
+                     D: tl.constexpr, D_P2: tl.constexpr, SPLITS: tl.constexpr):
         row = tl.program_id(0)
         kvh = tl.program_id(1)
+        split = tl.program_id(2)
         n = tl.load(lens_ptr + row)  # context length, the new token's K/V included
         g = tl.arange(0, GROUP_P2)
         d = tl.arange(0, D_P2)
-        pos = tl.arange(0, BLOCK)
+        t = tl.arange(0, BLOCK * PAGES)
+        page_of, offset = t // BLOCK, t % BLOCK
         gmask = g < GROUP
         dmask = d < D
         heads = kvh * GROUP + g
@@ -61,49 +65,99 @@ def _build():
         l_i = tl.zeros([GROUP_P2], tl.float32)
         acc = tl.zeros([GROUP_P2, D_P2], tl.float32)
         start = tl.where(window > 0, tl.maximum(n - window, 0), 0)  # one type on both branches, as compiling needs
-        for j in range(start // BLOCK, (n + BLOCK - 1) // BLOCK):
-            blk = tl.load(tables_ptr + row * st_row + j)
-            p = j * BLOCK + pos
+        j0 = start // (BLOCK * PAGES) + split * iters_per_split
+        j1 = tl.minimum(j0 + iters_per_split, (n + BLOCK * PAGES - 1) // (BLOCK * PAGES))
+        for j in range(j0, j1):
+            p = j * (BLOCK * PAGES) + t
             valid = (p < n) & (p >= start)
+            blk = tl.load(tables_ptr + row * st_row + j * PAGES + page_of, mask=valid, other=0)
             kv_mask = valid[:, None] & dmask[None, :]
-            k = tl.load(k_ptr + blk * sk_blk + pos[:, None] * sk_pos + kvh * sk_head + d[None, :],
-                        mask=kv_mask, other=0.0).to(tl.float32)  # [BLOCK, D_P2]
-            s = tl.sum(q[:, None, :] * k[None, :, :], axis=2) * scale  # [GROUP_P2, BLOCK]
+            k = tl.load(k_ptr + blk[:, None] * sk_blk + offset[:, None] * sk_pos + kvh * sk_head + d[None, :],
+                        mask=kv_mask, other=0.0).to(tl.float32)  # [BLOCK * PAGES, D_P2]
+            v = tl.load(v_ptr + blk[:, None] * sv_blk + offset[:, None] * sv_pos + kvh * sv_head + d[None, :],
+                        mask=kv_mask, other=0.0).to(tl.float32)
+            s = tl.sum(q[:, None, :] * k[None, :, :], axis=2) * scale  # [GROUP_P2, BLOCK * PAGES]
             s = tl.where(valid[None, :], s, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(s, axis=1))
             alpha = tl.exp(m_i - m_new)
             e = tl.exp(s - m_new[:, None])
             l_i = l_i * alpha + tl.sum(e, axis=1)
-            v = tl.load(v_ptr + blk * sv_blk + pos[:, None] * sv_pos + kvh * sv_head + d[None, :],
-                        mask=kv_mask, other=0.0).to(tl.float32)
             acc = acc * alpha[:, None] + tl.sum(e[:, :, None] * v[None, :, :], axis=1)
             m_i = m_new
-        out = acc / l_i[:, None]
-        tl.store(out_ptr + row * so_row + heads[:, None] * so_head + d[None, :],
-                 out.to(out_ptr.dtype.element_ty), mask=gmask[:, None] & dmask[None, :])
+        out_mask = gmask[:, None] & dmask[None, :]
+        if SPLITS == 1:
+            tl.store(out_ptr + row * so_row + heads[:, None] * so_head + d[None, :],
+                     (acc / l_i[:, None]).to(out_ptr.dtype.element_ty), mask=out_mask)
+        else:  # this split's share: its running max, sum and unnormalised output, for `combine`
+            part = (row * hq + heads) * SPLITS + split
+            tl.store(m_ptr + part, m_i, mask=gmask)
+            tl.store(l_ptr + part, l_i, mask=gmask)
+            tl.store(acc_ptr + part[:, None] * D + d[None, :], acc, mask=out_mask)
 
-    return paged_decode
+    @triton.jit
+    def combine(out_ptr, m_ptr, l_ptr, acc_ptr, so_row, so_head, hq,
+                SPLITS: tl.constexpr, SPLITS_P2: tl.constexpr, D: tl.constexpr, D_P2: tl.constexpr):
+        row = tl.program_id(0)
+        h = tl.program_id(1)
+        sp = tl.arange(0, SPLITS_P2)
+        d = tl.arange(0, D_P2)
+        smask = sp < SPLITS
+        dmask = d < D
+        part = (row * hq + h) * SPLITS + sp
+        m = tl.load(m_ptr + part, mask=smask, other=float("-inf"))
+        l_s = tl.load(l_ptr + part, mask=smask, other=0.0)
+        w = tl.exp(m - tl.max(m, axis=0))  # a split that had no position: m = -inf, weight 0
+        acc = tl.load(acc_ptr + part[:, None] * D + d[None, :], mask=smask[:, None] & dmask[None, :], other=0.0)
+        out = tl.sum(acc * w[:, None], axis=0) / tl.sum(l_s * w, axis=0)
+        tl.store(out_ptr + row * so_row + h * so_head + d, out.to(out_ptr.dtype.element_ty), mask=dmask)
+
+    return paged_decode, combine
+
+
+def splits_for(rows_x_heads: int, iters: int, device: torch.device) -> int:
+    """How many programs share one row's context (flash-decoding): enough for about two programs per SM when the
+    batch alone is too small to fill the GPU, each with at least MIN_ITERS_PER_SPLIT iterations."""
+    sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 132
+    want = -(-2 * sms // max(rows_x_heads, 1))
+    return max(1, min(want, iters // MIN_ITERS_PER_SPLIT))
 
 
 def paged_decode_attention(q: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor, block_tables: torch.Tensor,
-                           lens: torch.Tensor, window: int | None = None) -> torch.Tensor:
+                           lens: torch.Tensor, window: int | None = None, splits: int | None = None) -> torch.Tensor:
     """q [B, Hq, D], one query per row; kc/vc one layer's cache [blocks, block_size, Hkv, D]; block_tables
-    [B, max_blocks] int64 (past a row's blocks: anything); lens [B] int64 context lengths -> [B, Hq, D]."""
-    global _kernel
-    if _kernel is None:
-        _kernel = _build()
+    [B, max_blocks] int64 (past a row's blocks: anything); lens [B] int64 context lengths, each >= 1 ->
+    [B, Hq, D]. `splits`: programs per row and KV head over its context (default `splits_for`; a function of the
+    shapes only, so a CUDA graph captures one)."""
+    global _kernels
+    if _kernels is None:
+        _kernels = _build()
+    paged_decode, combine = _kernels
     import triton
 
     b, hq, d = q.shape
     _, block_size, hkv, _ = kc.shape
     assert kc.stride(3) == 1 and vc.stride(3) == 1 and q.stride(2) == 1, "head dims must be contiguous"
+    assert block_tables.stride(1) == 1 and lens.is_contiguous(), "block tables' rows and lens must be contiguous"
     assert block_size & (block_size - 1) == 0, "the kernel's block size must be a power of two"
+    pages = max(1, TOKENS_PER_ITER // block_size)
+    iters = -(-block_tables.shape[1] // pages)  # the most loop iterations any row can need
+    splits = splits or splits_for(b * hkv, iters, q.device)
+    per_split = -(-iters // splits)
+    splits = -(-iters // per_split)  # no split left without iterations by the rounding
     group = hq // hkv
     out = q.new_empty((b, hq, d))
-    _kernel[(b, hkv)](q, kc, vc, out, block_tables, lens,
-                      q.stride(0), q.stride(1), kc.stride(0), kc.stride(1), kc.stride(2),
-                      vc.stride(0), vc.stride(1), vc.stride(2), out.stride(0), out.stride(1), block_tables.stride(0),
-                      d ** -0.5, window or 0,
-                      GROUP=group, GROUP_P2=triton.next_power_of_2(group), BLOCK=block_size, D=d,
-                      D_P2=triton.next_power_of_2(d))
+    if splits == 1:
+        m = l_s = acc = out  # not written
+    else:
+        m, l_s = (torch.empty((b, hq, splits), dtype=torch.float32, device=q.device) for _ in range(2))
+        acc = torch.empty((b, hq, splits, d), dtype=torch.float32, device=q.device)
+    paged_decode[(b, hkv, splits)](
+        q, kc, vc, out, m, l_s, acc, block_tables, lens,
+        q.stride(0), q.stride(1), kc.stride(0), kc.stride(1), kc.stride(2), vc.stride(0), vc.stride(1),
+        vc.stride(2), out.stride(0), out.stride(1), block_tables.stride(0), d ** -0.5, window or 0, per_split, hq,
+        GROUP=group, GROUP_P2=triton.next_power_of_2(group), BLOCK=block_size, PAGES=pages, D=d,
+        D_P2=triton.next_power_of_2(d), SPLITS=splits)
+    if splits > 1:
+        combine[(b, hq)](out, m, l_s, acc, out.stride(0), out.stride(1), hq,
+                         SPLITS=splits, SPLITS_P2=triton.next_power_of_2(splits), D=d, D_P2=triton.next_power_of_2(d))
     return out
