@@ -41,8 +41,8 @@ class OwnOptions(OwnStaticOptions):
         "sdpa", description="CUDA decode attention: sdpa (a padded batch, what the CUDA graphs replay by default) or "
                             "triton (a paged kernel: each row reads only its own blocks; not yet measured on a GPU)")
     overlap: bool | None = Field(None, description="overlap scheduling: the next step is scheduled and launched "
-                                                   "while one runs (default: on where the device allows it, so far "
-                                                   "a simulated device only)")
+                                                   "while one runs (default: on for a simulated device; off on cpu, "
+                                                   "where it gains nothing, and on cuda until a GPU has measured it)")
 
 
 class OwnAdapter(Adapter):
