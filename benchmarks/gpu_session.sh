@@ -2,6 +2,7 @@
 # The checks a session lent a GPU runs (issue 27's GPU section), prepared so that the machine's 15 minutes go to
 # measuring, not to debugging a command line. Run from the repository root on the GPU machine:
 #
+#   bash benchmarks/gpu_session.sh all        # a session's one run: the prompt step, overlap, decode attention (<= ~10 min)
 #   bash benchmarks/gpu_session.sh steps      # first: why steps with a prompt took 90-100 ms on the H200 (~3 min)
 #   bash benchmarks/gpu_session.sh served     # served against core, llama-1b, 1/8/64 users, chat-like lengths (~5 min)
 #   bash benchmarks/gpu_session.sh selftest   # `advisor selftest` (at most ~8 minutes by design)
@@ -32,8 +33,8 @@ fi
 if [ -z "${GPU_SESSION_NO_WHEELS:-}" ] && ls .whl/*.whl >/dev/null 2>&1; then  # GPU_SESSION_NO_WHEELS=1: a machine that has them
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
     export PYTHONPATH=/tmp/site:$PWD
-else
-    export PYTHONPATH=$PWD
+else  # keep what a caller put there (`all` runs this script again, with the wheels it installed)
+    export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD
 fi
 export ADVISOR_HOME=${ADVISOR_HOME:-/tmp/advisor-home} PYTHONUNBUFFERED=1 ADVISOR_EXIT_ZERO=1
 { date -u; nvidia-smi --query-gpu=name,memory.total,driver_version,power.limit --format=csv 2>&1 | head -3
@@ -41,6 +42,16 @@ export ADVISOR_HOME=${ADVISOR_HOME:-/tmp/advisor-home} PYTHONUNBUFFERED=1 ADVISO
   nproc; } | tee "$OUT/machine.txt"
 
 case "${1:-}" in
+all)  # one lent GPU's 15 minutes: the first question of each, in at most ~10 minutes (each part under its own timeout)
+    $PY -m advisor_cli models create "$MODEL" --preset "$MODEL" >/dev/null 2>&1 || true
+    timeout 120 $PY benchmarks/mixed_step.py --preset "$MODEL" --device "$DEVICE" --batch 48 --context 1300 \
+        --prompt-lens 256,1024 --repeats 3 --profile > "$OUT/mixed_step.json" 2> "$OUT/mixed_step.log"
+    echo "mixed_step exit $?"; grep -E "step .* ms" "$OUT/mixed_step.log"
+    GPU_SESSION_NO_WHEELS=1 GPU_SESSION_PROMPTS=16 GPU_SESSION_OVERLAP_USERS=1,64 GPU_SESSION_AB_S=5 \
+        timeout 240 bash "$0" overlap 2>&1 | grep -v "^torch \|^[0-9]*$"
+    GPU_SESSION_NO_WHEELS=1 GPU_SESSION_PROMPTS=16 GPU_SESSION_AB_S=5 timeout 200 bash "$0" attention 2>&1 | \
+        grep -v "^torch \|^[0-9]*$"
+    ;;
 steps)
     $PY -m advisor_cli models create "$MODEL" --preset "$MODEL" >/dev/null 2>&1 || true
     # one step with a prompt beside 48 decodes at chat contexts, against the decodes alone (graphs, eager) and the
@@ -77,18 +88,19 @@ for overlap in (False, True, False, True):
     e = LLMEngine(sys.argv[1], device=sys.argv[2], overlap=overlap, max_num_seqs=64)
     if prompts is None:
         vocab, longest = e.config.vocab_size, min(1500, e.max_model_len - 200)
-        prompts = [[rng.randrange(3, vocab) for _ in range(rng.randrange(16, longest))] for _ in range(96)]
+        prompts = [[rng.randrange(3, vocab) for _ in range(rng.randrange(16, longest))] for _ in range(int(sys.argv[3]))]
         params = [SamplingParams(max_tokens=rng.randrange(8, 200)) for _ in prompts]
     t = time.perf_counter(); ids = e.generate(prompts, params); dt = time.perf_counter() - t
     out.setdefault(overlap, ids)
     print(json.dumps({'overlap': overlap, 'wall_s': round(dt, 3), 'steps': e.num_steps,
                       'same_tokens': ids == out[overlap] and out.get(False) == out.get(True, out.get(False)),
                       **{k: round(v, 4) for k, v in e.stats().items() if k.startswith('step_')}}))
-" "$MODEL" "$DEVICE" > "$OUT/overlap_tokens.jsonl" 2> "$OUT/overlap_tokens.log"
+" "$MODEL" "$DEVICE" "${GPU_SESSION_PROMPTS:-96}" > "$OUT/overlap_tokens.jsonl" 2> "$OUT/overlap_tokens.log"
     echo "overlap tokens exit $?"; cat "$OUT/overlap_tokens.jsonl"
     for ov in ${GPU_SESSION_OVERLAP_RUNS:-false true}; do
         timeout 240 $PY benchmarks/serving_overhead.py --device "$DEVICE" --model "$MODEL" --prompt-len 1024 \
-            --output-len 200 --concurrency 1,64 --duration 10 --warmup 3 --opt overlap=$ov \
+            --output-len 200 --concurrency "${GPU_SESSION_OVERLAP_USERS:-1,64}" --duration "${GPU_SESSION_AB_S:-10}" \
+            --warmup 3 --opt overlap=$ov \
             > "$OUT/serving_overhead_overlap_$ov.json" 2> "$OUT/serving_overhead_overlap_$ov.log"
         echo "serving_overhead overlap=$ov exit $?"; grep -E "^C=" "$OUT/serving_overhead_overlap_$ov.log"
     done
@@ -106,7 +118,7 @@ for attention in ('sdpa', 'triton', 'sdpa', 'triton'):
     e = LLMEngine(sys.argv[1], device=sys.argv[2], decode_attention=attention, max_num_seqs=64, **({'linear_kernels': 'torch'} if sys.argv[2] == 'cpu' else {}))
     if prompts is None:
         vocab, longest = e.config.vocab_size, min(3000, e.max_model_len - 200)
-        prompts = [[rng.randrange(3, vocab) for _ in range(rng.randrange(16, longest))] for _ in range(64)]
+        prompts = [[rng.randrange(3, vocab) for _ in range(rng.randrange(16, longest))] for _ in range(int(sys.argv[3]))]
         params = SamplingParams(max_tokens=128, ignore_eos=True)
     t = time.perf_counter(); ids = e.generate(prompts, params); dt = time.perf_counter() - t
     out.setdefault(attention, ids)
@@ -114,11 +126,12 @@ for attention in ('sdpa', 'triton', 'sdpa', 'triton'):
     print(json.dumps({'decode_attention': attention, 'wall_s': round(dt, 3), 'steps': e.num_steps,
                       'tokens_equal_to_sdpa': round(same, 4),
                       **{k: round(v, 4) for k, v in e.stats().items() if k.startswith('step_')}}))
-" "$MODEL" "$DEVICE" > "$OUT/attention_tokens.jsonl" 2> "$OUT/attention_tokens.log"
+" "$MODEL" "$DEVICE" "${GPU_SESSION_PROMPTS:-64}" > "$OUT/attention_tokens.jsonl" 2> "$OUT/attention_tokens.log"
     echo "attention tokens exit $?"; cat "$OUT/attention_tokens.jsonl"; tail -3 "$OUT/attention_tokens.log"
     for att in sdpa triton; do
         timeout 200 $PY benchmarks/serving_overhead.py --device "$DEVICE" --model "$MODEL" --prompt-len 3000 \
-            --output-len 200 --concurrency 64 --duration 10 --warmup 3 --opt decode_attention=$att \
+            --output-len 200 --concurrency 64 --duration "${GPU_SESSION_AB_S:-10}" --warmup 3 \
+            --opt decode_attention=$att \
             > "$OUT/serving_overhead_attention_$att.json" 2> "$OUT/serving_overhead_attention_$att.log"
         echo "serving_overhead decode_attention=$att exit $?"; grep -E "^C=" "$OUT/serving_overhead_attention_$att.log"
     done
@@ -130,6 +143,6 @@ selftest)
     cp "$OUT"/selftest/selftest.json "$OUT"/selftest/selftest.html "$OUT"/ 2>/dev/null
     ;;
 *)
-    echo "usage: bash benchmarks/gpu_session.sh steps|served|overlap|attention|selftest|wheels" >&2; exit 2
+    echo "usage: bash benchmarks/gpu_session.sh all|steps|served|overlap|attention|selftest|wheels" >&2; exit 2
     ;;
 esac
