@@ -59,7 +59,10 @@ class LLMEngine:
     linear layers run on packed weights (`backends.choose`, once; `linear_kernels`: auto, panel, onednn,
     torch), and with the panel kernel attention and the rest of each layer run on own_engine's native kernels too
     (`own_engine.kernels.backends`). On CPU (Linux) a freed KV block's pages go back to the OS unless
-    `release_freed_kv=False` (`memory_release`).
+    `release_freed_kv=False` (`memory_release`). `overlap` schedules and launches step n+1 before step n's tokens
+    are awaited (default: on a simulated device only; docs/engines.md, "Overlap scheduling"); `decode_attention`
+    picks the decode rows' attention on CUDA: "sdpa" (the padded batch) or "triton" (the paged kernel,
+    `own_engine.kernels.triton_decode`, opt-in).
     """
 
     def __init__(self, model_path: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
