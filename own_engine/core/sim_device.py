@@ -229,17 +229,21 @@ class SimRunner:
         token per finishing sequence."""
         self.prepare(batch)
         self.clock.mark_forward_start()
-        t0 = time.perf_counter()
-        nd = batch.num_decodes
-        prefill_tokens = sum(batch.num_new_tokens[nd:])
-        step_s = self.profile.step_s(nd, prefill_tokens)
-        a, out = self._op_in, self._op_out
-        for _ in range(self.profile.launches(nd, prefill_tokens)):
-            torch.add(a, a, out=out)
+        t0, step_s = self._issue(batch)
         _wait_device(t0 + step_s)
         self.clock.mark_forward_end(device_ns=round(step_s * 1e9))
         done = [s for s, n in zip(batch.seqs, batch.num_new_tokens, strict=True) if s.num_computed_tokens + n == len(s)]
         return [self.token(s) for s in done]
+
+    def _issue(self, batch: ScheduledBatch) -> tuple[float, float]:
+        """The step's host launches (the profile's ops); returns when they began (perf_counter) and its step time."""
+        t0 = time.perf_counter()
+        nd = batch.num_decodes
+        prefill_tokens = sum(batch.num_new_tokens[nd:])
+        a, out = self._op_in, self._op_out
+        for _ in range(self.profile.launches(nd, prefill_tokens)):
+            torch.add(a, a, out=out)
+        return t0, self.profile.step_s(nd, prefill_tokens)
 
     def describe(self) -> dict:
         return {**self.profile.to_dict(), "launch_elements": 0 if self._op_in is None else self._op_in.numel()}
@@ -263,13 +267,7 @@ class SimRunner:
         whichever is later, and ends its step time after that (or when the launches end, if later: a host-bound
         step). `SimStep.result()` waits for the end, GIL released, as a CUDA sync does."""
         self.prepare(batch)
-        t0 = time.perf_counter()
-        nd = batch.num_decodes
-        prefill_tokens = sum(batch.num_new_tokens[nd:])
-        step_s = self.profile.step_s(nd, prefill_tokens)
-        a, out = self._op_in, self._op_out
-        for _ in range(self.profile.launches(nd, prefill_tokens)):
-            torch.add(a, a, out=out)
+        t0, step_s = self._issue(batch)
         self._free_at = max(max(t0, self._free_at) + step_s, time.perf_counter())
         rows = [(s, len(s)) for s, n in zip(batch.seqs, batch.num_new_tokens, strict=True)
                 if s.num_computed_tokens + n == len(s)]
