@@ -20,11 +20,10 @@ freed.
 
 from __future__ import annotations
 
-from array import array
-
 import numpy as np
 import torch
 
+from own_engine.core.host_tensors import host_long, to_device
 from own_engine.core.memory_release import KVPageRelease, page_aligned_zeros
 from own_engine.core.sampler import Sampler
 from own_engine.core.scheduler import PLACEHOLDER, ScheduledBatch
@@ -111,18 +110,7 @@ class ModelRunner:
         host's work for the next step then runs while the device runs this one; on CPU the forward is this
         thread's own computation, so the step is done when this returns and nothing is gained."""
         with torch.inference_mode():
-            nd = batch.num_decodes
-            fix = self._placeholders(batch.seqs[:nd])
-            if nd == len(batch.seqs) and self.graphs is not None and self.graphs.fits(batch.seqs):
-                logits = self.graphs.run(batch.seqs, fix)
-                done = batch.seqs
-            else:
-                ids, positions, meta, logit_rows = self.prepare(batch)
-                if fix is not None:
-                    ids[fix[0]] = fix[1]
-                logits = self.model(ids, positions, PagedAttention(self.k_cache, self.v_cache, meta), logit_rows)
-                done = [s for s, n in zip(batch.seqs, batch.num_new_tokens, strict=True)
-                        if s.num_computed_tokens + n == len(s)]
+            logits, done = self._forward(batch, self._placeholders(batch.seqs[: batch.num_decodes]))
             sampled = self.sampler.on_device(logits, done)
         self._last = (sampled, {s.seq_id: i for i, s in enumerate(done)})
         return RunnerStep(sampled)
@@ -232,50 +220,30 @@ class ModelRunner:
     @torch.inference_mode()
     def run(self, batch: ScheduledBatch) -> list[int]:
         """The next token of every sequence whose uncomputed tokens this step finishes, in batch order."""
-        decode_only = batch.num_decodes == len(batch.seqs)
-        clock = self.clock
-        if decode_only and self.graphs is not None and self.graphs.fits(batch.seqs):
-            clock.mark_forward_start()  # the graph's input copies count as forward here
-            logits = self.graphs.run(batch.seqs)
-            self._sync()
-            clock.mark_forward_end()
-            return self.sampler(logits, batch.seqs)
-        ids, positions, meta, logit_rows = self.prepare(batch)
-        clock.mark_forward_start()
-        logits = self.model(ids, positions, PagedAttention(self.k_cache, self.v_cache, meta), logit_rows)
+        logits, done = self._forward(batch, mark=True)
         self._sync()
-        clock.mark_forward_end()
-        done = [s for s, n in zip(batch.seqs, batch.num_new_tokens, strict=True) if s.num_computed_tokens + n == len(s)]
+        self.clock.mark_forward_end()
         return self.sampler(logits, done)
+
+    def _forward(self, batch: ScheduledBatch, fix: tuple[torch.Tensor, torch.Tensor] | None = None,
+                 mark: bool = False) -> tuple[torch.Tensor, list[Sequence]]:
+        """The step's logits (a graph replay for a decode-only step that fits the graphs, else the eager forward)
+        and the sequences they are for. `fix`: decode rows whose input token is on the device only (`launch`);
+        `mark`: the clock's forward starts here (a graph's input copies count as forward)."""
+        if batch.num_decodes == len(batch.seqs) and self.graphs is not None and self.graphs.fits(batch.seqs):
+            if mark:
+                self.clock.mark_forward_start()
+            return self.graphs.run(batch.seqs, fix), batch.seqs
+        ids, positions, meta, logit_rows = self.prepare(batch)
+        if fix is not None:
+            ids[fix[0]] = fix[1]
+        if mark:
+            self.clock.mark_forward_start()
+        logits = self.model(ids, positions, PagedAttention(self.k_cache, self.v_cache, meta), logit_rows)
+        done = [s for s, n in zip(batch.seqs, batch.num_new_tokens, strict=True) if s.num_computed_tokens + n == len(s)]
+        return logits, done
 
     def _sync(self) -> None:
         """On CUDA, wait for the forward (the sampler's `.tolist()` would wait anyway): its time is device time."""
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-
-
-def to_device(host: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """A host tensor on `device` without waiting for the device: on CUDA through pinned memory (PyTorch's caching
-    host allocator keeps the block until the copy is done); a copy from pageable memory may wait for the stream,
-    which would hold the next step's launch behind the step running (overlap scheduling)."""
-    if device.type != "cuda":
-        return host
-    return host.pin_memory().to(device, non_blocking=True)
-
-
-def host_long(values: list) -> torch.Tensor:
-    """`torch.tensor(values, dtype=torch.long)` for a list of ints or of equal-length int lists, without the
-    element-by-element walk: the ints go into one `array('q')` whose buffer the tensor shares."""
-    if values and isinstance(values[0], list):
-        rows, width = len(values), len(values[0])
-        flat = array("q")
-        for row in values:
-            if len(row) != width:
-                raise ValueError("host_long: rows of different lengths")
-            flat.extend(row)
-        shape: tuple[int, ...] = (rows, width)
-    else:
-        flat, shape = array("q", values), (len(values),)
-    if not flat:
-        return torch.zeros(shape, dtype=torch.long)
-    return torch.frombuffer(flat, dtype=torch.long).view(shape)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from own_engine.core.host_tensors import to_device
 from own_engine.core.sequence import Sequence
 
 
@@ -50,9 +51,7 @@ class Sampler:
                     logits.index_fill_(1, eos, float("-inf"))
                 else:
                     # built on the host, copied without a wait: `torch.tensor(..., device=cuda)` syncs the stream
-                    index = torch.tensor(rows)
-                    if index.device != dev:
-                        index = index.pin_memory().to(dev, non_blocking=True)
+                    index = to_device(torch.tensor(rows), dev)
                     logits[index[:, None], eos[None, :]] = float("-inf")
 
     def _sample(self, row: torch.Tensor, seq: Sequence) -> int:

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 
 import torch
 
-from own_engine.core.model_runner import host_long
+from own_engine.core.host_tensors import host_long
 from own_engine.core.scheduler import ScheduledBatch
 from own_engine.core.sequence import Sequence
 from own_engine.core.step_clock import StepClock

@@ -18,6 +18,7 @@ from array import array
 
 import torch
 
+from own_engine.core.host_tensors import to_device
 from own_engine.core.sequence import Sequence
 from own_engine.model.llama import LlamaModel
 from own_engine.model.paged_attention import PagedAttention, PagedMeta
@@ -78,9 +79,7 @@ class DecodeGraphs:
         n = len(seqs)
         b = next(x for x in self.batch_buckets if x >= n)
         nb = next(x for x in self.block_buckets if x >= max(len(s.block_table) for s in seqs))
-        host = self.inputs(seqs, b, nb)
-        if self.capture:  # one copy, from pinned memory: a pageable one may wait for the step still running
-            host = host.pin_memory().to(self.device, non_blocking=True)
+        host = to_device(self.inputs(seqs, b, nb), self.device)  # one copy
         self.ids[:b].copy_(host[:b])
         self.positions[:b].copy_(host[b:2 * b])
         self.slots[:b].copy_(host[2 * b:3 * b])

@@ -124,7 +124,7 @@ def test_padded_fixed_shape_decode_path_matches_eager(tiny_path) -> None:
 def test_host_long_is_torch_tensor_without_the_walk():
     import torch
 
-    from own_engine.core.model_runner import host_long
+    from own_engine.core.host_tensors import host_long
 
     for values in ([], [7], [3, 1, 2], [[1, 2, 3], [4, 5, 6]], [[0], [9]], [[], []], [2**40, -5]):
         got, want = host_long(values), torch.tensor(values, dtype=torch.long)
