@@ -139,18 +139,11 @@ class Scheduler:
         self.num_preemptions += 1
 
     def postprocess(self, batch: ScheduledBatch, token_ids: list[int]) -> list[Sequence]:
-        """Account the fed tokens, append one new token to each sequence that completed; those sequences."""
-        sampled: list[Sequence] = []
-        for seq, n in zip(batch.seqs, batch.num_new_tokens, strict=True):
-            seq.num_computed_tokens += n
-            if seq.num_computed_tokens == len(seq):
-                sampled.append(seq)
-        assert len(sampled) == len(token_ids)
-        for seq, tok in zip(sampled, token_ids, strict=True):
-            seq.append_token(tok)
-            if stop_reached(seq, self.eos_token_ids, self.max_model_len):
-                self.finish(seq)
-        return sampled
+        """Account the fed tokens, append one new token to each sequence that completed; those sequences (the
+        plain step: `advance`, then `resolve` with the ids at once)."""
+        rows = self.advance(batch)
+        self.resolve(rows, token_ids)
+        return [seq for seq, _ in rows]
 
     def advance(self, batch: ScheduledBatch) -> list[tuple[Sequence, int]]:
         """Overlap scheduling (`LLMEngine(overlap=True)`): account a launched step's tokens before its sampled ids
@@ -163,7 +156,7 @@ class Scheduler:
             if seq.num_computed_tokens == len(seq):
                 rows.append((seq, len(seq)))
                 seq.append_token(PLACEHOLDER)
-                if seq.num_completion_tokens >= seq.params.max_tokens or len(seq) >= self.max_model_len:
+                if ends_by_count(seq, self.max_model_len):
                     self.finish(seq)
         return rows
 
@@ -176,8 +169,7 @@ class Scheduler:
             if i >= len(seq.token_ids):
                 continue
             seq.token_ids[i] = tok
-            p = seq.params
-            if not p.ignore_eos and tok in self.eos_token_ids and i + 1 - seq.num_prompt_tokens >= p.min_tokens:
+            if ends_by_eos(seq, i, self.eos_token_ids):
                 del seq.token_ids[i + 1:]
                 if seq.status is SequenceStatus.RUNNING:
                     self.finish(seq)
@@ -203,7 +195,15 @@ class Scheduler:
 
 def stop_reached(seq: Sequence, eos_token_ids: frozenset[int], max_model_len: int) -> bool:
     """Whether the token just appended ends the sequence (EOS after min_tokens, max_tokens, or the context)."""
+    return ends_by_eos(seq, len(seq) - 1, eos_token_ids) or ends_by_count(seq, max_model_len)
+
+
+def ends_by_count(seq: Sequence, max_model_len: int) -> bool:
+    """max_tokens or the context reached with the token just appended, whatever its value."""
+    return seq.num_completion_tokens >= seq.params.max_tokens or len(seq) >= max_model_len
+
+
+def ends_by_eos(seq: Sequence, i: int, eos_token_ids: frozenset[int]) -> bool:
+    """Whether the token at index `i` is an EOS that ends the sequence (not ignored, min_tokens reached with it)."""
     p = seq.params
-    n = seq.num_completion_tokens
-    hit_eos = not p.ignore_eos and seq.last_token in eos_token_ids and n >= p.min_tokens
-    return hit_eos or n >= p.max_tokens or len(seq) >= max_model_len
+    return not p.ignore_eos and seq.token_ids[i] in eos_token_ids and i + 1 - seq.num_prompt_tokens >= p.min_tokens
