@@ -78,24 +78,9 @@ served)
 overlap)
     $PY -m advisor_cli models create "$MODEL" --preset "$MODEL" >/dev/null 2>&1 || true
     # the same greedy tokens with and without overlap (docs/engines.md, "Overlap scheduling"), and their wall times
-    timeout 180 $PY -c "
-import json, random, sys, time
-from own_engine.core.llm_engine import LLMEngine
-from own_engine.core.sampling_params import SamplingParams
-rng = random.Random(0)
-out, prompts = {}, None
-for overlap in (False, True, False, True):
-    e = LLMEngine(sys.argv[1], device=sys.argv[2], overlap=overlap, max_num_seqs=64)
-    if prompts is None:
-        vocab, longest = e.config.vocab_size, min(1500, e.max_model_len - 200)
-        prompts = [[rng.randrange(3, vocab) for _ in range(rng.randrange(16, longest))] for _ in range(int(sys.argv[3]))]
-        params = [SamplingParams(max_tokens=rng.randrange(8, 200)) for _ in prompts]
-    t = time.perf_counter(); ids = e.generate(prompts, params); dt = time.perf_counter() - t
-    out.setdefault(overlap, ids)
-    print(json.dumps({'overlap': overlap, 'wall_s': round(dt, 3), 'steps': e.num_steps,
-                      'same_tokens': ids == out[overlap] and out.get(False) == out.get(True, out.get(False)),
-                      **{k: round(v, 4) for k, v in e.stats().items() if k.startswith('step_')}}))
-" "$MODEL" "$DEVICE" "${GPU_SESSION_PROMPTS:-96}" > "$OUT/overlap_tokens.jsonl" 2> "$OUT/overlap_tokens.log"
+    timeout 180 $PY benchmarks/same_tokens.py --model "$MODEL" --device "$DEVICE" --option overlap --values false,true \
+        --prompts "${GPU_SESSION_PROMPTS:-96}" --longest 1500 --max-tokens 200 \
+        > "$OUT/overlap_tokens.jsonl" 2> "$OUT/overlap_tokens.log"
     echo "overlap tokens exit $?"; cat "$OUT/overlap_tokens.jsonl"
     for ov in ${GPU_SESSION_OVERLAP_RUNS:-false true}; do
         timeout 240 $PY benchmarks/serving_overhead.py --device "$DEVICE" --model "$MODEL" --prompt-len 1024 \
@@ -108,25 +93,9 @@ for overlap in (False, True, False, True):
 attention)
     $PY -m advisor_cli models create "$MODEL" --preset "$MODEL" >/dev/null 2>&1 || true
     # the same greedy tokens from both decode routes (bf16: a near-tie may flip; the share that agree is printed)
-    timeout 180 $PY -c "
-import json, random, sys, time
-from own_engine.core.llm_engine import LLMEngine
-from own_engine.core.sampling_params import SamplingParams
-rng = random.Random(0)
-out, prompts = {}, None
-for attention in ('sdpa', 'triton', 'sdpa', 'triton'):
-    e = LLMEngine(sys.argv[1], device=sys.argv[2], decode_attention=attention, max_num_seqs=64, **({'linear_kernels': 'torch'} if sys.argv[2] == 'cpu' else {}))
-    if prompts is None:
-        vocab, longest = e.config.vocab_size, min(3000, e.max_model_len - 200)
-        prompts = [[rng.randrange(3, vocab) for _ in range(rng.randrange(16, longest))] for _ in range(int(sys.argv[3]))]
-        params = SamplingParams(max_tokens=128, ignore_eos=True)
-    t = time.perf_counter(); ids = e.generate(prompts, params); dt = time.perf_counter() - t
-    out.setdefault(attention, ids)
-    same = sum(a == b for x, y in zip(out['sdpa'], ids) for a, b in zip(x, y)) / sum(map(len, ids))
-    print(json.dumps({'decode_attention': attention, 'wall_s': round(dt, 3), 'steps': e.num_steps,
-                      'tokens_equal_to_sdpa': round(same, 4),
-                      **{k: round(v, 4) for k, v in e.stats().items() if k.startswith('step_')}}))
-" "$MODEL" "$DEVICE" "${GPU_SESSION_PROMPTS:-64}" > "$OUT/attention_tokens.jsonl" 2> "$OUT/attention_tokens.log"
+    timeout 180 $PY benchmarks/same_tokens.py --model "$MODEL" --device "$DEVICE" --option decode_attention \
+        --values sdpa,triton --prompts "${GPU_SESSION_PROMPTS:-64}" --longest 3000 --max-tokens 128 \
+        $( [ "$DEVICE" = cpu ] && echo --opt linear_kernels=torch ) > "$OUT/attention_tokens.jsonl" 2> "$OUT/attention_tokens.log"
     echo "attention tokens exit $?"; cat "$OUT/attention_tokens.jsonl"; tail -3 "$OUT/attention_tokens.log"
     for att in sdpa triton; do
         timeout 200 $PY benchmarks/serving_overhead.py --device "$DEVICE" --model "$MODEL" --prompt-len 3000 \
