@@ -85,7 +85,7 @@ class FakeAdapter(Adapter):
         self._running += 1
         try:
             if o.ttft_ms or jitter_s:
-                await asyncio.sleep(o.ttft_ms / 1e3 + jitter_s)
+                await wait_at_least(o.ttft_ms / 1e3 + jitter_s)
             ids = answer_ids(req.prompt_ids, req.max_tokens, o.vocab_size) if o.echo_ids else None
             left = req.max_tokens
             first = True
@@ -93,7 +93,7 @@ class FakeAdapter(Adapter):
                 n = 1 if first else min(o.tokens_per_chunk, left)
                 if not first:
                     # zero delay still yields to the loop: each chunk is its own loop turn, as when streamed
-                    await asyncio.sleep(o.tpot_ms / 1e3 * n)
+                    await wait_at_least(o.tpot_ms / 1e3 * n)
                 done = req.max_tokens - left
                 left -= n
                 first = False
@@ -106,6 +106,20 @@ class FakeAdapter(Adapter):
 
     def stats(self) -> dict[str, float]:
         return {"running": float(self._running)}
+
+
+async def wait_at_least(delay_s: float) -> None:
+    """Yield to the loop for `delay_s` or a little more, never less.
+
+    asyncio.sleep alone can wake early: libuv keeps uvloop's clock in whole milliseconds, so when I/O wakes the
+    loop near a deadline the timer fires up to ~1 ms before its delay has passed (CI measured a 15 ms TTFT as
+    14.94 ms). The fake engine's delays are lower bounds that tests measure against, so a wake before the
+    deadline sleeps again for what is left (the last fraction of a millisecond in loop turns).
+    """
+    deadline = time.perf_counter_ns() + int(delay_s * 1e9)
+    await asyncio.sleep(delay_s)
+    while (left := deadline - time.perf_counter_ns()) > 0:
+        await asyncio.sleep(left / 1e9)
 
 
 def answer_ids(prompt_ids: tuple[int, ...], n: int, vocab_size: int) -> tuple[int, ...]:
