@@ -185,3 +185,30 @@ def test_simulated_device_is_served_through_the_engine_process_and_says_it_is_si
         assert stats["running"] == 0.0 and stats["timed_steps"] > 0 and stats["step_forward_s"] > 0
     finally:
         adapter.close()
+
+
+def _switches(pid: int) -> int:
+    """Voluntary context switches of the process's main thread (the engine process's reader), from the kernel."""
+    with open(f"/proc/{pid}/task/{pid}/status") as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise AssertionError("no voluntary_ctxt_switches line")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs Linux's /proc")
+def test_the_clients_reads_do_not_wake_the_engine_process_reader(tiny) -> None:
+    """The engine's reader thread sleeps on the socket the engine thread writes its steps to. Blocked in recv()
+    it was woken each time the client read a step (the freed send buffer wakes every sleeper on the socket),
+    and took the engine's CPU from the next step; it now waits for input only."""
+    adapter = adapters.create("own", tiny, device="sim:h200", max_batch=8)
+    try:
+        info = adapter.start()
+        n = 400
+        before = _switches(info.pid)
+        (chunks,) = asyncio.run(_run(adapter, [RequestSpec("long", (5, 6, 7), max_tokens=n, ignore_eos=True)]))
+        woken = _switches(info.pid) - before
+        assert len(chunks) == n
+        assert woken < n // 10, f"the reader woke {woken} times for {n} steps sent"
+    finally:
+        adapter.close()
