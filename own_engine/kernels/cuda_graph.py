@@ -37,7 +37,10 @@ class DecodeGraphs:
                  dummy_block: int, max_batch: int, max_blocks_per_seq: int, triton: bool = False) -> None:
         self.model, self.k_cache, self.v_cache = model, k_cache, v_cache
         self.device = model.embed_tokens.device
-        self.triton = triton  # decode attention by the Triton paged kernel (each row its own blocks), not padded SDPA
+        # decode attention by the Triton paged kernel (each row its own blocks), not padded SDPA. Its graphs stay
+        # keyed by context bucket too: the table's width sets how the kernel splits a row's context over programs
+        # (triton_decode.splits_for), so one full-width graph per batch would run short contexts unsplit
+        self.triton = triton
         self.capture = self.device.type == "cuda"
         self.block_size = block_size
         self.dummy_block = dummy_block
