@@ -164,7 +164,8 @@ def _serve_batched(adapter: Any, sock: socket.socket) -> None:
     frames = FrameReader()
     # Wait in poll() for input, never in a blocking recv(): a thread blocked in recv() is woken each time the
     # client reads a step (the freed send buffer wakes every sleeper on this socket), and on the engine's CPU
-    # that took 4% of its time from the steps (tests/adapters/test_own.py); poll() is woken for input only.
+    # that took 4% of its time from the steps (benchmarks/RESULTS.md, "the engine process's reader"); poll() is
+    # woken for input only (tests/adapters/test_own.py counts the reader's wake-ups).
     inbound = select.poll()
     inbound.register(sock, select.POLLIN)
     try:

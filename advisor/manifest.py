@@ -53,6 +53,12 @@ def _read(path: str) -> str | None:
         return None
 
 
+def _virtual_machine() -> bool | None:
+    """Whether an x86 CPU says it runs under a hypervisor; None where /proc/cpuinfo has no x86 flags (not known)."""
+    flags = _cpuinfo("flags")
+    return None if flags is None else "hypervisor" in flags.split()
+
+
 def cpu_idle(cpuidle_dir: str = CPUIDLE_DIR, haltpoll_ns: str = HALTPOLL_NS) -> dict[str, Any] | None:
     """How this machine's idle CPUs wait: the cpuidle driver and governor, and the haltpoll driver's polling
     window in ns where it is loaded (0: a guest that halts at once); None where Linux does not say."""
@@ -116,7 +122,7 @@ def collect(server_hardware: dict[str, Any] | None = None) -> dict[str, Any]:
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "mem_gb": vm.total / 1e9,
         "gpus": _gpus(gpus),
-        "virtual_machine": "hypervisor" in (_cpuinfo("flags") or "").split(),  # the CPU says it runs under a hypervisor
+        "virtual_machine": _virtual_machine(),
         "cpu_idle": cpu_idle(),
     }
     return {

@@ -3,7 +3,7 @@
 The served engine hands each step's tokens to the client in one socket write. When the client's event loop
 sleeps in epoll, that write must wake it: on a VM the wake is an inter-processor interrupt and a VM exit, paid on
 the engine's CPU inside the write (`sendall` with a sleeping reader: ~18 us here, against ~3 us when the reader
-is awake; `benchmarks/busy_poll.py --wake` measures it; after a pass over 4 MB, about what tiny's forward reads
+is awake; `benchmarks/busy_poll.py --wake` measures it; after a pass over 4 MiB, about what tiny's forward reads
 (3.5 MB of weights), the same write takes ~47 us, the kernel's and the VM exit's paths then running from cold
 caches: `--stream-mb 0,4`). With `install(N)` the client's loop polls its sockets
 (epoll with no wait) for up to N us before it blocks, so a step that ends within N us of the last one finds the
@@ -61,7 +61,7 @@ def wake_cost(n: int = 3000, stream_mb: float = 0.0) -> dict[str, float]:
     """Median `sendall` of one small message to a reader on another CPU: asleep in recv, and spinning.
 
     Between writes the writer works for half a millisecond, as a tiny step does: it spins, or with
-    `stream_mb` it first reads that many MB (as a forward pass reads its weights), which leaves the write's
+    `stream_mb` it first reads that many MiB (as a forward pass reads its weights), which leaves the write's
     kernel path, and on a VM the host's exit path, to run from cold caches.
     """
     import numpy as np
@@ -105,8 +105,12 @@ def wake_cost(n: int = 3000, stream_mb: float = 0.0) -> dict[str, float]:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--wake", action="store_true", help="measure a socket write's cost with the reader asleep and awake")
-    ap.add_argument("--stream-mb", default="0", help="comma-separated: MB read between writes (0: spin only)")
+    ap.add_argument("--stream-mb", default=None, help="with --wake, comma-separated: MiB read between writes "
+                    "(0: spin only; default 0)")
     args = ap.parse_args()
+    if args.stream_mb is not None and not args.wake:
+        ap.error("--stream-mb goes with --wake")
+    args.stream_mb = args.stream_mb or "0"
     if args.wake:
         for mb in (float(x) for x in args.stream_mb.split(",")):
             print({"stream_mb": mb, **wake_cost(stream_mb=mb)})

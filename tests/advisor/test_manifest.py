@@ -24,6 +24,14 @@ def test_cpu_idle_is_none_where_linux_does_not_say(tmp_path):
     assert manifest.cpu_idle(str(tmp_path / "none"), str(tmp_path / "none")) is None
 
 
-def test_every_run_records_whether_it_ran_in_a_virtual_machine_and_its_idle_policy():
+def test_every_run_records_whether_the_cpu_says_it_runs_under_a_hypervisor(monkeypatch):
     hw = manifest.collect()["hardware"]
-    assert isinstance(hw["virtual_machine"], bool) and "cpu_idle" in hw
+    assert hw["cpu_idle"] == manifest.cpu_idle()
+    flags = manifest._cpuinfo("flags")
+    assert hw["virtual_machine"] == (None if flags is None else "hypervisor" in flags.split())
+    monkeypatch.setattr(manifest, "_cpuinfo", lambda field: "fpu vme hypervisor avx512f" if field == "flags" else None)
+    assert manifest._virtual_machine() is True
+    monkeypatch.setattr(manifest, "_cpuinfo", lambda field: "fpu vme avx512f" if field == "flags" else None)
+    assert manifest._virtual_machine() is False
+    monkeypatch.setattr(manifest, "_cpuinfo", lambda field: None)  # an ARM CPU lists "Features", not "flags"
+    assert manifest._virtual_machine() is None
