@@ -47,6 +47,7 @@ def _cpu_model() -> str:
 
 
 def _read(path: str) -> str | None:
+    """A small text file's content, stripped; None where it cannot be read."""
     try:
         return Path(path).read_text().strip()
     except OSError:
@@ -80,10 +81,7 @@ def _gpus(gpus: list[Gpu]) -> list[dict[str, Any]]:
 def machine_id_sha256() -> str | None:
     """SHA-256 of this machine's id (the id itself is never recorded); None where no id file exists."""
     for path in MACHINE_ID_FILES:
-        try:
-            text = Path(path).read_text().strip()
-        except OSError:
-            continue
+        text = _read(path)
         if text:
             return hashlib.sha256(text.encode()).hexdigest()
     return None

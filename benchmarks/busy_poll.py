@@ -110,7 +110,6 @@ if __name__ == "__main__":
     args = ap.parse_args()
     if args.stream_mb is not None and not args.wake:
         ap.error("--stream-mb goes with --wake")
-    args.stream_mb = args.stream_mb or "0"
     if args.wake:
-        for mb in (float(x) for x in args.stream_mb.split(",")):
+        for mb in (float(x) for x in (args.stream_mb or "0").split(",")):
             print({"stream_mb": mb, **wake_cost(stream_mb=mb)})

@@ -34,8 +34,8 @@ if [ "$BEFORE" = "$POLL_NS" ]; then
 fi
 trap 'echo "$BEFORE" > "$KNOB"' EXIT
 trap 'exit 130' INT TERM
-ARGS=(--device cpu --model tiny --prompt-len 64 --output-len 64 --concurrency 1,8 --duration 8 --warmup 2 --core-twice)
-[ $# -gt 0 ] && ARGS=(--device cpu --model tiny --prompt-len 64 --output-len 64 --duration 8 --warmup 2 --core-twice "$@")
+ARGS=(--device cpu --model tiny --prompt-len 64 --output-len 64 --duration 8 --warmup 2 --core-twice)
+if [ $# -gt 0 ]; then ARGS+=("$@"); else ARGS+=(--concurrency 1,8); fi
 OUT=${OUT:-$(mktemp -d /tmp/haltpoll-ab.XXXXXX)}  # a fresh folder: the summary reads every run in it
 mkdir -p "$OUT"
 for i in $(seq "$RUNS"); do
