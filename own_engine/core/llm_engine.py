@@ -52,7 +52,7 @@ class LLMEngine:
 
     `max_model_len` caps prompt + output per request (default: the model's context); `max_num_seqs` caps the
     sequences in one step; `max_num_batched_tokens` is the per-step token budget that prompts are chunked to
-    (default: 256 on CPU, at least max_num_seqs + 64; 2048 on CUDA and a simulated device). The KV cache holds `num_kv_blocks` blocks of `block_size` tokens;
+    (default: 288 on CPU, at least max_num_seqs + 64; 2048 on CUDA and a simulated device). The KV cache holds `num_kv_blocks` blocks of `block_size` tokens;
     by default enough for `max_num_seqs` sequences of `max_model_len` tokens, but at most
     `kv_cache_memory_fraction` of the memory available when the engine starts (default: 0.8 of free GPU memory
     on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given. On CPU at fp32 the
