@@ -22,7 +22,8 @@ per step and hides that. So a step that is not a CUDA-graph replay (any step
 with a prompt chunk, or a decode batch past the graphs' largest bucket)
 first issues `eager_ops` real PyTorch ops on the host (each parses its
 arguments holding the GIL, gives it up inside the op and takes it back, as a
-launch does; the tensor is sized once so that one op takes about `launch_us`,
+launch does; `launch_op`, whose work stays on the launching thread; its tensor is
+sized once so that one op takes about `launch_us`,
 5 us by default: PyTorch's eager overhead per CUDA op is 5-10 us, and the
 H200's eager 1,024-token prefill, 917 ops in 7.6 ms, bounds it at 8.3 us), and
 a graph replay issues one;
@@ -242,7 +243,7 @@ class SimRunner:
         prefill_tokens = sum(batch.num_new_tokens[nd:])
         a, out = self._op_in, self._op_out
         for _ in range(self.profile.launches(nd, prefill_tokens)):
-            torch.add(a, a, out=out)
+            launch_op(a, out)
         return t0, self.profile.step_s(nd, prefill_tokens)
 
     def describe(self) -> dict:
@@ -304,16 +305,26 @@ def _wait_device(deadline: float) -> None:
         hashlib.sha256(_SPIN_BUFFER)  # a few microseconds of CPU with the GIL released (hashlib does, past 2 KiB)
 
 
+def launch_op(a: torch.Tensor, out: torch.Tensor) -> None:
+    """One simulated kernel launch: a real PyTorch op (the GIL taken for its arguments, given up inside), whose
+    work runs on the calling thread only, at any torch thread count, as a launch's host work does. A cumulative
+    sum along a tensor's one dimension is serial in PyTorch's CPU kernel; an element-wise op of the size a 5 us
+    launch needs (131,072 elements here) is split over torch's thread pool, so each launch waited for a second
+    CPU: with the engine at torch's default 2 threads and the other CPU busy, 1 launch in 1,000 took 4 ms, and
+    one 917-launch step 0.5 s (benchmarks/history/serving_overhead.md, 2026-11-27)."""
+    torch.cumsum(a, 0, out=out)
+
+
 def _launch_tensors(launch_us: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Tensors sized so that `torch.add(a, a, out=b)` takes about `launch_us` on this host (measured once)."""
+    """Tensors sized so that `launch_op` takes about `launch_us` on this host (measured once)."""
     n = 256
     while True:
         a, out = torch.ones(n), torch.empty(n)
         for _ in range(20):
-            torch.add(a, a, out=out)
+            launch_op(a, out)
         t0 = time.perf_counter()
         for _ in range(200):
-            torch.add(a, a, out=out)
+            launch_op(a, out)
         if (time.perf_counter() - t0) / 200 * 1e6 >= launch_us or n >= 1 << 22:
             return a, out
         n *= 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
@@ -64,7 +65,7 @@ def test_an_eager_step_launches_its_ops_from_the_host_and_a_graph_replay_one(tin
         n = 0
 
         def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-            if getattr(func, "__name__", "") == "add":
+            if getattr(func, "__name__", "") == "cumsum":  # sim_device.launch_op
                 self.n += 1
             return func(*args, **(kwargs or {}))
 
@@ -75,6 +76,51 @@ def test_an_eager_step_launches_its_ops_from_the_host_and_a_graph_replay_one(tin
     with Adds() as decode:
         engine.step()  # one decode row: a graph replay
     assert prefill.n == 40 and decode.n == 1
+
+
+def _cpu_time_of_other_threads_s() -> float:
+    """CPU time (user + system) of every thread of this process but the calling one, from /proc."""
+    import os
+    import threading
+
+    me, total = threading.get_native_id(), 0
+    for tid in os.listdir("/proc/self/task"):
+        if int(tid) == me:
+            continue
+        try:
+            fields = open(f"/proc/self/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="counts threads' CPU time from /proc")
+def test_a_simulated_launch_runs_on_the_launching_thread_only() -> None:
+    """A launch's host work is the launching thread's, at any torch thread count: a launch split over torch's
+    pool waits for another CPU, and on a busy machine one step of 917 launches took 0.5 s. The element-wise op
+    the simulated launch used before (`torch.add` on 131,072 elements) fails this: its pool threads did about
+    half of the work."""
+    import torch
+
+    from own_engine.core.sim_device import _launch_tensors, launch_op
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        a, out = _launch_tensors(5.0)
+        a, out = torch.ones(max(a.numel(), 1 << 17)), torch.empty(max(a.numel(), 1 << 17))  # at least add's size
+        for _ in range(50):
+            launch_op(a, out)
+        time.sleep(0.3)  # pool threads still spinning from earlier parallel work go to sleep
+        others, mine = _cpu_time_of_other_threads_s(), time.thread_time()
+        for _ in range(3000):
+            launch_op(a, out)
+        others, mine = _cpu_time_of_other_threads_s() - others, time.thread_time() - mine
+    finally:
+        torch.set_num_threads(before)
+    assert mine > 0.05
+    assert others < 0.1 * mine, f"other threads took {others:.3f} s of CPU against the launching thread's {mine:.3f} s"
 
 
 def _engine(tiny_path, **kw):
