@@ -80,6 +80,14 @@ def attach(client: WorkerClient) -> Adapter:
     return adapter_class(client.name).attached(client)
 
 
+FLAG_OPTIONS = ("device", "launch", "threads", "url")  # options the CLI also takes as flags of their own name
+
+
+def _spelled(key: str) -> str:
+    """An option's name as the user may have given it: `threads (--threads)`; other keys as they are."""
+    return f"{key} (--{key})" if key in FLAG_OPTIONS else key
+
+
 def parse_options(name: str, options: Mapping[str, Any] | EngineOptions | None) -> EngineOptions:
     """The adapter's typed options from a mapping (`--opt KEY=VALUE` flags); a bad key or value is an OptionsError."""
     cls = adapter_class(name)
@@ -89,14 +97,14 @@ def parse_options(name: str, options: Mapping[str, Any] | EngineOptions | None) 
     valid = sorted(cls.Options.model_fields)
     unknown = sorted(set(given) - set(valid))
     if unknown:
-        raise OptionsError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for engine "
-                           f"'{name}'; valid options: {', '.join(valid)} (`advisor engines --json` lists types "
-                           "and defaults)")
+        raise OptionsError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(_spelled, unknown))} "
+                           f"for engine '{name}'; valid options: {', '.join(valid)} (`advisor engines --json` lists "
+                           "types and defaults)")
     try:
         return cls.Options.model_validate(given)
     except ValidationError as e:
-        errs = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']} (got {err.get('input')!r})"
-                         for err in e.errors())
+        errs = "; ".join(f"{_spelled('.'.join(str(p) for p in err['loc']))}: {err['msg']} "
+                         f"(got {err.get('input')!r})" for err in e.errors())
         raise OptionsError(f"bad option for engine '{name}': {errs}") from None
 
 

@@ -99,8 +99,10 @@ def plan(cfg: BenchConfig) -> Plan:
 
 
 def check_out_dir(out_dir: Path) -> None:
-    """Fail now, not after the run, when runs cannot be saved under `out_dir`; creates nothing (a refused
-    command writes nothing: the folder is made when the first run is saved)."""
+    """Fail now, not after the run, when runs cannot be saved under `out_dir`; leaves nothing behind (a refused
+    command writes nothing: the folder is made when the first run is saved). The nearest folder that exists is
+    tried with a real write, a file or a folder made and removed at once: a permission check alone passes for
+    root where nothing can be made (/proc)."""
     out_dir = Path(out_dir)
     existing = next((p for p in (out_dir, *out_dir.absolute().parents) if p.exists()), None)
     try:
@@ -109,8 +111,8 @@ def check_out_dir(out_dir: Path) -> None:
         if existing == out_dir:
             with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".advisor-write-check-"):
                 pass
-        elif not os.access(existing, os.W_OK | os.X_OK):
-            raise PermissionError(13, f"{existing} is not writable")
+        else:
+            os.rmdir(tempfile.mkdtemp(dir=existing, prefix=".advisor-write-check-"))
     except OSError as e:
         raise BenchError(f"cannot save runs under --out {out_dir}: {e.strerror or e}; choose a writable folder") \
             from None

@@ -81,7 +81,8 @@ engine_flags = _stack([
                  help="Model folder or name in the model cache; default: the built-in tiny model."),
     click.option("--threads", type=int, default=None,
                  help="Engine CPU threads (default: all CPUs but one, the client's)."),
-    click.option("--device", default=None, help="Engine device (auto, cpu, cuda)."),
+    click.option("--device", default=None, help="Engine device: auto, cpu, cuda; own also runs on a simulated GPU, sim:h200 or "
+                 "sim:1=2.2,64=3.4,prefill=7.6 (docs/engines.md; never priced)."),
     click.option("--url", default=None, help="Server URL for the openai engine."),
     click.option("--launch", default=None, help="Server command advisor starts, benchmarks and stops (openai engine)."),
     click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE",
@@ -173,7 +174,10 @@ def engine_options(opts: tuple[str, ...], **named: Any) -> dict[str, Any]:
         key, sep, value = o.partition("=")
         if not sep or not key.strip():
             fail(f"--opt expects KEY=VALUE, got {o!r}")
-        out[key.strip().replace("-", "_")] = _parse_value(value.strip())
+        key, parsed = key.strip().replace("-", "_"), _parse_value(value.strip())
+        if named.get(key) is not None and named[key] != parsed:
+            fail(f"--{key} {named[key]} and --opt {key}={value.strip()} disagree; give one of them")
+        out[key] = parsed
     return out
 
 

@@ -56,7 +56,8 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
     if isinstance(name_or_path, Path) or _is_path(name_or_path):
         path = Path(name_or_path).expanduser()
         if not path.is_file():
-            raise ScenarioError(f"scenario file {path} does not exist; give an existing YAML file "
+            what = "is a folder, not a file" if path.is_dir() else "does not exist"
+            raise ScenarioError(f"scenario file {path} {what}; give an existing YAML file "
                                 f"or a shipped name ({', '.join(scenario_names())})")
     else:
         path = SCENARIO_DIR / f"{name_or_path}.yaml"

@@ -38,7 +38,7 @@ def pick_device(device: str) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' asked for but no CUDA GPU is visible to torch; use device='cpu' or 'auto'")
+        raise ValueError("device 'cuda' asked for but no CUDA GPU is visible to torch; use device 'cpu' or 'auto' (advisor: --device cpu)")
     return dev
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import time
 
 import pytest
@@ -47,6 +48,32 @@ def test_unknown_or_bad_engine_options_name_the_valid_ones(tmp_path):
     assert "ttft_ms" in str(res.exception or res.output)
     res = _bench(*FAST, "--threads", "0", tmp_path=tmp_path)
     assert "threads" in str(res.exception or res.output) and "greater than or equal to 1" in str(res.exception)
+
+
+def test_an_option_given_as_a_flag_is_named_as_the_flag_and_a_flag_and_opt_that_disagree_are_refused(tmp_path):
+    res = _bench(*FAST, "--url", "http://127.0.0.1:1", tmp_path=tmp_path)
+    assert "unknown option url (--url) for engine 'fake'" in str(res.exception or res.output)
+    res = _bench(*FAST, "--threads", "0", tmp_path=tmp_path)
+    assert "threads (--threads): Input should be greater than or equal to 1" in str(res.exception or res.output)
+    res = _bench(*FAST, "--threads", "2", "--opt", "threads=3", tmp_path=tmp_path)
+    assert res.exit_code == 2 and "--threads 2 and --opt threads=3 disagree" in res.output, res.output
+    res = _bench(*FAST, "--threads", "2", "--opt", "threads=2", "--json", tmp_path=tmp_path)
+    assert res.exit_code == 0, res.output  # the same value twice is no conflict
+
+
+def test_a_scenario_path_that_is_a_folder_is_named_as_one(tmp_path):
+    res = _bench("--scenario", str(tmp_path), "--engine", "fake", tmp_path=tmp_path)
+    assert res.exit_code != 0 and f"scenario file {tmp_path} is a folder, not a file" in str(res.exception)
+
+
+def test_an_out_folder_that_cannot_be_made_is_found_before_the_run_even_for_root():
+    """A permission check passes for root where nothing can be made (/proc): the check makes and removes a folder."""
+    from advisor.bench import BenchError, check_out_dir
+
+    if not pathlib.Path("/proc/self").is_dir():
+        pytest.skip("needs /proc")
+    with pytest.raises(BenchError, match="cannot save runs under --out /proc/advisor-runs"):
+        check_out_dir(pathlib.Path("/proc/advisor-runs"))
 
 
 def test_an_unwritable_out_folder_is_found_before_the_run(tmp_path, capsys, monkeypatch):
