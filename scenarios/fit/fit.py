@@ -86,10 +86,20 @@ def _span_words(s: float) -> str:
     return f"{s / 3600:.3g} h" if s >= 5400 else f"{s / 60:.3g} min" if s >= 120 else f"{s:.3g} s"
 
 
+def _check_out(out: Path) -> None:
+    """Before the logs are read: -o must be a file that can be made in a folder that is, or can be, one."""
+    if out.is_dir():
+        raise ScenarioError(f"-o {out} is a folder; give a file name ending in .yaml")
+    existing = next((p for p in out.absolute().parents if p.exists()), None)
+    if existing is None or not existing.is_dir():
+        raise ScenarioError(f"-o {out}: {existing} is a file, not a folder; give a path in a folder")
+
+
 def fit_logs(opts: FitOptions) -> FitReport:
     """Fit, compare, write the YAML (and its pairs file and HTML report) atomically; the report says what was done."""
     if opts.out.suffix.lower() not in (".yaml", ".yml"):
         raise ScenarioError(f"-o {opts.out}: the scenario is written as YAML; give a name ending in .yaml")
+    _check_out(opts.out)
     data, files, counts = read_logs(opts)
     span = float(data.t_s[-1])
     if span > MAX_SECONDS:  # a finite but absurd span (a wrong time unit, a stray stamp) is refused like inf

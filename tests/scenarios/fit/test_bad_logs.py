@@ -77,6 +77,19 @@ def test_output_must_be_yaml(tmp_path: Path) -> None:
         fit_logs(FitOptions(logs=(tmp_path / "a.jsonl",), out=tmp_path / "x.json"))
 
 
+def test_an_output_that_cannot_be_written_is_refused_before_the_logs_are_read(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text(GOOD_JSON)
+    log = (tmp_path / "a.jsonl",)
+    with pytest.raises(ScenarioError, match=r"a.jsonl is a file, not a folder; give a path in a folder"):
+        fit_logs(FitOptions(logs=log, out=tmp_path / "a.jsonl" / "x.yaml"))  # was: [Errno 17] File exists
+    (tmp_path / "d.yaml").mkdir()
+    with pytest.raises(ScenarioError, match="d.yaml is a folder; give a file name"):
+        fit_logs(FitOptions(logs=log, out=tmp_path / "d.yaml"))
+    with pytest.raises(ScenarioError, match="log file"):  # the output is checked first, then the logs
+        fit_logs(FitOptions(logs=(tmp_path / "nope.jsonl",), out=tmp_path / "new" / "x.yaml"))
+    assert not (tmp_path / "new").exists()
+
+
 def _advisor(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", "from advisor_cli import main; main()", *args],
                           capture_output=True, text=True, timeout=120, cwd=cwd)
