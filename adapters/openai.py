@@ -14,6 +14,7 @@ import asyncio
 import base64
 import json
 import os
+import shutil
 import tempfile
 import time
 import urllib.error
@@ -124,6 +125,7 @@ class OpenAIAdapter(Adapter):
         self.usage_modes: dict[str, int] = {}
         self._tok: Any = None
         self._server: Any = None
+        self._temp_log_dir: Path | None = None  # a launched server's log folder that advisor made, not the user
         self._http: Pool | None = None
         self._running = 0
         self.metrics_url: str | None = None  # the server's Prometheus endpoint, found by start()
@@ -136,9 +138,16 @@ class OpenAIAdapter(Adapter):
             from adapters.launch import ManagedServer, redacted_command
 
             log_dir = Path(self.log_dir or tempfile.mkdtemp(prefix="advisor-server-"))
+            self._temp_log_dir = None if self.log_dir else log_dir  # removed by _close (a run keeps a copy)
             self._server = ManagedServer(self.launch, health_urls=[f"{self.url}/v1/models", f"{self.url}/health"],
                                          log_path=log_dir / "server.log", health_timeout_s=self.health_timeout_s)
-            pid = self._server.start()
+            try:
+                pid = self._server.start()
+            except BaseException as e:
+                if str(log_dir) in str(e):
+                    self._temp_log_dir = None  # the message points the user to the log: keep it
+                self._close()
+                raise
             extra["server_log"] = str(log_dir / "server.log")
             extra["launch"] = redacted_command(self.launch)
         try:
@@ -210,11 +219,15 @@ class OpenAIAdapter(Adapter):
         kind = error.kind if isinstance(error, AdapterError) else ""
         if kind == "connection":
             return f"is the server at {public_url(self.url)} up and reachable?"
-        if kind.startswith("http_"):
-            return "check the model name (--model / --opt served_model=) and the server's log"
         if kind == "refused":
             return "nothing was measured"
-        return "check the server's log"
+        log = "the server's log"
+        if self._server is not None:  # a launched server: name its log, and keep it for the user
+            self._temp_log_dir = None
+            log = f"the server's log ({self._server.log_path})"
+        if kind.startswith("http_"):
+            return f"check the model name (--model / --opt served_model=) and {log}"
+        return f"check {log}"
 
     def _close(self) -> None:
         if self._http is not None:
@@ -223,6 +236,9 @@ class OpenAIAdapter(Adapter):
         if self._server is not None:
             self._server.stop()
             self._server = None
+        if self._temp_log_dir is not None:  # nothing points to it: a saved run copied server.log already
+            shutil.rmtree(self._temp_log_dir, ignore_errors=True)
+            self._temp_log_dir = None
 
     # ---- requests --------------------------------------------------------------------------
     async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:

@@ -37,6 +37,7 @@ def bench_command(as_json: bool, repeats: int, restart_engine: bool, exit_zero: 
       advisor bench --scenario bursty --engine own-static
       advisor bench --scenario chat --full-scale --engine openai --url http://127.0.0.1:8000
       advisor bench --scenario copilot --repeats 6     # median [interval] of 6 runs
+      advisor bench --scenario copilot --device sim:h200   # own on a simulated H200: no GPU, never priced
     """
     from advisor import console
     from advisor.bench import RunNotSaved, bench_once

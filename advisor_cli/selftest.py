@@ -15,8 +15,9 @@ import click
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="folder for selftest.json, selftest.html and the served runs (default: runs/selftest-<time>)")
 @click.option("--quick", is_flag=True, help="smaller models and shorter runs (about a minute on a CPU)")
-@click.option("--step-model", default="", help="model of the bare-step check (default: llama-1b on cuda, "
-                                                "small-100m on cpu, tiny with --quick; created if missing)")
+@click.option("--step-model", default="", help="model of the bare-step check: a preset (created if missing), a "
+                                                "cached model or a model folder (default: llama-1b on cuda, "
+                                                "small-100m on cpu, tiny with --quick)")
 @click.option("--json", "as_json", is_flag=True, help="print the JSON document and nothing else")
 @click.pass_context
 def selftest_command(ctx: click.Context, device: str, out_dir: Path | None, quick: bool, step_model: str,
@@ -30,6 +31,7 @@ def selftest_command(ctx: click.Context, device: str, out_dir: Path | None, quic
       advisor selftest                  # on a GPU machine: at most ~8 minutes
       advisor selftest --device cpu --quick
     """
+    step_model = _step_model(step_model)
     import torch
 
     from advisor.selftest import HTML_NAME, JSON_NAME, run_selftest
@@ -63,3 +65,17 @@ def selftest_command(ctx: click.Context, device: str, out_dir: Path | None, quic
         verdict = "every check passed" if doc["passed"] else f"{len(doc['failed'])} check(s) FAILED"
         click.echo(f"{verdict} in {doc['seconds']:.0f} s; {out / JSON_NAME}, {out / HTML_NAME}", err=True)
     ctx.exit(0 if doc["passed"] else 1)
+
+
+def _step_model(value: str) -> str:
+    """--step-model checked before anything runs: "" (the default pick), a preset, a cached model or a model folder."""
+    from model_cache.paths import is_model_dir, models_root
+    from model_cache.presets import PRESETS
+
+    if not value or value in PRESETS or is_model_dir(models_root() / value):
+        return value
+    path = Path(value).expanduser()
+    if is_model_dir(path):
+        return str(path.resolve())  # the check looks a relative name up in the model cache
+    raise click.UsageError(f"--step-model '{value}' is not a preset ({', '.join(PRESETS)}), a cached model "
+                           "(`advisor models list`) or a model folder with a config.json")

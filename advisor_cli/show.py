@@ -13,7 +13,8 @@ from advisor_cli.options import RUNS
 
 @click.command("show")
 @click.argument("run", metavar="RUN_OR_SWEEP")
-@click.option("--runs", "root", type=click.Path(path_type=Path), default=RUNS, show_default=True)
+@click.option("--runs", "root", type=click.Path(path_type=Path), default=RUNS, show_default=True,
+              help="Folder of saved runs that an id is looked up in.")
 @click.option("--json", "as_json", is_flag=True, help="Print the saved result.json (a sweep: its sweep.json).")
 def show_command(run: str, root: Path, as_json: bool) -> None:
     """Show a saved run or sweep (a folder, or an id under --runs)."""
@@ -23,6 +24,9 @@ def show_command(run: str, root: Path, as_json: bool) -> None:
     from advisor.sweep import SWEEP_FILE, load_sweep
 
     folder = item_folder(run, root)
+    if Path(run).is_file() and not any((folder / name).is_file() for name in (RESULT_FILE, SWEEP_FILE)):
+        raise click.UsageError(f"{run} is a file, not a saved run or sweep; give a run or sweep folder, its "
+                               f"{RESULT_FILE} or {SWEEP_FILE}, or an id from `ls {root}`")
     if (folder / SWEEP_FILE).is_file():
         sweep = load_sweep(run, root)
         if as_json:

