@@ -14,6 +14,7 @@ follow the load as much as the engine.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,7 @@ def compare(fa: dict[str, Interval], fb: dict[str, Interval], max_regression_pct
         worse = b.value > a.value if better == "lower" else b.value < a.value
         differs = not a.overlaps(b)
         past = max_regression_pct is not None and change is not None and abs(change) > max_regression_pct
+        change = change if change is not None and math.isfinite(change) else None  # JSON has no Infinity: null
         out.append(Difference(key, label, unit, better, a, b, change, differs, worse, differs and worse and past))
     return out
 
@@ -150,16 +152,24 @@ def _side(group: RepeatGroup) -> dict[str, Any]:
             "status": group.status, "run_ids": [r.run_id for r in group.runs]}
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """Refuse NaN and infinity, which click's FloatRange lets through (a NaN threshold never trips the gate)."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"must be a finite number, got {value}", ctx, param)
+    return value
+
+
 @click.command("compare")
 @click.argument("a", metavar="A")
 @click.argument("b", metavar="B")
 @click.option("--runs", "root", type=click.Path(file_okay=False, path_type=Path), default=RUNS,
               show_default=True, help="Folder of saved runs (ids and repeat groups are looked up here).")
 @click.option("--max-regression", "max_regression_pct", type=click.FloatRange(min=0), default=None, metavar="PCT",
+              callback=_finite,
               help="Exit 1 when a figure of B is worse than A's beyond both intervals and by more than PCT percent.")
 @click.option("--figures", "figure_keys", default=None, metavar="KEY,...",
               help=f"Only these figures ({', '.join([*FIGURE_BY_KEY, COST_KEY])}).")
-@click.option("--price-usd-hour", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--price-usd-hour", type=click.FloatRange(min=0, min_open=True), default=None, callback=_finite,
               help="Price both sides' hardware at this $/hour for the $/1M figure (default: the catalog's).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else.")
 def compare_command(a: str, b: str, root: Path, max_regression_pct: float | None, figure_keys: str | None,
@@ -196,7 +206,7 @@ def compare_command(a: str, b: str, root: Path, max_regression_pct: float | None
     if as_json:
         click.echo(json.dumps({"schema": "advisor.compare/1", "a": _side(ga), "b": _side(gb),
                                "max_regression_pct": max_regression_pct, "figures": [d.to_dict() for d in diffs],
-                               "regressions": regressions, "notes": notes}))
+                               "regressions": regressions, "notes": notes}, allow_nan=False))
     else:
         _print(ga, gb, diffs, notes, max_regression_pct)
     if regressions:

@@ -14,24 +14,43 @@ from advisor_cli.options import RUNS, catalog_from_flags, price_flags
 def _quality(path: Path | None) -> dict[str, float]:
     """`{"engine/precision" or "engine": drift | {"top1_agreement": x} | {"token_agreement": x}}` from a JSON file
     (`advisor verify --json` writes its `quality_drift` block so): drift = 1 - top-1 agreement on verify's text,
-    else 1 - greedy token agreement."""
+    else 1 - greedy token agreement. Anything else is a usage error naming the file and the key."""
     if path is None:
         return {}
+    if path.is_dir():
+        raise click.UsageError(f"quality file {path} is a folder; pass the JSON file written by `advisor verify --json`")
     if not path.is_file():
         raise click.UsageError(f"quality file {path} not found; pass the JSON written by `advisor verify`")
     try:
         d = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise click.UsageError(f"{path}: not valid JSON ({e})") from None
+    entries = d.get("quality_drift", d) if isinstance(d, dict) else d
+    where = "quality_drift" if isinstance(d, dict) and "quality_drift" in d else "the document"
+    if not isinstance(entries, dict):
+        raise click.UsageError(f"{path}: {where} must be an object of engine[/precision] to drift, e.g. "
+                               '{"vllm/fp8": 0.02} or {"vllm/fp8": {"top1_agreement": 0.98}} (`advisor verify --json`)')
+    prefix = "quality_drift." if where == "quality_drift" else ""
     out = {}
-    for k, v in (d.get("quality_drift", d) if isinstance(d, dict) else {}).items():
-        if isinstance(v, dict) and v.get("top1_agreement") is not None:  # verify's teacher-forced figure (on text)
-            out[k] = 1.0 - float(v["top1_agreement"])
-        elif isinstance(v, dict) and v.get("token_agreement") is not None:  # greedy agreement (no tokenizer)
-            out[k] = 1.0 - float(v["token_agreement"])
-        elif isinstance(v, int | float):
-            out[k] = float(v)
+    for k, v in entries.items():
+        if not isinstance(v, dict):
+            out[k] = _fraction(v, path, f"{prefix}{k}")
+            continue
+        fig = next((f for f in ("top1_agreement", "token_agreement") if v.get(f) is not None), None)
+        if fig is not None:  # top-1 on verify's text first; greedy token agreement when there was no tokenizer
+            out[k] = 1.0 - _fraction(v[fig], path, f"{prefix}{k}.{fig}")
+        elif not {"top1_agreement", "token_agreement"} & set(v):
+            raise click.UsageError(f"{path}: {prefix}{k} has neither top1_agreement nor token_agreement; "
+                                   "give one (0 to 1), or the drift itself as a number")
+        # else both are null: verify compared nothing for that variant, so there is no figure to use
     return out
+
+
+def _fraction(v: Any, path: Path, key: str) -> float:
+    """`v` as a number from 0 to 1, or a usage error naming the file and the key."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:  # NaN fails the range too
+        raise click.UsageError(f"{path}: {key} is {v!r}; give a number from 0 to 1 (as `advisor verify --json` writes)")
+    return float(v)
 
 
 @click.command("recommend")
@@ -81,6 +100,7 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
     from advisor.slo_evidence import load_samples
     from advisor.store import readable_runs
 
+    quality = _quality(quality_file)  # a bad file is refused before anything is measured
     ties = tuple(x.strip() for x in tie_break.split(",") if x.strip()) if tie_break else None
     try:
         base = Constraints.from_yaml(constraints_file) if constraints_file else Constraints()
@@ -89,12 +109,16 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
     except ConstraintsError as e:
         raise click.UsageError(str(e)) from None
     catalog = catalog_from_flags(prices, price)
+    try:
+        cons.check_vendors(h.vendor for h in catalog.hardware.values())
+    except ConstraintsError as e:
+        raise click.UsageError(str(e)) from None
     if not root.is_dir():
         raise click.UsageError(f"no runs folder {root}; run `advisor bench` first or pass --runs DIR")
     saved = readable_runs(root, lambda line: click.echo(line, err=True))
     try:
         rec = recommend(saved, cons, catalog, detected=detect(catalog, measure=measure, remeasure=remeasure),
-                        quality=_quality(quality_file),
+                        quality=quality,
                         samples=load_samples(saved))
     except NoRunsError as e:
         raise click.ClickException(f"{e} (looked in {root})") from None

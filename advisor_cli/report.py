@@ -7,6 +7,7 @@ when given, else the runs' own scenario SLOs with no load or budget.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
@@ -40,8 +41,9 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
     from reports.html import write_report
     from reports.selection import Selection, SelectionError, load_selection, make_recommendation
 
-    if price_usd_hour is not None and price_usd_hour < 0:
-        raise click.BadParameter(f"must be >= 0, got {price_usd_hour}", param_hint="--price-usd-hour")
+    for flag, value in (("--price-usd-hour", price_usd_hour), ("--usd-per-kwh", usd_per_kwh)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise click.BadParameter(f"must be a finite number >= 0, got {value}", param_hint=flag)
     for folder in unfinished({item_folder(i, root).parent for i in items} | {root}):
         _warn(unfinished_warning(folder))
     try:
@@ -57,12 +59,17 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
         raise click.UsageError(str(e)) from None
     constraints = None
     if constraints_file is not None:
+        from advisor.catalog import load_catalog
         from advisor.recommend import Constraints, ConstraintsError
 
         try:
             constraints = Constraints.from_yaml(constraints_file)
         except ConstraintsError as e:
             raise click.UsageError(str(e)) from None
+        try:
+            constraints.check_vendors(h.vendor for h in load_catalog().hardware.values())
+        except ConstraintsError as e:
+            raise click.UsageError(f"{constraints_file}: vendors: {e}") from None
     quality = None
     if quality_file is not None:
         from reports.quality import QualityFileError, load_verify

@@ -6,6 +6,7 @@ price of that tier (owned_tco computed from capex with the stated assumptions).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -27,6 +28,12 @@ from scenarios.yaml_file import YamlFileError, parse_yaml
 
 class CatalogError(ValueError):
     """A catalog or override file that cannot be used; the message names the file and the fix."""
+
+
+# What a valid override looks like, for the errors that name a bad one.
+PRICE_EXAMPLE = ("a positive number of USD per device-hour, e.g. `h100-sxm: 2.10` or "
+                 "`h100-sxm: {usd_per_hour: 2.10, source: our contract}`")
+ENTRY_KEY = {"hardware": "id", "hosted": "provider"}  # the first field of an entry
 
 
 @dataclass(frozen=True)
@@ -128,27 +135,75 @@ def load_catalog(prices_file: Path | None = None, price_flags: dict[str, float] 
 def apply_overrides(cat: Catalog, path: Path) -> Catalog:
     """Apply a user prices file: `prices: {hw_id: usd_per_hour | {usd_per_hour, source}}`, `hardware: [...]`."""
     path = Path(path)
+    if path.is_dir():
+        raise CatalogError(f"prices file {path} is a folder; pass a YAML file to --prices (`prices: {{h100-sxm: 2.10}}`)")
     if not path.is_file():
         raise CatalogError(f"prices file {path} not found; pass an existing YAML file to --prices")
     d = _read_yaml(path.read_text(), str(path))
     unknown = set(d) - {"prices", "hardware", "hosted"}
     if unknown:
         raise CatalogError(f"{path}: unknown keys {sorted(unknown)}; allowed: prices, hardware, hosted")
-    try:
-        for h in d.get("hardware") or []:
-            cat = cat.with_hardware(Hardware(**h))
-        if d.get("hosted"):
-            cat = Catalog(cat.hardware, cat.hosted + tuple(HostedOffer(**h) for h in d["hosted"]),
-                          cat.engines, cat.owned, cat.user_prices)
-        prices: dict[str, Price] = {}
-        for hw_id, v in (d.get("prices") or {}).items():
-            v = {"usd_per_hour": v} if isinstance(v, int | float) else dict(v)
-            v.setdefault("source", f"user prices file {path.name}")
-            v.setdefault("as_of", "user")
-            prices[str(hw_id)] = Price(tier="user", **v)
-    except ValidationError as e:
-        raise CatalogError(f"{path}: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}") from None
+    bad = _non_finite(d)
+    if bad is not None:
+        valid = PRICE_EXAMPLE if bad[0].startswith("prices") else "a finite number"
+        raise CatalogError(f"{path}: {bad[0]} is {bad[1]}; give {valid}")
+    for i, h in enumerate(_entries(d, "hardware", path)):
+        cat = cat.with_hardware(_build(Hardware, h, path, f"hardware[{i}]"))
+    hosted = tuple(_build(HostedOffer, h, path, f"hosted[{i}]") for i, h in enumerate(_entries(d, "hosted", path)))
+    if hosted:
+        cat = Catalog(cat.hardware, cat.hosted + hosted, cat.engines, cat.owned, cat.user_prices)
+    given = d.get("prices") or {}
+    if not isinstance(given, dict):
+        raise CatalogError(f"{path}: prices must map hardware ids to prices, each {PRICE_EXAMPLE}")
+    prices: dict[str, Price] = {}
+    for hw_id, v in given.items():
+        where = f"prices.{hw_id}"
+        if _is_number(v):
+            v = {"usd_per_hour": v}
+        elif not isinstance(v, dict):
+            raise CatalogError(f"{path}: {where} is {v!r}; give {PRICE_EXAMPLE}")
+        prices[str(hw_id)] = _build(Price, {"source": f"user prices file {path.name}", "as_of": "user", **v,
+                                            "tier": "user"}, path, where)
     return cat.with_prices(prices)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _non_finite(v: Any, where: str = "") -> tuple[str, float] | None:
+    """The first (key path, value) in a parsed document whose number is NaN or infinite (YAML's .nan, .inf)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return where or "the document", v
+    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
+    for k, x in items:
+        found = _non_finite(x, f"{where}[{k}]" if isinstance(k, int) else f"{where}.{k}" if where else str(k))
+        if found is not None:
+            return found
+    return None
+
+
+def _entries(d: dict[str, Any], key: str, path: Path) -> list[dict[str, Any]]:
+    """The `hardware:` or `hosted:` list of a prices file, each entry a mapping (else a CatalogError naming it)."""
+    entries = d.get(key) or []
+    if not isinstance(entries, list):
+        raise CatalogError(f"{path}: {key} must be a list of mappings (`{key}:` then one `- {ENTRY_KEY[key]}: ...` "
+                           f"entry per item), got {type(entries).__name__}")
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict):
+            raise CatalogError(f"{path}: {key}[{i}] is {e!r}; each entry must be a mapping of field names to values")
+    return entries
+
+
+def _build(model: Any, fields: dict[str, Any], path: Path, where: str) -> Any:
+    """`model(**fields)`, or a CatalogError naming the file, the entry, the field and the problem."""
+    try:
+        return model(**{str(k): v for k, v in fields.items()})
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in (where, *err["loc"]))
+        got = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
+        raise CatalogError(f"{path}: {loc}: {err['msg']}{got}") from None
 
 
 def parse_price_flags(values: tuple[str, ...] | list[str]) -> dict[str, float]:
@@ -160,7 +215,8 @@ def parse_price_flags(values: tuple[str, ...] | list[str]) -> dict[str, float]:
             price = float(usd)
         except ValueError:
             price = -1.0
-        if not sep or price <= 0:
-            raise CatalogError(f"--price {v!r}: expected HARDWARE_ID=USD_PER_HOUR with a positive price, e.g. h100-sxm=2.10")
+        if not sep or not hw_id.strip() or not (math.isfinite(price) and price > 0):
+            raise CatalogError(f"--price {v!r}: expected HARDWARE_ID=USD_PER_HOUR with a positive, finite price, "
+                               "e.g. h100-sxm=2.10")
         out[hw_id.strip()] = price
     return out

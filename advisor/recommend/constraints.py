@@ -6,6 +6,7 @@ unset here come from each run's scenario.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -72,6 +73,14 @@ class Constraints(BaseModel):
         return {k: getattr(self, k) if getattr(self, k) is not None else getattr(run_slos, k)
                 for k in ("ttft_ms", "tpot_ms", "e2e_ms")}
 
+    def check_vendors(self, catalog_vendors: Iterable[str]) -> None:
+        """Refuse an allowed vendor that no catalog hardware has: it would rule out every option without a word."""
+        valid = sorted(set(catalog_vendors))
+        unknown = [v for v in self.vendors if v not in valid]
+        if unknown:
+            raise ConstraintsError(f"unknown vendor {', '.join(map(repr, unknown))}; the catalog's vendors are "
+                                   f"{', '.join(valid)} (see `advisor hardware`)")
+
     def merged(self, **flags: Any) -> Constraints:
         """A copy with every flag that is not None (or not empty) applied on top."""
         upd = {k: (tuple(v) if isinstance(v, list | tuple) else v) for k, v in flags.items()
@@ -81,6 +90,8 @@ class Constraints(BaseModel):
     @classmethod
     def from_yaml(cls, path: Path) -> Constraints:
         path = Path(path)
+        if path.is_dir():
+            raise ConstraintsError(f"constraints file {path} is a folder; pass a YAML file to --constraints")
         if not path.is_file():
             raise ConstraintsError(f"constraints file {path} not found; pass an existing YAML file to --constraints")
         try:

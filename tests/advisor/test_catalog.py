@@ -94,3 +94,37 @@ def test_detection_gives_an_entry_or_a_measured_custom_one():
     assert det.calibration_hardware.memory_bw_gbps == 23.0 and vm.memory_bw_gbps != 23.0
     gpu = Detected("l4", cat.get("l4"), "test", 23.0, {})
     assert gpu.calibration_hardware.memory_bw_gbps == 300  # GPUs keep the datasheet figure
+
+
+@pytest.mark.parametrize("text, message", [
+    ("prices: [1]\n", r"p\.yaml: prices must map hardware ids to prices, each a positive number of USD per device-hour"),
+    ("prices: {h100-sxm: abc}\n", r"p\.yaml: prices\.h100-sxm is 'abc'; give a positive number of USD per device-hour"),
+    ("prices: {h100-sxm: }\n", r"p\.yaml: prices\.h100-sxm is None; give a positive number"),
+    ("prices: {h100-sxm: true}\n", r"p\.yaml: prices\.h100-sxm is True; give a positive number"),
+    ("prices: {h100-sxm: .nan}\n", r"p\.yaml: prices\.h100-sxm is nan; give a positive number"),
+    ("prices: {h100-sxm: .inf}\n", r"p\.yaml: prices\.h100-sxm is inf; give a positive number"),
+    ("prices: {h100-sxm: {usd_per_hour: .inf}}\n", r"p\.yaml: prices\.h100-sxm\.usd_per_hour is inf"),
+    ("prices: {h100-sxm: {usd_per_hour: -1}}\n", r"p\.yaml: prices\.h100-sxm\.usd_per_hour: .*greater than 0 \(got -1\)"),
+    ("hardware: [1]\n", r"p\.yaml: hardware\[0\] is 1; each entry must be a mapping"),
+    ("hardware: {a: 1}\n", r"p\.yaml: hardware must be a list of mappings"),
+    ("hardware: [{id: x}]\n", r"p\.yaml: hardware\[0\]\.name: Field required"),
+    ("hosted: [1]\n", r"p\.yaml: hosted\[0\] is 1; each entry must be a mapping"),
+])
+def test_a_bad_prices_file_names_the_file_the_key_and_a_valid_value(tmp_path, text, message):
+    # these reached the generic handler as AttributeError / TypeError, or passed inf on as a price
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    with pytest.raises(CatalogError, match=message) as e:
+        load_catalog(f)
+    assert "\n" not in str(e.value)
+
+
+def test_a_prices_folder_is_said_to_be_a_folder(tmp_path):
+    with pytest.raises(CatalogError, match="is a folder; pass a YAML file to --prices"):
+        load_catalog(tmp_path)
+
+
+@pytest.mark.parametrize("flag", ["h100-sxm=nan", "h100-sxm=inf", "h100-sxm=-inf", "=2"])
+def test_a_price_flag_must_be_a_finite_positive_price(flag):
+    with pytest.raises(CatalogError, match="HARDWARE_ID=USD_PER_HOUR with a positive, finite price"):
+        parse_price_flags([flag])

@@ -76,10 +76,23 @@ def test_cost_per_million_follows_throughput_with_a_given_price(root):
     (["base", "nope"], "nope: no run or repeat group"),
     (["base", "slow", "--figures", "ttft_p42"], "unknown figure ttft_p42"),
     (["base", "slow", "--max-regression", "-1"], "--max-regression"),
+    (["base", "slow", "--max-regression", "nan"], "'--max-regression': must be a finite number, got nan"),
+    (["base", "slow", "--max-regression", "inf"], "'--max-regression': must be a finite number, got inf"),
+    (["base", "slow", "--price-usd-hour", "inf", "--json"], "'--price-usd-hour': must be a finite number, got inf"),
+    (["base", "slow", "--price-usd-hour", "nan", "--json"], "'--price-usd-hour': must be a finite number, got nan"),
 ])
 def test_bad_input_is_one_line_naming_the_fix(root, args, message):
     r = compare(root, *args)
     assert r.exit_code == 2 and message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_change_too_large_for_a_float_is_null_in_json_never_infinity():
+    from advisor.metrics.intervals import Interval
+    from advisor_cli.compare import compare as compare_figures
+
+    (d,) = compare_figures({"ttft_p95_ms": Interval.point(5e-324)}, {"ttft_p95_ms": Interval.point(1.0)}, 10.0)
+    assert d.to_dict()["change_pct"] is None and d.regression  # still past any threshold
+    json.dumps(d.to_dict(), allow_nan=False)
 
 
 def test_the_console_script_exits_1_on_a_regression(root):

@@ -86,3 +86,24 @@ def test_bad_constraints_file_is_a_usage_error(runs_root: Path, saved_runs, tmp_
                                               str(tmp_path / "x.html"), "--constraints", str(tmp_path / "missing.yaml")])
     assert res.exit_code == 2
     assert "missing.yaml not found" in res.output
+
+
+def test_non_finite_prices_are_usage_errors_before_anything_is_read(runs_root: Path, saved_runs, tmp_path: Path):
+    # nan or inf reached an assert in the interval code: "AssertionError ... (a bug)"
+    for flag in ("--price-usd-hour", "--usd-per-kwh"):
+        for value in ("nan", "inf"):
+            res = CliRunner().invoke(report_command, [saved_runs[0].run_id, "--runs", str(runs_root), "-o",
+                                                      str(tmp_path / "x.html"), flag, value])
+            assert res.exit_code == 2, res.output
+            assert f"Invalid value for {flag}: must be a finite number >= 0, got {value}" in res.output
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_an_unknown_vendor_in_the_constraints_is_a_usage_error(runs_root: Path, saved_runs, tmp_path: Path):
+    # it was accepted, and every option then failed "vendor ... not allowed"
+    f = tmp_path / "c.yaml"
+    f.write_text("vendors: [bogus]\n")
+    res = CliRunner().invoke(report_command, [saved_runs[0].run_id, "--runs", str(runs_root), "-o",
+                                              str(tmp_path / "x.html"), "--constraints", str(f)])
+    assert res.exit_code == 2
+    assert "c.yaml: vendors: unknown vendor 'bogus'; the catalog's vendors are amd, intel, nvidia" in res.output

@@ -104,3 +104,76 @@ def test_headroom_help_says_it_is_a_fraction():
     # "--headroom 5" meant as 5% sized replicas for 6x the peak, silently: the help now says the unit
     out = " ".join(CliRunner().invoke(recommend_command, ["--help"]).output.split())
     assert "as a fraction: 0.2 (the default) sizes for 20% more" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--vendor", "bogus"], "unknown vendor 'bogus'; the catalog's vendors are amd, intel, nvidia"),
+    (["--price", "l4=nan"], "with a positive, finite price"),
+    (["--price", "l4=inf"], "with a positive, finite price"),
+])
+def test_recommend_refuses_what_would_rule_out_or_misprice_every_option(runs_dir, args, message):
+    # --vendor bogus was accepted and every option then failed "vendor nvidia not allowed"
+    r = CliRunner().invoke(recommend_command, ["--runs", str(runs_dir), "--no-measure", *args])
+    assert r.exit_code == 2, r.output
+    assert message in r.output and "Traceback" not in r.output
+
+
+def test_recommend_refuses_an_unknown_vendor_in_the_constraints_file(runs_dir, tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("vendors: [nvidia, bogus]\n")
+    r = CliRunner().invoke(recommend_command, ["--runs", str(runs_dir), "--no-measure", "--constraints", str(f)])
+    assert r.exit_code == 2 and "unknown vendor 'bogus'" in r.output
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"own": {"top1_agreement": "x"}}', "q.json: own.top1_agreement is 'x'; give a number from 0 to 1"),
+    ('{"quality_drift": {"own": {"token_agreement": 1.5}}}', "q.json: quality_drift.own.token_agreement is 1.5"),
+    ('{"own": "abc"}', "q.json: own is 'abc'; give a number from 0 to 1"),
+    ('{"own": NaN}', "q.json: own is nan; give a number from 0 to 1"),
+    ('{"own": {"top1": 0.9}}', "q.json: own has neither top1_agreement nor token_agreement"),
+    ("[1, 2]", "q.json: the document must be an object of engine[/precision] to drift"),
+])
+def test_a_bad_quality_file_names_the_file_and_key_before_anything_is_measured(runs_dir, tmp_path, monkeypatch,
+                                                                              text, message):
+    # a bad value was dropped silently, or a float() error named neither file nor key, after bandwidth was measured
+    import advisor.hardware_detect
+
+    def no_measuring(*a, **k):
+        raise AssertionError("measured before the quality file was read")
+
+    monkeypatch.setattr(advisor.hardware_detect, "detect", no_measuring)
+    f = tmp_path / "q.json"
+    f.write_text(text)
+    r = CliRunner().invoke(recommend_command, ["--runs", str(runs_dir), "--remeasure", "--quality", str(f)])
+    assert r.exit_code == 2, r.output
+    assert message in " ".join(r.output.split())
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--quality", "quality file {} is a folder"),
+    ("--constraints", "constraints file {} is a folder"),
+    ("--prices", "prices file {} is a folder"),
+])
+def test_a_folder_given_for_a_file_is_said_to_be_a_folder(runs_dir, tmp_path, flag, message):
+    r = CliRunner().invoke(recommend_command, ["--runs", str(runs_dir), "--no-measure", flag, str(tmp_path)])
+    assert r.exit_code == 2 and message.format(tmp_path) in " ".join(r.output.split())
+
+
+@pytest.mark.parametrize("text, message", [
+    ("prices: [1]\n", "p.yaml: prices must map hardware ids to prices"),
+    ("hardware: [1]\n", "p.yaml: hardware[0] is 1; each entry must be a mapping"),
+    ("prices: {h100-sxm: abc}\n", "p.yaml: prices.h100-sxm is 'abc'; give a positive number of USD per device-hour"),
+])
+def test_hardware_refuses_a_bad_prices_file_in_one_line(tmp_path, text, message):
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    r = CliRunner().invoke(hardware_command, ["--no-measure", "--prices", str(f)])
+    assert r.exit_code == 2, r.output
+    assert message in r.output and "a bug" not in r.output
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_hardware_refuses_a_non_finite_price_flag(value):
+    # nan was a 4-line pydantic dump (exit 1); inf was accepted and shown as the price
+    r = CliRunner().invoke(hardware_command, ["--no-measure", "--json", "--price", f"h100-sxm={value}"])
+    assert r.exit_code == 2 and "positive, finite price" in r.output
