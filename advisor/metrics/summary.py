@@ -160,7 +160,8 @@ def summarize(records: Sequence[RequestRecord], *, mode: Mode, slos: SLOs, windo
     window_s = None if window is None else (window[1] - window[0]) / 1e9
     out_tok = tp.output_tokens_in(records, window) if window else 0
     in_tok = tp.input_tokens_in(records, window) if window else 0
-    n_good = sum(1 for r in ok if pr.meets_slos(r, slos))
+    good = [r for r in ok if pr.meets_slos(r, slos)]
+    n_good = len(good)
     slo_met, slo_margin = _slo_checks(ok, slos)
 
     with_client = [r for r in ok if r.n_out_client is not None]
@@ -186,7 +187,7 @@ def summarize(records: Sequence[RequestRecord], *, mode: Mode, slos: SLOs, windo
         output_tokens_per_s=_rate(out_tok, window_s),
         total_tokens_per_s=_rate(in_tok + out_tok, window_s),
         peak_output_tokens_per_s=tp.peak_output_tokens_per_s(records, window) if window else None,
-        goodput_rps=_rate(n_good, window_s),
+        goodput_rps=_rate(tp.completed_in(good, window), window_s) if window else None,
         slo_attainment=n_good / n if n else None,
         slo_met=slo_met,
         slo_margin=slo_margin,

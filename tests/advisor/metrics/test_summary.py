@@ -82,6 +82,16 @@ def test_goodput_and_attainment_count_failures_as_not_good(summary):
     assert summary.slo_margin["e2e_ms"] is None
 
 
+def test_goodput_counts_only_good_requests_that_finished_inside_the_window_as_throughput_does():
+    """Goodput is a part of throughput, never more: a good request whose last token came after the window is out
+    of both. Before 2026-11-27 it counted in goodput only, and the H200 chat run read goodput 5.55 req/s against a
+    throughput of 5.18 (22 requests finished past the 60 s window)."""
+    s = summarize(open_records(), mode="open", slos=SLOs(tpot_ms=400, percentile=50), window_ns=WINDOW)
+    # r1 and r2 both meet TPOT <= 400 (no TTFT limit); r2's last token came at 3.2 s, after the window
+    assert s.slo_attainment == approx(2 / 4)  # attainment is over every measured request, finished when it did
+    assert s.requests_per_s == approx(1 / 2) and s.goodput_rps == approx(1 / 2)  # only r1 in both
+
+
 def test_slo_missed_gives_negative_margin():
     s = summarize(open_records(), mode="open", slos=SLOs(ttft_ms=120, percentile=95), window_ns=WINDOW)
     assert s.slo_met["ttft"] is False
