@@ -14,7 +14,7 @@ import click
               help="where own_engine runs (auto: cuda when torch sees a GPU, else cpu)")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="folder for selftest.json, selftest.html and the served runs (default: runs/selftest-<time>)")
-@click.option("--quick", is_flag=True, help="smaller models and shorter runs (about a minute on a CPU)")
+@click.option("--quick", is_flag=True, help="smaller models and shorter runs (25 s on a 2-core CPU once the models exist)")
 @click.option("--step-model", default="", help="model of the bare-step check: a preset (created if missing), a "
                                                 "cached model or a model folder (default: llama-1b on cuda, "
                                                 "small-100m on cpu, tiny with --quick)")
