@@ -115,13 +115,18 @@ def map_machine(hw: dict[str, Any], catalog: Catalog) -> MachineMap:
 
 
 def _by_name(name: str, catalog: Catalog, kind: str) -> Hardware | None:
-    """The entry whose longest `match` pattern occurs in `name` as a whole word ("L4" is not in "L40S")."""
+    """The entry whose longest `match` pattern occurs in `name` as a whole word ("L4" is not in "L40S"), unless a
+    word of its `match_unless` does too ("NVIDIA H200 NVL" is not the H200 SXM: other power, other price)."""
+    def has(word: str) -> bool:
+        return re.search(r"(?<![A-Za-z0-9])" + re.escape(word) + r"(?![A-Za-z0-9])", name, re.IGNORECASE) is not None
+
     best: tuple[int, Hardware] | None = None
     for entry in catalog.hardware.values():
-        for m in entry.match if entry.kind == kind else ():
-            if re.search(r"(?<![A-Za-z0-9])" + re.escape(m) + r"(?![A-Za-z0-9])", name, re.IGNORECASE):
-                if best is None or len(m) > best[0]:
-                    best = (len(m), entry)
+        if entry.kind != kind or any(has(w) for w in entry.match_unless):
+            continue
+        for m in entry.match:
+            if has(m) and (best is None or len(m) > best[0]):
+                best = (len(m), entry)
     return best[1] if best else None
 
 

@@ -64,6 +64,7 @@ class Hardware(_Frozen):
     vendor: str
     deployments: tuple[Deployment, ...]
     match: tuple[str, ...] = ()  # substrings of the device name (pynvml / cpu model) that map to this entry
+    match_unless: tuple[str, ...] = ()  # words that keep a matching name off this entry ("NVL": another card)
     max_cores: int | None = None  # cpu: a detected machine with at most this many cores may map here
     memory_gb: float = Field(gt=0)
     memory_bw_gbps: float | None = Field(default=None, gt=0)  # None only for an unlisted GPU: no peaks known

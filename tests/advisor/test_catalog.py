@@ -75,6 +75,9 @@ def test_manifest_matching():
     assert match_hardware({"gpus": [{"name": "NVIDIA L4"}]}, cat).id == "l4"
     assert match_hardware({"gpus": [{"name": "NVIDIA L40S"}]}, cat).id == "l40s"
     assert match_hardware({"gpus": [{"name": "Tesla T4"}]}, cat) is None
+    assert match_hardware({"gpus": [{"name": "NVIDIA H200"}]}, cat).id == "h200"  # the H200 runs' NVML name
+    assert match_hardware({"gpus": [{"name": "NVIDIA H200 NVL"}]}, cat) is None  # not the SXM card it priced as
+    assert match_hardware({"gpus": [{"name": "NVIDIA GH200 480GB"}]}, cat) is None
     assert match_hardware({"cpu_model": "Xeon", "cpu_cores": 2, "gpus": []}, cat).id == "cpu-2core-vm"
     assert match_hardware({"cpu_model": "Xeon", "cpu_cores": 64, "gpus": []}, cat) is None
 
