@@ -16,9 +16,10 @@ cells:
     grid: {engine: [own, own-static], options.threads: [1, 2]}   # expands into one cell per combination
 ```
 
-`load_plan` checks everything that needs no machine: unknown keys, engines and scenarios, overrides,
-resource names, duplicate names. Every problem is one line of `PlanError.problems`, so all are fixed in
-one go. Whether a machine or a cluster can give a cell what it needs is checked by `advisor.matrix.needs`.
+`load_plan` checks everything that needs no machine: unknown keys, engines, their options and scenarios,
+overrides and every rate of a sweep (in range, and open-loop where a rate is given), resource names,
+duplicate names. Every problem is one line of `PlanError.problems`, so all are fixed in one go (an unknown
+key does not hide the cell's other problems). Whether a machine or a cluster can give a cell what it needs is checked by `advisor.matrix.needs`.
 """
 
 from __future__ import annotations
@@ -26,12 +27,15 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from scenarios.overrides import FLAGS, Overrides, flag
+from advisor.run_config import MAX_STEPS
+from scenarios.overrides import FLAGS, MAX_RATE_RPS, Overrides, flag
+from scenarios.spec import Scenario
 from scenarios.yaml_file import YamlFileError, read_yaml
 
 # Cell keys that are scenario overrides, by the name the CLI flag has (the field of Overrides).
@@ -197,15 +201,27 @@ def _cell(label: str, fields: dict[str, Any], base_dir: Path | None, problems: l
     try:
         cell = Cell.model_validate(fields)
     except ValidationError as e:
-        problems.extend(f"cell '{label}': {_describe(err)}" for err in e.errors())
+        errors = e.errors()
+        problems.extend(f"cell '{label}': {_describe(err)}" for err in errors)
+        refused = {err["loc"][0] for err in errors if err["loc"]}
+        try:  # the keys that did validate are checked too: every problem of the cell is said at once
+            rest = Cell.model_validate({k: v for k, v in fields.items() if k not in refused})
+        except ValidationError:
+            return None  # a required key is missing or bad: its line is said above
+        _check_cell(rest, base_dir, problems)
         return None
     bad = len(problems)
+    cell = _check_cell(cell, base_dir, problems)
+    return cell if len(problems) == bad else None
+
+
+def _check_cell(cell: Cell, base_dir: Path | None, problems: list[str]) -> Cell:
     _check_name(cell, problems)
     _check_engine(cell, problems)
-    cell = _check_scenario(cell, base_dir, problems)
-    _check_runs(cell, problems)
+    cell, scenario = _check_scenario(cell, base_dir, problems)
+    _check_runs(cell, scenario, problems)
     _check_resources(cell, problems)
-    return cell if len(problems) == bad else None
+    return cell
 
 
 def _describe(err: Any) -> str:
@@ -233,9 +249,25 @@ def _check_engine(cell: Cell, problems: list[str]) -> None:
         adapters.parse_options(cell.engine, cell.options)  # typed options: checked now, not when the cell starts
     except adapters.OptionsError as e:
         problems.append(f"cell '{cell.name}': {e}")
+    device = cell.options.get("device")
+    if isinstance(device, str) and (device == "sim" or device.startswith("sim:")):
+        _check_sim_device(cell, device, problems)
 
 
-def _check_scenario(cell: Cell, base_dir: Path | None, problems: list[str]) -> Cell:
+def _check_sim_device(cell: Cell, device: str, problems: list[str]) -> None:
+    """A simulated device (own_engine's `sim:`) is spelled right, and asked of the engine that has one."""
+    if cell.engine != "own":
+        problems.append(f"cell '{cell.name}': device {device!r} is a simulated device, which only engine 'own' has")
+        return
+    from own_engine.core.sim_device import SimDeviceError, parse_sim  # imports torch: only for a sim device
+
+    try:
+        parse_sim(device)
+    except SimDeviceError as e:
+        problems.append(f"cell '{cell.name}': {e}")
+
+
+def _check_scenario(cell: Cell, base_dir: Path | None, problems: list[str]) -> tuple[Cell, Scenario | None]:
     from scenarios.catalog import load_scenario
     from scenarios.errors import ScenarioError
 
@@ -244,27 +276,49 @@ def _check_scenario(cell: Cell, base_dir: Path | None, problems: list[str]) -> C
         scenario = str((base_dir / Path(scenario).expanduser()).resolve())  # relative to the plan file
         cell = cell.model_copy(update={"scenario": scenario})
     try:
-        load_scenario(scenario)
+        return cell, load_scenario(scenario)
     except ScenarioError as e:
         problems.append(f"cell '{cell.name}': {e}")
-    return cell
+    return cell, None
 
 
-def _check_runs(cell: Cell, problems: list[str]) -> None:
+def _check_runs(cell: Cell, scenario: Scenario | None, problems: list[str]) -> None:
     if cell.rates is not None and cell.rate is not None:
         problems.append(f"cell '{cell.name}': give `rates:` (a sweep) or `rate:` (one run), not both")
-    if cell.rates is not None and (not cell.rates or any(not (math.isfinite(r) and r > 0) for r in cell.rates)):
+    rates_ok = cell.rates is None or (bool(cell.rates) and all(math.isfinite(r) and r > 0 for r in cell.rates))
+    if not rates_ok:
         problems.append(f"cell '{cell.name}': `rates:` must be a non-empty list of rates > 0, e.g. [0.5, 1, 2]")
     if not (math.isfinite(cell.timeout_s) and cell.timeout_s > 0):
         problems.append(f"cell '{cell.name}': timeout_s must be > 0 seconds, got {cell.timeout_s}")
     _check_workers(cell, problems)
     try:
-        cell.overrides()
-    except ValueError as e:  # Overrides names the CLI flag; the plan calls it by its key
-        msg = str(e)
-        for key, field in OVERRIDE_KEYS.items():
-            msg = msg.replace(flag(field), key)
-        problems.append(f"cell '{cell.name}': {msg}")
+        overrides = cell.overrides()
+    except ValueError as e:
+        problems.append(f"cell '{cell.name}': {_keys(str(e))}")
+        return
+    if cell.rates and rates_ok:  # every step of the sweep, as its run will ask for it
+        if len(set(cell.rates)) > MAX_STEPS:
+            problems.append(f"cell '{cell.name}': `rates:` may list at most {MAX_STEPS} rates, got {len(cell.rates)}")
+        if max(cell.rates) > MAX_RATE_RPS:
+            problems.append(f"cell '{cell.name}': `rates:` must each be at most {MAX_RATE_RPS:g} req/s, got "
+                            f"{max(cell.rates):g}")
+            return
+        overrides = replace(overrides, rate_rps=max(cell.rates))
+    if scenario is not None:
+        from scenarios.errors import ScenarioError
+        from scenarios.schedule import resolve
+
+        try:  # a rate for a closed-loop scenario, users for an open one, a window for an offline one
+            resolve(scenario, overrides)
+        except ScenarioError as e:
+            problems.append(f"cell '{cell.name}': {_keys(str(e), rate_key='rates' if cell.is_sweep else 'rate')}")
+
+
+def _keys(message: str, rate_key: str = "rate") -> str:
+    """A message of Overrides or the scenario, which name the CLI flags, in the plan's keys (`--rate` -> rate)."""
+    for key, field in OVERRIDE_KEYS.items():
+        message = re.sub(re.escape(flag(field)) + r"\b", rate_key if field == "rate_rps" else key, message)
+    return message
 
 
 def _check_workers(cell: Cell, problems: list[str]) -> None:

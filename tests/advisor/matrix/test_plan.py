@@ -103,3 +103,43 @@ def test_a_cells_workers_hold_a_core_each_and_only_a_served_engine_gets_several(
         "cell 'few': workers: 4 needs resources.CPU >= 4 (a core per worker), got 2",
         "cell 'fake2': workers: 2, but only a served engine (openai) is driven by several processes; 'fake' runs in "
         "advisor and keeps one driver: drop `workers:`"]
+
+
+def test_every_run_of_a_cell_is_checked_as_it_will_run(tmp_path):
+    with pytest.raises(PlanError) as e:
+        load_plan(write_plan(tmp_path, [
+            {"name": "big", "scenario": "copilot", "rates": [1, 2000000]},
+            {"name": "closed", "scenario": "chat-closed", "rates": [1, 2]},
+            {"name": "closed1", "scenario": "chat-closed", "rate": 2},
+            {"name": "open1", "scenario": "copilot", "concurrency": 2},
+            {"name": "many", "rates": list(range(1, 53))},
+            {"name": "fine", "scenario": "chat-closed", "concurrency": 2},
+        ]))
+    assert e.value.problems == [
+        "cell 'big': `rates:` must each be at most 1e+06 req/s, got 2e+06",
+        "cell 'closed': rates does not apply to the closed scenario 'chat-closed'; use concurrency (closed) or "
+        "max_requests (offline)",
+        "cell 'closed1': rate does not apply to the closed scenario 'chat-closed'; use concurrency (closed) or "
+        "max_requests (offline)",
+        "cell 'open1': concurrency applies only to closed-loop scenarios; 'copilot' is gamma: use rate instead",
+        "cell 'many': `rates:` may list at most 50 rates, got 52"]
+
+
+def test_a_simulated_device_is_checked_with_the_plan(tmp_path):
+    with pytest.raises(PlanError) as e:
+        load_plan(write_plan(tmp_path, [{"name": "bogus", "engine": "own", "options": {"device": "sim:bogus"}},
+                                        {"name": "static", "engine": "own-static", "options": {"device": "sim"}},
+                                        {"name": "ok", "engine": "own", "options": {"device": "sim:h200"}}]))
+    lines = e.value.problems
+    assert len(lines) == 2 and lines[0].startswith("cell 'bogus': unknown simulated device 'sim:bogus'; use sim:h200")
+    assert lines[1] == "cell 'static': device 'sim' is a simulated device, which only engine 'own' has"
+
+
+def test_an_unknown_key_does_not_hide_the_cells_other_problems(tmp_path):
+    with pytest.raises(PlanError) as e:
+        load_plan(write_plan(tmp_path, [{"name": "k", "bogus": 1, "scenario": "nonesuch", "rate": -1}]))
+    lines = e.value.problems
+    assert len(lines) == 3, lines
+    assert lines[0].startswith("cell 'k': unknown key 'bogus'")
+    assert lines[1].startswith("cell 'k': unknown scenario 'nonesuch'")
+    assert lines[2] == "cell 'k': rate must be a finite number > 0, got -1.0"
