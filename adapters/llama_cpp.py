@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
-from adapters.formats import limits
+from adapters.formats import checked_precision, limits
 
 
 @dataclass
@@ -47,6 +47,11 @@ class LlamaCppOptions(InProcessOptions):
     extra_buffers: bool | None = Field(None, description="llama.cpp's repacking buffers (default: unless AMX)")
     flash_attn: bool | None = Field(None, description="flash attention (default: llama.cpp's auto)")
     decode_text: bool = Field(True, description="decode each chunk's text with the model's tokenizer")
+
+    @field_validator("precision")
+    @classmethod
+    def _known_precision(cls, v: str) -> str:
+        return checked_precision("gguf", v)
 
 
 class LlamaCppAdapter(EngineThreadMixin, Adapter):

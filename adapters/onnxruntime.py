@@ -20,11 +20,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
-from adapters.formats import limits
+from adapters.formats import checked_precision, limits
 
 
 @dataclass
@@ -35,10 +35,15 @@ class _Pending(Pending):
 
 
 class OnnxRuntimeOptions(InProcessOptions):
-    precision: str = Field("fp32", description="ONNX weights: fp32, fp16, int8, int4")
+    precision: str = Field("fp32", description="ONNX weights: fp32, int8 (q8_0), int4 (q4_0)")
     provider: Literal["cpu", "cuda", "tensorrt"] = Field("cpu", description="execution provider")
     max_length: int | None = Field(None, ge=16, description="KV buffer per sequence (default: the model's context)")
     decode_text: bool = Field(True, description="decode each chunk's text with the model's tokenizer")
+
+    @field_validator("precision")
+    @classmethod
+    def _known_precision(cls, v: str) -> str:
+        return checked_precision("onnx", v)
 
 
 class OnnxRuntimeAdapter(EngineThreadMixin, Adapter):

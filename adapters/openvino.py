@@ -18,11 +18,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
-from adapters.formats import limits
+from adapters.formats import checked_precision, limits
 
 
 @dataclass
@@ -31,12 +31,17 @@ class _Pending(Pending):
 
 
 class OpenVINOOptions(InProcessOptions):
-    precision: str = Field("fp32", description="IR weights: fp32, fp16, int8, int4")
+    precision: str = Field("fp32", description="IR weights: fp32, fp16")
     kv_cache_precision: Literal["f32", "f16", "bf16", "u8", "u4"] = Field(
         "f32", description="KV cache precision (OpenVINO's own default u8 changes greedy output)")
     cache_size_gb: float = Field(1.0, gt=0, description="paged KV cache size in GiB")
     max_num_batched_tokens: int = Field(2048, ge=1, description="prefill token budget per step")
     decode_text: bool = Field(True, description="decode each chunk's text with the model's tokenizer")
+
+    @field_validator("precision")
+    @classmethod
+    def _known_precision(cls, v: str) -> str:
+        return checked_precision("openvino", v)
 
 
 class OpenVINOAdapter(EngineThreadMixin, Adapter):

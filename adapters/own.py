@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from adapters.base import Adapter, AdapterError, Capabilities, Chunk, EngineInfo, InProcessOptions, RequestSpec
 from build_info import __version__ as advisor_version
@@ -31,6 +31,13 @@ class OwnStaticOptions(InProcessOptions):
                             "compiler), onednn (packed oneDNN linears, PyTorch ops, SDPA), torch (F.linear, "
                             "PyTorch ops, SDPA); auto: the first that runs here")
 
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        if v.strip().lower().startswith("sim"):
+            raise ValueError("a simulated device runs the continuous engine only: use --engine own")
+        return v
+
 
 class OwnOptions(OwnStaticOptions):
     max_num_batched_tokens: int | None = Field(None, ge=1, description="prefill token budget per step")
@@ -43,6 +50,16 @@ class OwnOptions(OwnStaticOptions):
     overlap: bool | None = Field(None, description="overlap scheduling: the next step is scheduled and launched "
                                                    "while one runs (default: on for a simulated device; off on cpu, "
                                                    "where it gains nothing, and on cuda until a GPU has measured it)")
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        """A `sim:` device is parsed now, before the engine process starts (own_engine.core.sim_device)."""
+        if v.strip().lower().startswith("sim"):
+            from own_engine.core.sim_device import parse_sim
+
+            parse_sim(v.strip())  # a SimDeviceError (a ValueError) shows the spelling
+        return v
 
 
 class OwnAdapter(Adapter):

@@ -11,7 +11,7 @@ import click
 
 from advisor import interrupts
 from advisor.run_config import MAX_REPEATS
-from advisor_cli.options import RUNS
+from advisor_cli.options import RUNS, out_folder
 
 if TYPE_CHECKING:
     from advisor.matrix.store import MatrixFile
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 @click.option("--resume", "resume_id", default=None, metavar="MATRIX_ID",
               help="Run the cells of this matrix that did not finish (its plan is the recorded one).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=RUNS, show_default=True, help="Runs store: every run, sweep and the matrix file go here.")
+              default=RUNS, show_default=True, help="Runs store: every run, sweep and the matrix file go here.",
+              callback=lambda c, p, v: out_folder(v))
 @click.option("--check", "check_only", is_flag=True, help="Check the plan (and its placement) and run nothing.")
 @click.option("--ship-code", is_flag=True, help="With --ray: send this install's advisor code to the workers.")
 @click.option("--node-wait", "node_wait_s", type=float, default=0.0, show_default=True,

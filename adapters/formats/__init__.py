@@ -36,13 +36,23 @@ MANIFEST = "manifest.json"
 _TOOLS = {"gguf": ("gguf", "llama-cpp-python"), "onnx": ("onnxruntime-genai", "onnxruntime"),
           "openvino": ("openvino", "openvino-tokenizers")}
 
-__all__ = ["FORMATS", "ConversionError", "Converted", "Divergence", "convert", "ensure_converted",
+__all__ = ["FORMATS", "ConversionError", "Converted", "Divergence", "checked_precision", "convert", "ensure_converted",
            "normalize_precision", "precisions", "converted_dir", "read_manifest", "logits_fn"]
 
 
 def precisions(fmt: str) -> tuple[str, ...]:
     """Precisions a format can be converted to on this CPU build."""
     return _module(fmt).PRECISIONS
+
+
+def checked_precision(fmt: str, precision: str) -> str:
+    """An engine option's precision, as given, if the format supports it; else a ValueError with the valid list
+    (so `--opt precision=bogus` and a matrix plan's are refused before anything starts, not at conversion)."""
+    try:
+        normalize_precision(fmt, precision)
+    except ConversionError as e:
+        raise ValueError(str(e)) from None
+    return precision
 
 
 def normalize_precision(fmt: str, precision: str) -> str:

@@ -245,25 +245,9 @@ def _check_engine(cell: Cell, problems: list[str]) -> None:
         problems.append(f"cell '{cell.name}': unknown engine '{cell.engine}'; choose one of "
                         f"{', '.join(sorted(adapters.REGISTRY))}")
         return
-    try:
-        adapters.parse_options(cell.engine, cell.options)  # typed options: checked now, not when the cell starts
+    try:  # typed options (a precision, a `sim:` device's spelling), checked now, not when the cell starts
+        adapters.parse_options(cell.engine, cell.options)
     except adapters.OptionsError as e:
-        problems.append(f"cell '{cell.name}': {e}")
-    device = cell.options.get("device")
-    if isinstance(device, str) and (device == "sim" or device.startswith("sim:")):
-        _check_sim_device(cell, device, problems)
-
-
-def _check_sim_device(cell: Cell, device: str, problems: list[str]) -> None:
-    """A simulated device (own_engine's `sim:`) is spelled right, and asked of the engine that has one."""
-    if cell.engine != "own":
-        problems.append(f"cell '{cell.name}': device {device!r} is a simulated device, which only engine 'own' has")
-        return
-    from own_engine.core.sim_device import SimDeviceError, parse_sim  # imports torch: only for a sim device
-
-    try:
-        parse_sim(device)
-    except SimDeviceError as e:
         problems.append(f"cell '{cell.name}': {e}")
 
 

@@ -84,6 +84,8 @@ def test_check_only_and_usage_errors(tmp_path):
     assert res.exit_code == 2 and "give a PLAN.yaml, or --resume MATRIX_ID" in res.output
     res = advisor("matrix", "--resume", "nope", "--out", str(tmp_path / "runs"))
     assert res.returncode == 1 and res.stderr.startswith("error: no matrix 'nope' (looked for ")
+    res = CliRunner().invoke(cli, ["matrix", str(plan), "--out", "", "--check"])  # would save into the current folder
+    assert res.exit_code == 2 and "an empty --out would save into the current folder" in res.output, res.output
 
 
 def test_ray_without_the_extra_says_what_to_install(tmp_path):

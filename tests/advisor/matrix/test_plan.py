@@ -131,8 +131,11 @@ def test_a_simulated_device_is_checked_with_the_plan(tmp_path):
                                         {"name": "static", "engine": "own-static", "options": {"device": "sim"}},
                                         {"name": "ok", "engine": "own", "options": {"device": "sim:h200"}}]))
     lines = e.value.problems
-    assert len(lines) == 2 and lines[0].startswith("cell 'bogus': unknown simulated device 'sim:bogus'; use sim:h200")
-    assert lines[1] == "cell 'static': device 'sim' is a simulated device, which only engine 'own' has"
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("cell 'bogus': bad option for engine 'own': device (--device): Value error, unknown "
+                               "simulated device 'sim:bogus'; use sim:h200")
+    assert lines[1].startswith("cell 'static': bad option for engine 'own-static': device (--device): Value error, a "
+                               "simulated device runs the continuous engine only: use --engine own")
 
 
 def test_an_unknown_key_does_not_hide_the_cells_other_problems(tmp_path):
