@@ -82,7 +82,8 @@ def _fraction(v: Any, path: Path, key: str) -> float:
 @click.option("--price-tier", type=click.Choice(["cloud_on_demand", "owned_tco"]), default=None)
 @click.option("--no-estimates", is_flag=True, help="Only measured rows, no roofline estimates.")
 @click.option("--allow-uncalibrated", is_flag=True, default=None,
-              help="Let estimates calibrated on another device class (CPU runs carried to a GPU) be recommended.")
+              help="Let uncalibrated estimates be recommended: those carried from another device class (CPU runs to a "
+                   "GPU), from a single run (no backtest), or resting on an assumed efficiency no run calibrates.")
 @click.option("--tie-break", default=None, metavar="complexity,margin",
               help="Order of the criteria that break a tie between options whose cost ranges overlap.")
 @click.option("--measure/--no-measure", default=True, help="Measure this machine's memory bandwidth for calibration "
@@ -134,4 +135,4 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
     if as_json:
         click.echo(json.dumps(rec.to_dict(), default=str))
     else:
-        print_recommendation(rec)
+        print_recommendation(rec, catalog=catalog)

@@ -43,9 +43,21 @@ def _rows(rec: RecommendationResult) -> dict[str, dict[str, Any]]:
     return {r["key"]: r for r in (rec.recommendation or {}).get("rows") or []}
 
 
+def best_price(rec: RecommendationResult) -> str:
+    """The price the headline's dollar figures scale with: its source and date, flagged when unverified ('')."""
+    from advisor.recommend.render import price_line
+
+    best = _rows(rec).get((rec.recommendation or {}).get("best") or "")
+    if not best:
+        return ""
+    return price_line(best["hardware"], best.get("usd_per_hour_per_device"), best.get("price_source") or "")
+
+
 def risk_lines(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: RecommendationResult) -> list[str]:
     """What a buyer should know before acting, one line each, most serious first."""
     out: list[str] = list((rec.recommendation or {}).get("warnings") or [])
+    if (price := best_price(rec)).startswith("price (unverified)"):
+        out.append(f"the headline's {price}")
     bad = [r for r in runs if not is_valid(r)]
     if bad:
         why = Counter(_first_sentence(str((r.verdict.reasons or ("no reason recorded",))[0]))
@@ -105,7 +117,8 @@ def executive(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: Recom
     else:
         kind = "none"
     risks = risk_lines(runs, prices, rec)
-    return {"kind": kind, "best": best, "best_money": money(best), "runners_up": runners,
+    return {"kind": kind, "best": best, "best_money": money(best), "best_price": best_price(rec),
+            "runners_up": runners,
             "runner_money": [money(r) for r in runners], "evidence": gap, "reason": rec.reason,
             "advice": d.get("advice"), "closest": [rows[k] for k in (d.get("advice") or {}).get("closest") or []
                                                    if k in rows][:2],

@@ -22,8 +22,9 @@ from advisor.cost import tokens_per_request
 from advisor.metrics.intervals import Interval
 from advisor.recommend.bound import classify
 from advisor.recommend.constraints import Constraints
-from advisor.recommend.options import best_and_closest, options
+from advisor.recommend.options import MeasuredOption, best_and_closest, options
 from advisor.roofline import ModelShape
+from advisor.run_rates import offered_rps
 from advisor.slo_evidence import RunSample
 from advisor.store import RunResult
 from fileform import FileForm
@@ -64,6 +65,8 @@ class Candidate(FileForm):
     tested_there: bool = True  # estimated: advisor (or these runs) ran the engine on this hardware's stack
     error_factor: float | None = None  # estimated: the larger of its TTFT / TPOT error factors
     bound: str = ""  # measured: device-bound / host-bound / unclear / cpu (`bound.py`), with its figures
+    run_durations_s: tuple[float, ...] = ()  # measured: the measurement window of each run behind the capacity
+    capacity_is_lower_bound: bool = False  # measured: no higher rate was measured to fail, so the limit is unknown
 
     @property
     def slo_margin_ms(self) -> dict[str, float]:
@@ -125,18 +128,23 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
     for (engine, model, config, hw_id, devices), members in groups.items():
         slos = c.slos_for(members[0].run.slos)
         scen = _scenario(members[0].run)
-        best, closest = best_and_closest(options([mr.run for mr in members], slos, c.percentile, samples))
+        opts = options([mr.run for mr in members], slos, c.percentile, samples)
+        best, closest = best_and_closest(opts)
         opt = best or closest
         run = opt.runs[0]
         n_in, n_out = tokens_per_request(run.summary)
         shape = ModelShape.from_engine(run.engine)
         runs_txt = f"{opt.n} repeats" if opt.n > 1 else f"run {opt.run_id}"
         notes = [f"measured: {runs_txt} ({opt.status})"]
+        above = _failed_above(best, opts)
         if best is None:
             notes.append(f"no VALID run established every SLO; closest is {opt.rate.text()} req/s")
+        elif above is None:
+            notes.append(f"capacity = highest measured rate meeting the SLOs ({opt.rate.text()} req/s); no higher "
+                         "rate was measured, so it is a lower bound: a sweep to higher rates may find more")
         else:
             notes.append(f"capacity = highest measured rate meeting the SLOs ({opt.rate.text()} req/s); "
-                         "a sweep to higher rates may find more")
+                         f"offered {above:.3g} req/s did not meet them")
         if opt.valid:
             evidence: Evidence = "measured"
             note = f"measured: {runs_txt}, VALID"
@@ -162,5 +170,18 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
             latency_range_ms={k: iv for k, iv in opt.latency.items() if iv is not None},
             slo_checks=tuple(ch.to_dict() for ch in opt.checks.values()), repeats=opt.n,
             group_id=opt.group_id, scenario=scen, device_class=hw.kind if hw else "", hardware_problem=problem,
-            bound=bound.bound))
+            bound=bound.bound, run_durations_s=tuple(float(r.summary.window_s) for r in opt.runs if r.summary.window_s),
+            capacity_is_lower_bound=best is not None and above is None))
     return out
+
+
+def _offered(o: MeasuredOption) -> float:
+    """The highest rate an option was asked for or reached (a closed-loop run has no offered rate)."""
+    return max(o.rate.value, *(offered_rps(r) or 0.0 for r in o.runs))
+
+
+def _failed_above(best: MeasuredOption | None, opts: list[MeasuredOption]) -> float | None:
+    """The lowest rate above `best`'s that was measured and did not meet the SLOs (None: the limit was not found)."""
+    if best is None:
+        return None
+    return min((_offered(o) for o in opts if not o.meets and _offered(o) > best.rate.value), default=None)

@@ -14,7 +14,6 @@ the endpoint is unknown.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 from advisor.catalog import Catalog, Hardware
 from advisor.metrics.intervals import Interval
@@ -22,7 +21,7 @@ from advisor.recommend.bound import HOST_PATH, classify
 from advisor.recommend.candidates import Candidate, Evidence, MeasuredRun, config_of, engine_of
 from advisor.recommend.constraints import Constraints
 from advisor.recommend.error_bars import ErrorBar, EstimatorBacktest, default_bar
-from advisor.roofline import ModelShape, Workload, calibrate, estimate
+from advisor.roofline import DEFAULT, DEFAULT_EFFICIENCY, Efficiency, ModelShape, Workload, calibrate, estimate
 from advisor.store import RunResult
 
 
@@ -35,23 +34,45 @@ def host_bound_only(members: list[MeasuredRun], kind: str) -> list[str]:
     return []
 
 
+ASSUMED = "assumed efficiency"  # in the evidence note of an estimate that no run calibrates
+
+
+def assumed_efficiency(c: Candidate) -> bool:
+    """The estimate rests on the roofline's assumed efficiency (DEFAULT_EFFICIENCY), not on any measured run."""
+    return c.source == "estimated" and ASSUMED in c.evidence_note
+
+
+def _measured_efficiency(members: list[MeasuredRun]) -> str:
+    """'; the measured run reached 11% in decode on h200': the median over the VALID runs ('' when none has one)."""
+    found = sorted((e, mr.hardware.id) for mr in members if mr.hardware is not None
+                   and mr.run.verdict.status == "VALID"
+                   and (e := classify(mr.run, mr.hardware).decode_efficiency) is not None)
+    if not found:
+        return ""
+    e, hw_id = found[len(found) // 2]
+    return f"; the measured run{'s' if len(found) > 1 else ''} reached {e:.0%} in decode on {hw_id}"
+
+
 def _calibration(bt: EstimatorBacktest, engine: str, kind: str, members: list[MeasuredRun]
-                 ) -> tuple[list[tuple[RunResult, Hardware]], Evidence, str, ErrorBar]:
-    """The runs an estimate on `kind` hardware calibrates on, what that makes it, and its error bar."""
+                 ) -> tuple[Efficiency, Evidence, str, ErrorBar]:
+    """The efficiency an estimate on `kind` hardware uses, what that makes it, what it rests on, its error bar."""
     same = bt.pool(engine, kind)
+    other = [(k[1], p) for k, p in bt.pools.items() if k[0] == engine and k[1] != kind and p]
+    calib = same or [x for _, p in other for x in p]
+    eff = calibrate(calib)
     bar = bt.bar(engine, kind)
     if bar is not None:
-        return same, "calibrated", f"calibrated on {len(same)} VALID device-bound {kind.upper()} run(s)", bar
-    if same:
+        return eff, "calibrated", f"calibrated on {len(same)} VALID device-bound {kind.upper()} run(s)", bar
+    if eff.basis == DEFAULT.basis:  # no run could calibrate it: the efficiency is assumed
+        note = (f"uncalibrated: no run calibrates it, so it rests on an {ASSUMED} of {DEFAULT_EFFICIENCY:.0%} of "
+                f"the roofline's ideal speed (an assumption, not a measurement){_measured_efficiency(members)}")
+    elif same:
         note = (f"uncalibrated: extrapolated from {len(same)} VALID device-bound {kind.upper()} run: with fewer than "
                 "two there is no backtest, so its error is unknown")
-        return same, "uncalibrated", note, default_bar(note)
-    other = [p for k, p in bt.pools.items() if k[0] == engine and k[1] != kind]
-    if other:
-        note = f"uncalibrated for {kind.upper()}: calibrated on other hardware only"
-        return [x for p in other for x in p], "uncalibrated", note, default_bar(note)
-    note = "uncalibrated: no VALID device-bound run could calibrate it (default efficiency)"
-    return [], "uncalibrated", note, default_bar(note)
+    else:
+        classes = ", ".join(sorted({k.upper() for k, _ in other}))
+        note = f"uncalibrated for {kind.upper()}: calibrated on {classes} runs only (another device class)"
+    return eff, "uncalibrated", note, default_bar(note)
 
 
 def _tested(engine: str, hw: Hardware, catalog: Catalog, runs: list[MeasuredRun]) -> tuple[bool, str]:
@@ -111,10 +132,10 @@ def estimated_candidates(runs: list[MeasuredRun], c: Constraints, catalog: Catal
                 continue
             if not can_run(engine, hw, catalog):
                 continue  # no row on hardware the engine cannot run on
-            calib, evidence, note, bar = _calibration(bt, engine, hw.kind, members)
+            eff, evidence, note, bar = _calibration(bt, engine, hw.kind, members)
             tested, why = _tested(engine, hw, catalog, all_runs or runs)
-            out.append(_estimated(engine, model, config, base, shape, wl, hw, calibrate(calib), bar, slos,
-                                  evidence, note, tested, why))
+            out.append(_estimated(engine, model, config, base, shape, wl, hw, eff, bar, slos, evidence, note,
+                                  tested, why))
     return out
 
 
@@ -123,7 +144,7 @@ def _limit(slo: float | None, factor: float) -> float | None:
 
 
 def _estimated(engine: str, model: str, config: str, base: RunResult, shape: ModelShape, wl: Workload,
-               hw: Hardware, eff: Any, bar: ErrorBar, slos: dict[str, float | None], evidence: Evidence,
+               hw: Hardware, eff: Efficiency, bar: ErrorBar, slos: dict[str, float | None], evidence: Evidence,
                note: str, tested: bool, tested_why: str) -> Candidate:
     # the operating point is chosen so that the pessimistic end of each range meets its SLO
     est = estimate(shape, hw, wl, eff, _limit(slos.get("ttft_ms"), bar.ttft_factor),

@@ -16,7 +16,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from advisor.metrics.support import requests_needed
+from advisor.recommend.estimates import assumed_efficiency
 from advisor.recommend.ranking import Row
+from advisor.roofline import DEFAULT_EFFICIENCY
 from advisor.run_rates import load_rps
 from advisor.store import RunResult
 
@@ -55,21 +57,35 @@ def _nice(x: float) -> str:
     return f"{float(f'{x:.2g}'):g}"
 
 
+def workload_flags(run: RunResult) -> list[str]:
+    """The flags that make a new run draw the workload `run` drew (the same key in `workloads.settings`).
+
+    Every setting the run was given that shapes its requests: `--full-scale` (without it the scenario's `fit`
+    block applies again: shorter lengths, capped outputs, another rate, so another workload), the length
+    settings and the seed. Rate, duration, warm-up and users are the new command's own."""
+    ov, flags = run.schedule.overrides, []
+    if ov.full_scale:
+        flags.append("--full-scale")
+    seed = ov.seed if ov.seed is not None else run.schedule.seed or None  # a seed not given on the command line is 0
+    if seed is not None:
+        flags.append(f"--seed {seed}")
+    for key, flag in (("length_scale", "--length-scale"), ("max_input_tokens", "--max-input-tokens"),
+                      ("max_output_tokens", "--max-output-tokens")):
+        if (v := getattr(ov, key)) is not None:
+            flags.append(f"{flag} {v:g}" if isinstance(v, float) else f"{flag} {v}")
+    return flags
+
+
 def _common_flags(run: RunResult, sweep: bool) -> list[str]:
-    e, ov = run.engine, run.schedule.overrides
+    e = run.engine
     flags = [f"--scenario {run.scenario_name}", f"--engine {e.adapter or e.engine}"]
     if e.model and e.model != "none":
         flags.append(f"--model {e.model}")
-    for key, flag in (("seed", "--seed"), ("length_scale", "--length-scale"),
-                      ("max_input_tokens", "--max-input-tokens"), ("max_output_tokens", "--max-output-tokens")):
-        if (v := getattr(ov, key)) is not None:
-            flags.append(f"{flag} {v:g}" if isinstance(v, float) else f"{flag} {v}")
+    flags += workload_flags(run)
     if e.threads:
         flags.append(f"--opt threads={e.threads}" if sweep else f"--threads {e.threads}")
     if e.adapter == "openai" and e.device:  # the server's URL (credentials already stripped)
         flags.append(f"--opt url={e.device}" if sweep else f"--url {e.device}")
-    if ov.full_scale and not sweep:
-        flags.append("--full-scale")
     return flags
 
 
@@ -130,10 +146,16 @@ def evidence_gap(runs: Sequence[RunResult], rows: Sequence[Row], percentile: flo
         rep = max(members, key=lambda r: r.summary.n_ok)  # the most informative
         commands.append(cell_command(rep, percentile, any(r.run_id in failed_slo for r in members)))
     notes = []
-    if any(r.candidate.evidence == "uncalibrated" for r in untrusted):
-        notes.append("estimates for another device class (e.g. GPUs from CPU runs) stay out of the headline: run "
-                     "the same sweep on that hardware to calibrate them, or pass --allow-uncalibrated to rank "
-                     "them anyway")
+    uncalibrated = [r for r in untrusted if r.candidate.evidence == "uncalibrated"]
+    assumed = [r for r in uncalibrated if assumed_efficiency(r.candidate)]
+    if assumed:
+        notes.append(f"{len(assumed)} estimate(s) rest on an assumed efficiency of {DEFAULT_EFFICIENCY:.0%} of the "
+                     "roofline's ideal speed, calibrated on no run: --allow-uncalibrated would rank them on that "
+                     "assumption alone; a run on that hardware would measure them")
+    if len(assumed) < len(uncalibrated):
+        notes.append("estimates calibrated on another device class (e.g. GPUs from CPU runs) or on a single run stay "
+                     "out of the headline: run the same sweep on that hardware to calibrate them, or pass "
+                     "--allow-uncalibrated to rank them anyway")
     notes.append("repeat each cell (3 or more runs) to get intervals: a single run says nothing about run-to-run "
                  "noise")
     return EvidenceGap(reason, tuple(dict.fromkeys(commands)), tuple(notes))

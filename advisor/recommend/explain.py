@@ -1,18 +1,25 @@
 """When nothing meets every constraint: the closest options and what would have to give.
 
-Closest = fewest failed constraints, then cheapest. For each kind of constraint the
-smallest change that would let some option pass on that constraint alone is reported
-(e.g. the lowest budget among options that fail only on budget).
+Closest = fewest failed constraints, then cheapest. For each kind of constraint the smallest change
+that would let some option pass is reported, and only after that option was re-checked under the
+changed constraint with every other constraint too (a row that fails an SLO has no cost, so its
+budget was never checked): the line then says whether it passes, passes only on evidence that
+cannot carry a recommendation (an uncalibrated estimate), or what it would still fail. A fix that
+needs a measurement, not a setting, cannot be re-checked, and its line says so.
 """
 
 from __future__ import annotations
 
 import math
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from advisor.recommend.ranking import Row
+from advisor.recommend.constraints import Constraints
+from advisor.recommend.ranking import Failure, Row
 from fileform import FileForm
+
+Recheck = Callable[[Constraints], list[Row]]  # every row, re-evaluated under other constraints
 
 
 @dataclass(frozen=True)
@@ -21,26 +28,64 @@ class Advice(FileForm):
     would_have_to_give: tuple[str, ...]  # one line per relaxation, smallest first within its kind
 
 
-def _number(s: str) -> float:
-    m = re.search(r"([\d,]+(?:\.\d+)?)", s)
-    return float(m.group(1).replace(",", "")) if m else math.inf
+def _size(f: Failure) -> float:
+    """How big the change is, to pick the smallest within a kind (a limit, a budget; 0 for yes/no changes)."""
+    return next((float(v) for v in f.relaxed.values() if isinstance(v, int | float) and not isinstance(v, bool)), 0.0)
 
 
-def advise(rows: list[Row], n: int = 3) -> Advice | None:
-    """None when some row passes; else the `n` closest rows and the single-constraint relaxations."""
+def not_recommendable(r: Row) -> str:
+    """Why a row's evidence cannot carry a recommendation, in a few words."""
+    c = r.candidate
+    if c.source == "measured":
+        return "it was measured only in runs that are not VALID"
+    if not c.tested_there:
+        return "it is an estimate on hardware where the engine was never run"
+    return f"it is an {c.evidence} estimate"
+
+
+def outcome(key: str, relaxed: dict[str, Any], cons: Constraints, recheck: Recheck) -> tuple[int, str]:
+    """Re-check row `key` under `relaxed`: (0 passes, 1 passes but cannot headline, 2 still fails), and the words."""
+    after = next((r for r in recheck(cons.model_copy(update=relaxed)) if r.key == key), None)
+    if after is None:
+        return 2, f"then {key} is no longer an option"
+    if after.passes and after.headline_ok:
+        return 0, f"then {key} passes"
+    if after.passes:
+        return 1, f"then {key} passes, but {not_recommendable(after)}, so it cannot be recommended"
+    still = "; ".join(f"{g.constraint}: {g.detail}" for g in after.failures)
+    tail = "" if after.headline_ok else f"; and {not_recommendable(after)}, so it cannot be recommended"
+    return 2, f"then {key} still fails {still}{tail}"
+
+
+def advise(rows: list[Row], cons: Constraints, recheck: Recheck, n: int = 3) -> Advice | None:
+    """None when some row passes; else the `n` closest rows and the single-constraint relaxations, re-checked."""
     if any(r.passes and r.headline_ok for r in rows):
         return None
     closest = sorted(rows, key=lambda r: (len(r.failures), r.monthly_usd if r.monthly_usd is not None else math.inf))[:n]
-    give: dict[str, tuple[float, str]] = {}
+    seen: dict[str, list[Row]] = {}
+
+    def once(c: Constraints) -> list[Row]:  # many rows share one relaxation (allow GPUs, a vendor): evaluate it once
+        return seen[k] if (k := c.model_dump_json()) in seen else seen.setdefault(k, recheck(c))
+
+    give: dict[str, tuple[int, float, str]] = {}
     for r in rows:
-        if len(r.failures) == 1:
-            f = r.failures[0]
-            kind = f.constraint + ":" + (f.detail.split(" ")[1] if f.constraint == "slo" else "")
-            cost = _number(f.would_have_to_give)
-            line = f"{f.would_have_to_give} (then {r.key} passes)"
-            if kind not in give or cost < give[kind][0]:
-                give[kind] = (cost, line)
+        if len(r.failures) != 1:
+            continue
+        f = r.failures[0]
+        kind = f.constraint + ":" + (f.detail.split(" ")[1] if f.constraint == "slo" else "")
+        if f.relaxed:
+            rank, then = outcome(r.key, f.relaxed, cons, once)
+        else:
+            rank, then = 3, f"for {r.key}; its other constraints cannot be checked until then"
+        best = (rank, _size(f), f"{f.would_have_to_give} ({then})")
+        if kind not in give or best[:2] < give[kind][:2]:
+            give[kind] = best
     if not give and closest:
-        needs = dict.fromkeys(f.would_have_to_give for f in closest[0].failures)  # ordered, no repeats
-        give["_"] = (0.0, "no single change suffices; the closest option needs: " + "; ".join(needs))
-    return Advice(tuple(r.key for r in closest), tuple(v[1] for v in sorted(give.values(), key=lambda x: x[1])))
+        fails = closest[0].failures
+        needs = "; ".join(dict.fromkeys(f.would_have_to_give for f in fails))  # ordered, no repeats
+        if all(f.relaxed for f in fails):
+            then = outcome(closest[0].key, {k: v for f in fails for k, v in f.relaxed.items()}, cons, once)[1]
+        else:
+            then = "not re-checked: some of it needs a measurement"
+        give["_"] = (0, 0.0, f"no single change suffices; the closest option needs: {needs} ({then})")
+    return Advice(tuple(r.key for r in closest), tuple(v[2] for v in sorted(give.values())))

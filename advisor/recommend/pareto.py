@@ -3,6 +3,8 @@
 The one dominance rule of the project (the report's figures use it too): a point is on the
 frontier when no other point is at least as good on both axes and strictly better on one, so two
 equal points are both kept. Cost is monthly USD when a load is given, else blended $/1M.
+Each key has a label that marks its evidence as the ranking table does ("est?": an estimate that
+cannot carry a recommendation), so a frontier never shows an estimate as if it were measured.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ class Frontier(FileForm):
     cost_axis: str
     other_axis: str
     keys: tuple[str, ...]  # row keys on the frontier, cheapest first
+    labels: tuple[str, ...] = ()  # per key: "#rank engine@hardware", marked "(est)", "(est?)", "(meas?)" unless measured
 
 
 def dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -41,6 +44,12 @@ def _cost(r: Row, by_monthly: bool) -> float | None:
     return r.monthly_usd if by_monthly else r.usd_per_1m_blended
 
 
+def label(r: Row) -> str:
+    """'#2 own@aws-m7i-8xlarge (est?)': the rank, the option and, unless plainly measured, the table's marker."""
+    mark = "" if r.source_code == "meas" else f" ({r.source_code})"
+    return f"#{r.rank} {r.candidate.engine}@{r.candidate.hardware_id}{mark}"
+
+
 def pareto(rows: list[Row], by_monthly: bool) -> list[Frontier]:
     """Cost vs p-th percentile TTFT, and cost vs interactivity (1000 / TPOT, tokens/s per user)."""
     axis = "monthly_usd" if by_monthly else "usd_per_1m_blended"
@@ -54,5 +63,9 @@ def pareto(rows: list[Row], by_monthly: bool) -> list[Frontier]:
             ttft.append((r.key, cost, float(t)))
         if p := lat.get("tpot_ms"):
             inter.append((r.key, cost, float(p)))  # lower TPOT = higher interactivity
-    return [Frontier(axis, "ttft_ms", tuple(frontier(ttft))),
-            Frontier(axis, "interactivity_tps (1000 / tpot_ms)", tuple(frontier(inter)))]
+    by_key = {r.key: r for r in rows}
+    out = []
+    for other, points in (("ttft_ms", ttft), ("interactivity_tps (1000 / tpot_ms)", inter)):
+        keys = tuple(frontier(points))
+        out.append(Frontier(axis, other, keys, tuple(label(by_key[k]) for k in keys)))
+    return out

@@ -27,6 +27,7 @@ class Failure(FileForm):
     constraint: str  # "slo", "evidence", "budget", "hardware", "vendor", "deployment", "complexity", "quality", "price", "estimates"
     detail: str
     would_have_to_give: str
+    relaxed: dict[str, Any] = field(default_factory=dict)  # constraint values that lift this failure; {}: measure
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,11 @@ class Row:
     @property
     def passes(self) -> bool:
         return not self.failures
+
+    @property
+    def source_code(self) -> str:
+        """The table's marker: meas / est, with "?" when its evidence cannot carry a recommendation."""
+        return ("meas" if self.candidate.source == "measured" else "est") + ("" if self.headline_ok else "?")
 
     @property
     def key(self) -> str:
@@ -96,7 +102,8 @@ def _slo_failures(c: Candidate, pct: float) -> list[Failure]:
                 value = f"{shown} ms" if seen is not None else f"{ch['n_over']} of {ch['n']} requests over"
                 out.append(Failure("slo", f"{name} {value} > {lim_shown} ms limit",
                                    f"relax {name} to {math.ceil(seen)} ms" if seen is not None
-                                   else "measure a lower rate or relax the SLO"))
+                                   else "measure a lower rate or relax the SLO",
+                                   {ch["metric"]: math.ceil(seen)} if seen is not None else {}))
             elif ch["status"] == "not established":
                 out.append(Failure("slo", ch["text"], f"measure at least {ch['more_needed']} more requests "
                                    "(see the commands that would establish it)"))
@@ -116,7 +123,7 @@ def _slo_failures(c: Candidate, pct: float) -> list[Failure]:
             hi_shown, lim_shown = decided(hi, lim)
             what = f"up to {hi_shown} ms (estimate {decided(v, lim)[0]} ms)" if hi != v else f"{hi_shown} ms"
             out.append(Failure("slo", f"{name} {what} > {lim_shown} ms limit",
-                               f"relax {name} to {math.ceil(hi)} ms, or measure it"))
+                               f"relax {name} to {math.ceil(hi)} ms, or measure it", {k: math.ceil(hi)}))
     if c.capacity_rps is None and not out:
         out.append(Failure("slo", "no batch size meets every SLO at the pessimistic end", "relax the SLOs"))
     return out
@@ -150,27 +157,31 @@ def evaluate(c: Candidate, cons: Any, catalog: Catalog, design_rps: float | None
                              f"pass --price {c.hardware_id}=USD_PER_HOUR or a --prices file"))
     if cons.hardware and c.hardware_id not in cons.hardware:
         fails.append(Failure("hardware", f"{c.hardware_id} is not in the allowed hardware",
-                             f"allow {c.hardware_id}"))
+                             f"allow {c.hardware_id}", {"hardware": (*cons.hardware, c.hardware_id)}))
     if cons.cpu_only and (hw is None or hw.kind != "cpu"):
-        fails.append(Failure("hardware", f"{c.hardware_id} is a GPU and only CPUs are allowed", "allow GPUs"))
+        fails.append(Failure("hardware", f"{c.hardware_id} is a GPU and only CPUs are allowed", "allow GPUs",
+                             {"cpu_only": False}))
     if cons.vendors and (hw is None or hw.vendor not in cons.vendors):
         fails.append(Failure("vendor", f"vendor {hw.vendor if hw else 'unknown'} not allowed",
-                             f"allow vendor {hw.vendor if hw else 'unknown'}"))
+                             f"allow vendor {hw.vendor if hw else 'unknown'}",
+                             {"vendors": (*cons.vendors, hw.vendor)} if hw else {}))
     if cons.deployment != "any" and (hw is None or cons.deployment not in hw.deployments):
         fails.append(Failure("deployment", f"{c.hardware_id} is not offered for {cons.deployment}",
-                             f"deploy {'/'.join(hw.deployments) if hw else 'elsewhere'} instead"))
+                             f"deploy {'/'.join(hw.deployments) if hw else 'elsewhere'} instead",
+                             {"deployment": hw.deployments[0]} if hw and hw.deployments else {}))
     if cons.deployment == "edge" and c.devices > 1:
         fails.append(Failure("deployment", f"needs {c.devices} devices per replica at the edge", "use a smaller model"))
     ops = catalog.engine_ops(c.engine)
     if ops and COMPLEXITY_ORDER[ops.complexity] > COMPLEXITY_ORDER[cons.max_complexity]:
         fails.append(Failure("complexity", f"{c.engine} operations rated {ops.complexity} ({ops.reason})",
-                             f"accept {ops.complexity} operational complexity"))
+                             f"accept {ops.complexity} operational complexity", {"max_complexity": ops.complexity}))
     drift = quality.get(f"{c.engine}/{c.precision}", quality.get(c.engine))
     if cons.max_quality_drift is not None and drift is not None and drift > cons.max_quality_drift:
         fails.append(Failure("quality", f"quality drift {drift:.1%} > {cons.max_quality_drift:.1%}",
-                             f"accept {drift:.1%} drift or use a higher precision"))
+                             f"accept {drift:.1%} drift or use a higher precision", {"max_quality_drift": drift}))
     if c.source == "estimated" and not cons.include_estimates:
-        fails.append(Failure("estimates", "estimated, not measured", "measure it, or allow estimates"))
+        fails.append(Failure("estimates", "estimated, not measured", "measure it, or allow estimates",
+                             {"include_estimates": True}))
     replicas = monthly = out1m = tot1m = blend1m = None
     monthly_rng = blend_rng = None
     if price is not None and c.capacity_rps:
@@ -189,7 +200,8 @@ def evaluate(c: Candidate, cons: Any, catalog: Catalog, design_rps: float | None
         if cons.budget_usd_month is not None and worst > cons.budget_usd_month:
             what = f"up to ${worst:,.0f}/month" if worst != monthly else f"${monthly:,.0f}/month"
             fails.append(Failure("budget", f"{what} > ${cons.budget_usd_month:,.0f} budget",
-                                 f"raise the budget to ${math.ceil(worst):,}/month"))
+                                 f"raise the budget to ${math.ceil(worst):,}/month",
+                                 {"budget_usd_month": math.ceil(worst)}))
     headline_ok = c.headline_ok or (cons.allow_uncalibrated and c.evidence == "uncalibrated")
     return Row(0, c, hw.name if hw else c.hardware_id, price.usd_per_hour if price else None,
                price.source if price else "no price", replicas, monthly, out1m, tot1m, blend1m,

@@ -126,6 +126,28 @@ def no_slo_warning(cands: list[Candidate]) -> str | None:
             "set a TTFT or TPOT limit to size for latency")
 
 
+MAX_REPLICAS_UNWARNED = 8  # a fleet larger than this rests on one replica's capacity: warned (docs/recommend.md)
+
+
+def capacity_warnings(best: Row) -> tuple[str, ...]:
+    """What the headline's capacity per replica does not show: a large fleet sized from one replica, a lower bound."""
+    c, out = best.candidate, []
+    cap = f"{c.capacity_rps:.3g} req/s" if c.capacity_rps else "unknown"
+    if best.replicas is not None and best.replicas > MAX_REPLICAS_UNWARNED:
+        if c.source == "measured":
+            secs = ", ".join(f"{d:.0f}" for d in c.run_durations_s) or "unknown"
+            basis = f"comes from {c.repeats} run(s) of {secs} s on one replica"
+        else:
+            basis = f"is a roofline estimate from run {c.run_id} on other hardware"
+        out.append(f"the headline needs {best.replicas} replicas (more than {MAX_REPLICAS_UNWARNED}): its capacity per "
+                   f"replica ({cap}) {basis}; how load spreads over {best.replicas} replicas (load balancing, "
+                   "per-replica burstiness) was not measured")
+    if c.capacity_is_lower_bound:
+        out.append(f"the headline's capacity per replica ({cap}) is a lower bound: no higher rate was measured, so "
+                   "the replicas and cost may be more than needed; a sweep to higher rates would find the limit")
+    return tuple(out)
+
+
 def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
               detected: Detected | None = None, quality: dict[str, float] | None = None,
               samples: dict[str, RunSample] | None = None) -> Recommendation:
@@ -159,16 +181,22 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
     for hw in {mr.hardware.id: mr.hardware for mr in resolved if mr.hardware is not None and mr.hardware.unlisted}.values():
         catalog = catalog.with_hardware(hw)
     bt = estimator_backtest(resolved_all, engine_of)
-    skipped_estimates: list[str] = []
-    cands = measured_candidates(resolved, constraints, samples)
-    if constraints.include_estimates:
-        cands += estimated_candidates(resolved, constraints, catalog, bt, resolved_all, skipped_estimates)
-    tokens = [c.input_tokens_per_request + c.output_tokens_per_request for c in cands if c.source == "measured"]
-    design_rps, basis = constraints.design_rps(max(tokens) if tokens else None)
-    by_monthly = design_rps is not None
     quality = {**quality_from_runs(runs), **(quality or {})}  # a --quality file wins
-    rows = rank([evaluate(c, constraints, catalog, design_rps, quality) for c in cands], by_monthly,
-                constraints.tie_break)
+
+    def evaluated(cons: Constraints, skipped: list[str] | None = None) -> tuple[list[Row], float | None, str]:
+        """Every candidate priced and checked under `cons` (unranked), the load sized for, and its basis."""
+        cands = measured_candidates(resolved, cons, samples)
+        if cons.include_estimates:
+            cands += estimated_candidates(resolved, cons, catalog, bt, resolved_all, skipped)
+        tokens = [c.input_tokens_per_request + c.output_tokens_per_request for c in cands if c.source == "measured"]
+        rps, basis = cons.design_rps(max(tokens) if tokens else None)
+        return [evaluate(c, cons, catalog, rps, quality) for c in cands], rps, basis
+
+    skipped_estimates: list[str] = []
+    unranked, design_rps, basis = evaluated(constraints, skipped_estimates)
+    cands = [r.candidate for r in unranked]
+    by_monthly = design_rps is not None
+    rows = rank(unranked, by_monthly, constraints.tie_break)
     notes = [f"load: {basis}; replicas = ceil(load x (1 + {constraints.headroom:g} headroom) / capacity per replica)",
              f"monthly cost = $/device-hour x devices x replicas x {HOURS_PER_MONTH:g} h (always on)",
              f"price tier: {constraints.tier} (a --price / --prices override wins)",
@@ -195,7 +223,10 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
     notes += skipped_estimates
     gap = evidence_gap(runs, rows, constraints.percentile)
     warning = no_slo_warning(cands)
+    advice = advise(rows, constraints, lambda cons: evaluated(cons)[0])
     rec = Recommendation(constraints, design_rps, basis, tuple(rows), tuple(pareto(rows, by_monthly)),
-                         tuple(break_evens(rows, catalog.hosted)), bt, advise(rows), tuple(notes), gap,
+                         tuple(break_evens(rows, catalog.hosted)), bt, advice, tuple(notes), gap,
                          tuple(w for w in (workload_note, warning) if w))
-    return replace(rec, to_settle=settle(rec.rows, rec.best, catalog))
+    if rec.evidence is None and rec.best is not None:
+        rec = replace(rec, warnings=rec.warnings + capacity_warnings(rec.best))
+    return replace(rec, to_settle=settle(rec.rows, rec.best, catalog, runs))

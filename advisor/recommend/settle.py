@@ -2,15 +2,20 @@
 
 An estimate that passes on paper but cannot headline (uncalibrated, no backtest, untested on that
 hardware's stack) and would be cheaper than the recommendation, or stands where there is none,
-gets one line: the exact `advisor bench` to run on that hardware, whose run then makes it measured.
+gets one line: the exact `advisor bench` to run on that hardware, whose run then makes it measured. The
+command carries the workload flags of the run the estimate was made from (`evidence.workload_flags`), so
+the new run measures the same workload and is sized with it rather than left out as another one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import PurePath
 
 from advisor.catalog import Catalog
+from advisor.recommend.evidence import workload_flags
 from advisor.recommend.ranking import Row
+from advisor.store import RunResult
 
 MAX_LINES = 3
 
@@ -21,8 +26,13 @@ def _cheaper(r: Row, best: Row | None) -> bool:
     return r.monthly_usd is not None and r.monthly_usd < best.monthly_usd
 
 
-def settle(rows: tuple[Row, ...] | list[Row], best: Row | None, catalog: Catalog) -> tuple[str, ...]:
-    """One line per cheaper estimate kept out of the headline by its evidence: what it rests on and what to run."""
+def settle(rows: tuple[Row, ...] | list[Row], best: Row | None, catalog: Catalog,
+           runs: Sequence[RunResult] = ()) -> tuple[str, ...]:
+    """One line per cheaper estimate kept out of the headline by its evidence: what it rests on and what to run.
+
+    `runs` holds the runs the estimates were made from; where an estimate's run is not among them, the line
+    says to add that run's workload flags instead of printing a command that would measure another workload."""
+    by_id = {r.run_id: r for r in runs}
     out = []
     for r in rows:
         c = r.candidate
@@ -33,10 +43,13 @@ def settle(rows: tuple[Row, ...] | list[Row], best: Row | None, catalog: Catalog
         model = PurePath(c.model).name or c.model
         scen = f" --scenario {c.scenario}" if c.scenario else ""
         money = f"${r.monthly_usd:,.0f}/month" if r.monthly_usd is not None else "cost unknown"
+        base = by_id.get(c.run_id or "")
+        flags = "".join(f" {f}" for f in workload_flags(base)) if base is not None else ""
+        same = "" if base is not None else f" with the workload flags of run {c.run_id} (its schedule.overrides)"
         out.append(f"{c.engine} @ {c.hardware_id} would cost {money} on paper, but {c.evidence_note}"
                    + ("" if c.tested_there else "; untested there")
-                   + f": to settle it, run `advisor bench --engine {c.engine} --device {device} --model {model}{scen}` "
-                   f"on {hw.name if hw else c.hardware_id} and pass that run with --runs")
+                   + f": to settle it, run `advisor bench --engine {c.engine} --device {device} --model {model}{scen}"
+                   f"{flags}`{same} on {hw.name if hw else c.hardware_id} and pass that run with --runs")
         if len(out) >= MAX_LINES:
             break
     return tuple(out)

@@ -26,16 +26,17 @@ def catalog():
 def test_no_slo_is_a_warning_that_names_the_unbounded_estimate(catalog):
     r = recommend(loaded([_no_slo_run()]), Constraints(peak_rps=5), catalog)
     assert r.best is not None  # still ranked on load and budget
-    (w,) = r.warnings
+    (w,) = [x for x in r.warnings if "no latency SLO" in x]  # beside it: the single run's capacity is a lower bound
     assert "no latency SLO" in w and "'my-traffic'" in w and "load and budget only" in w
     worst = max(x.candidate.latency_ms["tpot_ms"] for x in r.rows if x.candidate.source == "estimated")
     assert f"p95 TPOT up to {worst:,.0f} ms" in w
-    assert r.to_dict()["warnings"] == [w]
+    assert w in r.to_dict()["warnings"]
 
 
 def test_a_limit_from_the_flags_or_the_scenario_removes_the_warning(catalog):
-    assert recommend(loaded([_no_slo_run()]), Constraints(peak_rps=5, tpot_ms=100), catalog).warnings == ()
-    assert recommend(loaded([make_run("b")]), Constraints(peak_rps=5), catalog).warnings == ()
+    for r in (recommend(loaded([_no_slo_run()]), Constraints(peak_rps=5, tpot_ms=100), catalog),
+              recommend(loaded([make_run("b")]), Constraints(peak_rps=5), catalog)):
+        assert not [w for w in r.warnings if "no latency SLO" in w]
 
 
 def test_the_console_prints_it_with_the_headline(tmp_path):

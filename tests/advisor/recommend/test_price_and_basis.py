@@ -1,0 +1,73 @@
+"""Beside the headline: the price every dollar figure scales with, and what an uncalibrated estimate rests on."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from rich.console import Console
+
+from advisor.catalog import load_catalog
+from advisor.recommend import Constraints, recommend
+from advisor.recommend.render import print_headline
+from tests.advisor.recommend.h200 import CHAT, SATURATED, copy_runs, load, this_cpu_vm
+from tests.advisor.recommend.runs import loaded, make_run
+
+CHAT_SLOS = dict(scenario="chat", ttft_ms=800, peak_rps=20, budget_usd_month=20000)
+# only a CPU estimate passes: it rests on no calibrating run (the H200 runs are host-bound)
+CPU_ONLY = dict(scenario="chat", ttft_ms=3000, tpot_ms=200, peak_rps=20, hardware=("aws-m7i-8xlarge",))
+
+
+@pytest.fixture(autouse=True)
+def _host_is_vm(monkeypatch):
+    monkeypatch.setattr(socket, "gethostname", lambda: "vm")
+
+
+def _headline(rec, catalog=None) -> list[str]:
+    con = Console(record=True, width=1000)
+    print_headline(rec, con, *([catalog] if catalog is not None else []))
+    return con.export_text().splitlines()
+
+
+def test_the_headline_cost_says_which_price_it_scales_with(tmp_path):
+    runs = load(copy_runs(tmp_path, (CHAT, SATURATED)))
+    rec = recommend(runs, Constraints(**CHAT_SLOS), load_catalog(), detected=this_cpu_vm())
+    assert rec.best is not None and rec.best.candidate.hardware_id == "h200"
+    first, price = _headline(rec)[:2]
+    assert first.startswith("Recommended:") and "$16,571/month" in first
+    assert price.strip().startswith("price (unverified): $4.54/h per h200, spheron.network blog")
+    assert "2026-03-17" in price and "every dollar figure scales with it" in price
+    # a price given on the command line is shown as that, with no catalog date or flag
+    mine = load_catalog(price_flags={"h200": 3.10})
+    rec = recommend(runs, Constraints(**CHAT_SLOS), mine, detected=this_cpu_vm())
+    price = _headline(rec, mine)[1].strip()
+    assert price == "price: $3.10/h per h200, --price flag; every dollar figure scales with it"
+
+
+def test_an_estimate_on_no_calibration_says_its_efficiency_is_assumed(tmp_path):
+    runs = load(copy_runs(tmp_path, (CHAT, SATURATED)))
+    rec = recommend(runs, Constraints(**CPU_ONLY), load_catalog(), detected=this_cpu_vm())
+    assert rec.best is None and rec.evidence is not None
+    (est,) = [r for r in rec.rows if r.passes]
+    note = est.candidate.evidence_note
+    assert est.candidate.evidence == "uncalibrated" and not est.headline_ok
+    assert "assumed efficiency of 50%" in note and "not a measurement" in note
+    assert "the measured run reached 11% in decode on h200" in note  # the host-bound H200 run's own figure
+    assert any("rest on an assumed efficiency of 50%" in n and "--allow-uncalibrated" in n
+               for n in rec.evidence.notes)
+    assert not any("another device class" in n for n in rec.evidence.notes)
+    # --allow-uncalibrated lets it headline: the line under the headline says what it rests on
+    allowed = recommend(runs, Constraints(**CPU_ONLY, allow_uncalibrated=True), load_catalog(), detected=this_cpu_vm())
+    assert allowed.best is not None and allowed.best.candidate.hardware_id == "aws-m7i-8xlarge"
+    rests = next(line for line in _headline(allowed) if "rests on:" in line)
+    assert "assumed efficiency of 50%" in rests
+
+
+def test_an_estimate_carried_from_cpu_runs_to_a_gpu_says_so():
+    runs = [make_run("a", rps=0.2, ttft_ms=600, tpot_ms=60), make_run("b", rps=0.3, ttft_ms=500, tpot_ms=55)]
+    rec = recommend(loaded(runs), Constraints(peak_rps=20, budget_usd_month=2000), load_catalog())
+    gpu = [r for r in rec.rows if r.candidate.device_class == "gpu" and r.candidate.source == "estimated"]
+    assert gpu and all(r.candidate.evidence == "uncalibrated" for r in gpu)
+    for r in gpu:
+        assert "calibrated on CPU runs only (another device class)" in r.candidate.evidence_note
+        assert "assumed" not in r.candidate.evidence_note
