@@ -95,7 +95,9 @@ def run_cost(summary: RunSummary, usd_per_hour: float, instances: float = 1.0,
     if capacity_rps is not None:
         slo_rps, basis = capacity_rps, "capacity"
     elif summary.goodput_rps:
-        slo_rps, basis = float(summary.goodput_rps), "goodput"
+        # goodput is never above throughput (docs/metrics.md); a run saved before 2026-11-27 counted good requests
+        # that finished after its window in goodput only, and its cost at the SLO point read too low
+        slo_rps, basis = min(float(summary.goodput_rps), float(summary.requests_per_s or summary.goodput_rps)), "goodput"
     else:
         return RunCost(usd_per_hour, instances, measured, None, None, "no request met every SLO")
     n_in, n_out = tokens_per_request(summary)

@@ -124,7 +124,8 @@ def print_recommendation(rec: Recommendation, console: Console | None = None, to
     if len(rec.rows) > top:
         con.print(f"... {len(rec.rows) - top} more rows (use --json for all)")
     con.print("[dim]src: meas = measured, est = roofline estimate (a range; passes only at its pessimistic end), "
-              "? = its evidence cannot carry a recommendation[/]")
+              "? = its evidence cannot carry a recommendation; $/1M: one replica kept at its capacity (a fleet "
+              "sized with headroom pays more per token; $/month is the fleet's)[/]")
     if rec.advice:
         con.print("[bold]What would have to give:[/]")
         for line in rec.advice.would_have_to_give:

@@ -40,6 +40,15 @@ def test_run_cost_at_slo_point_scales_with_goodput():
     assert none.at_slo is None and "SLO" in none.slo_basis
 
 
+def test_the_slo_point_of_a_run_saved_before_goodput_was_bounded_is_its_throughput():
+    """The H200 chat run (saved 2026-11-26) reads goodput 5.55 against 5.18 req/s completed in its window: the SLO
+    point takes the 5.18, the recommender's capacity for the same run, so the report and the recommender agree."""
+    d = {"input_tokens_per_s": 6097.0, "output_tokens_per_s": 1130.0, "requests_per_s": 5.1833, "goodput_rps": 5.55,
+         "n_ok": 333, "n_in_total": 391718, "n_out_total": 72588}
+    rc = run_cost(RunSummary.from_dict({"mode": "open", **d}), usd_per_hour=4.54)
+    assert rc.slo_rps == pytest.approx(5.1833) and rc.slo_basis == "goodput"
+
+
 def test_replicas_with_headroom():
     assert replicas_needed(20.0, 5.0, headroom=0.2) == 5  # 24 / 5 = 4.8 -> 5
     assert replicas_needed(20.0, 4.0, headroom=0.2) == 6
