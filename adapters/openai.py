@@ -152,6 +152,14 @@ class OpenAIAdapter(Adapter):
             extra["launch"] = redacted_command(self.launch)
         try:
             return self._describe(pid, extra)
+        except EngineUnavailable as e:
+            if self._server is None or self._temp_log_dir is None:
+                self._close()  # never leave a launched server behind a failed start
+                raise
+            log = self._server.log_path  # the launched server's log is what tells why: kept, and named
+            self._temp_log_dir = None
+            self._close()
+            raise EngineUnavailable(f"{e}; the launched server's log: {log}") from None
         except BaseException:
             self._close()  # never leave a launched server behind a failed start
             raise
@@ -217,14 +225,15 @@ class OpenAIAdapter(Adapter):
 
     def preflight_hint(self, error: BaseException) -> str:
         kind = error.kind if isinstance(error, AdapterError) else ""
-        if kind == "connection":
-            return f"is the server at {public_url(self.url)} up and reachable?"
         if kind == "refused":
             return "nothing was measured"
         log = "the server's log"
-        if self._server is not None:  # a launched server: name its log, and keep it for the user
-            self._temp_log_dir = None
+        if self._server is not None:  # a launched server: name its log, and keep it for the user (a server that
+            self._temp_log_dir = None  # died on the warm-up request shows as a connection error: its log says why)
             log = f"the server's log ({self._server.log_path})"
+        if kind == "connection":
+            launched = f"; see {log}" if self._server is not None else ""
+            return f"is the server at {public_url(self.url)} up and reachable?{launched}"
         if kind.startswith("http_"):
             return f"check the model name (--model / --opt served_model=) and {log}"
         return f"check {log}"

@@ -54,11 +54,14 @@ class OwnOptions(OwnStaticOptions):
     @field_validator("device")
     @classmethod
     def _device(cls, v: str) -> str:
-        """A `sim:` device is parsed now, before the engine process starts (own_engine.core.sim_device)."""
-        if v.strip().lower().startswith("sim"):
-            from own_engine.core.sim_device import parse_sim
+        """A `sim:` device is parsed now, before the engine process starts (own_engine.core.sim_device), as the
+        engine will read it: exactly `sim` or `sim:...` (`SIM:h200` or `simulator` would reach torch as a device)."""
+        if v.lower().startswith("sim"):
+            from own_engine.core.sim_device import is_sim, parse_sim
 
-            parse_sim(v.strip())  # a SimDeviceError (a ValueError) shows the spelling
+            if not is_sim(v):
+                raise ValueError(f"{v!r} is not a device; a simulated one is spelled sim or sim:PROFILE, e.g. sim:h200")
+            parse_sim(v)  # a SimDeviceError (a ValueError) shows the spelling
         return v
 
 

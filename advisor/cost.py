@@ -94,10 +94,8 @@ def run_cost(summary: RunSummary, usd_per_hour: float, instances: float = 1.0,
     measured = cost_per_million(usd_per_hour, instances, in_tps, out_tps)
     if capacity_rps is not None:
         slo_rps, basis = capacity_rps, "capacity"
-    elif summary.goodput_rps:
-        # goodput is never above throughput (docs/metrics.md); a run saved before 2026-11-27 counted good requests
-        # that finished after its window in goodput only, and its cost at the SLO point read too low
-        slo_rps, basis = min(float(summary.goodput_rps), float(summary.requests_per_s or summary.goodput_rps)), "goodput"
+    elif summary.goodput_rps:  # never above throughput, also for older runs (RunSummary.upgrade)
+        slo_rps, basis = float(summary.goodput_rps), "goodput"
     else:
         return RunCost(usd_per_hour, instances, measured, None, None, "no request met every SLO")
     n_in, n_out = tokens_per_request(summary)

@@ -143,8 +143,9 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
             notes.append(f"capacity = highest measured rate meeting the SLOs ({opt.rate.text()} req/s); no higher "
                          "rate was measured, so it is a lower bound: a sweep to higher rates may find more")
         else:
+            load = f"{above:.0f} users" if _users(best) is not None else f"offered {above:.3g} req/s"
             notes.append(f"capacity = highest measured rate meeting the SLOs ({opt.rate.text()} req/s); "
-                         f"offered {above:.3g} req/s did not meet them")
+                         f"{load} did not meet them")
         if opt.valid:
             evidence: Evidence = "measured"
             note = f"measured: {runs_txt}, VALID"
@@ -180,8 +181,19 @@ def _offered(o: MeasuredOption) -> float:
     return max(o.rate.value, *(offered_rps(r) or 0.0 for r in o.runs))
 
 
+def _users(o: MeasuredOption) -> int | None:
+    """The closed-loop users an option ran with (None: not every run was a closed loop)."""
+    users = [r.schedule.concurrency for r in o.runs]
+    return max(users) if users and all(u for u in users) else None  # type: ignore[type-var]
+
+
 def _failed_above(best: MeasuredOption | None, opts: list[MeasuredOption]) -> float | None:
-    """The lowest rate above `best`'s that was measured and did not meet the SLOs (None: the limit was not found)."""
+    """The lowest load above `best`'s that was measured and did not meet the SLOs (None: the limit was not found).
+    Closed loops are compared by users: past saturation more users bring no more requests per second, so a
+    failing step with more users can have a lower rate than the best one."""
     if best is None:
         return None
+    if (users := _users(best)) is not None:
+        return min((float(u) for o in opts if not o.meets and (u := _users(o)) is not None and u > users),
+                   default=None)
     return min((_offered(o) for o in opts if not o.meets and _offered(o) > best.rate.value), default=None)

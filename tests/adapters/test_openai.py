@@ -290,6 +290,17 @@ def test_a_failed_warm_up_on_a_launched_server_names_its_log_and_keeps_it(tmp_pa
     assert f"the server's log ({folder / 'server.log'})" in str(e.value)
 
 
+def test_a_launched_server_that_dies_on_the_warm_up_keeps_and_names_its_log(tmp_path, monkeypatch):
+    """It shows as a connection error; the log is the only thing that says why (was: the folder was removed)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    port = free_port()
+    with pytest.raises(EngineUnavailable, match="warm-up") as e:
+        _openai(url=f"http://127.0.0.1:{port}", launch=_mock_launch(port, "die"), health_timeout_s=30).start()
+    [folder] = tmp_path.glob("advisor-server-*")
+    assert f"see the server's log ({folder / 'server.log'})" in str(e.value)
+    assert "out of memory" in (folder / "server.log").read_text()
+
+
 def test_url_helpers():
     assert base_url("http://h:1/v1/") == "http://h:1"
     assert public_url("https://u:p@h:8/v1?key=s") == "https://h:8/v1"

@@ -15,6 +15,8 @@ from adapters import OptionsError
     ("llama_cpp", "precision", "int3", "gguf does not support precision 'int3'"),
     ("own", "device", "sim:bogus", "unknown simulated device 'sim:bogus'; use sim:h200"),
     ("own-static", "device", "sim:h200", "a simulated device runs the continuous engine only: use --engine own"),
+    ("own", "device", "SIM:h200", "'SIM:h200' is not a device; a simulated one is spelled sim or sim:PROFILE"),
+    ("own", "device", "simulator", "'simulator' is not a device"),
 ])
 def test_a_bad_precision_or_device_is_refused_when_the_options_are_parsed(engine, key, value, words):
     with pytest.raises(OptionsError, match="bad option for engine") as e:

@@ -19,7 +19,8 @@ from typing import Any
 from aiohttp import web
 
 MODES = ("ok", "429", "500", "400", "drop", "malformed", "no_done", "slow", "no_tokens", "reject_ids",
-         "reject_extras", "stop_early", "split", "error_event", "too_long", "json_body", "strict_stream_options")
+         "reject_extras", "stop_early", "split", "error_event", "too_long", "json_body", "strict_stream_options",
+         "die")  # die: the process exits on its first generation request (a launched server's OOM); never in-process
 
 
 def free_port() -> int:
@@ -116,6 +117,11 @@ class MockOpenAIServer:
         chat = request.path.endswith("/chat/completions")
         self.requests.append({"path": request.path, "body": body, "headers": dict(request.headers)})
         mode = self.mode
+        if mode == "die":
+            import os
+
+            print("mock: out of memory on the first request", flush=True)
+            os._exit(3)
         if mode in ("429", "500", "400"):
             # echoes the Authorization header, as some proxies do, so tests can check redaction
             auth = request.headers.get("Authorization", "")

@@ -92,6 +92,16 @@ def test_goodput_counts_only_good_requests_that_finished_inside_the_window_as_th
     assert s.requests_per_s == approx(1 / 2) and s.goodput_rps == approx(1 / 2)  # only r1 in both
 
 
+def test_a_summary_saved_with_goodput_above_throughput_reads_as_at_most_throughput():
+    """Summaries saved before 2026-11-27 (the H200 chat run: 5.55 against 5.18 req/s): a report, a cost or a
+    `compare` against a new run must not show goodput above throughput, nor a goodput 'regression' that is only
+    the definition."""
+    old = RunSummary.from_dict({"mode": "open", "requests_per_s": 5.1833, "goodput_rps": 5.55})
+    assert old.goodput_rps == approx(5.1833)
+    kept = RunSummary.from_dict({"mode": "open", "requests_per_s": 5.1833, "goodput_rps": 2.0})
+    assert kept.goodput_rps == 2.0 and RunSummary.from_dict({"mode": "open", "goodput_rps": 3.0}).goodput_rps == 3.0
+
+
 def test_slo_missed_gives_negative_margin():
     s = summarize(open_records(), mode="open", slos=SLOs(ttft_ms=120, percentile=95), window_ns=WINDOW)
     assert s.slo_met["ttft"] is False

@@ -81,3 +81,23 @@ def test_pareto_labels_mark_estimates_as_the_table_does(tmp_path):
     h200 = next(k for k in ttft.keys if k.startswith("own@h200"))
     assert labels[h200] == "#1 own@h200"  # measured rows are left plain, as "meas" in the table
     assert rec.to_dict()["pareto"][0]["labels"] == list(ttft.labels)
+
+
+def test_a_closed_loop_step_with_more_users_that_failed_bounds_the_capacity():
+    """Past saturation more users bring no more requests per second: the failing 32-user step ran at 4.9 req/s,
+    below the 16-user step's 5.0, and still bounds it (it was called a lower bound when compared by rate)."""
+    from advisor.catalog import load_catalog
+    from advisor.recommend import Constraints, recommend
+    from tests.advisor.recommend.runs import loaded, make_run
+
+    def closed(rid: str, users: int, rps: float, ttft: float) -> dict:
+        r = make_run(rid, rps=rps, ttft_ms=ttft, tpot_ms=40, hostname="vm")
+        r["schedule"] = {"mode": "closed", "concurrency": users}
+        r["summary"]["mode"], r["summary"]["offered_rps"] = "closed", None
+        return r
+
+    rec = recommend(loaded([closed("u16", 16, 5.0, 300), closed("u32", 32, 4.9, 2000)]),
+                    Constraints(peak_rps=2, include_estimates=False), load_catalog())
+    assert rec.best is not None and rec.best.candidate.capacity_is_lower_bound is False
+    assert not any("lower bound" in w for w in rec.warnings)
+    assert any("32 users did not meet them" in n for n in rec.best.candidate.assumptions)
