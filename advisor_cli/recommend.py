@@ -135,4 +135,4 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
     if as_json:
         click.echo(json.dumps(rec.to_dict(), default=str))
     else:
-        print_recommendation(rec, catalog=catalog)
+        print_recommendation(rec)

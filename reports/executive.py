@@ -50,7 +50,8 @@ def best_price(rec: RecommendationResult) -> str:
     best = _rows(rec).get((rec.recommendation or {}).get("best") or "")
     if not best:
         return ""
-    return price_line(best["hardware"], best.get("usd_per_hour_per_device"), best.get("price_source") or "")
+    return price_line(best["hardware"], best.get("usd_per_hour_per_device"), best.get("price_source") or "",
+                      best.get("price_as_of") or "")
 
 
 def risk_lines(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: RecommendationResult) -> list[str]:

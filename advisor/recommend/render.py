@@ -39,36 +39,18 @@ def _cost_text(r: Row) -> str:
     return f"{_usd(r.monthly_usd)}/month{span}"
 
 
-def _as_of(hardware_id: str, usd_per_hour: float, source: str, catalog: Catalog) -> str:
-    """The catalog's date for the price a row used ('' when the catalog holds no such price: an override)."""
-    if hardware_id not in catalog.hardware:
-        return ""
-    for tier in ("cloud_on_demand", "owned_tco"):
-        p = catalog.price(hardware_id, tier)
-        if p is not None and p.source == source and p.usd_per_hour == usd_per_hour and p.as_of != "user":
-            return p.as_of
-    return ""
-
-
-def price_line(hardware_id: str, usd_per_hour: float | None, source: str, catalog: Catalog | None = None) -> str:
+def price_line(hardware_id: str, usd_per_hour: float | None, source: str, as_of: str = "") -> str:
     """One line under a headline cost: the price it scales with, its source and date, flagged when unverified.
-
-    The date is the catalog's (the packaged one when none is given) only where that catalog holds the very
-    price the row used; a --price or --prices override is shown with its own source alone."""
+    An override (`as_of` "user") is shown with its own source alone."""
     if usd_per_hour is None:
         return ""
-    if catalog is None:
-        from advisor.catalog import load_catalog
-
-        catalog = load_catalog()
-    as_of = _as_of(hardware_id, usd_per_hour, source, catalog)
     short = source.split("; ")[0]  # the source itself; its caveats are the flag (and --json, the methodology)
-    date = f" (as of {as_of})" if as_of and as_of not in short else ""
+    date = f" (as of {as_of})" if as_of and as_of != "user" and as_of not in short else ""
     label = "price (unverified)" if "unverified" in source.lower() else "price"
     return f"{label}: ${usd_per_hour:,.2f}/h per {hardware_id}, {short}{date}; every dollar figure scales with it"
 
 
-def print_headline(rec: Recommendation, con: Console, catalog: Catalog | None = None) -> None:
+def print_headline(rec: Recommendation, con: Console) -> None:
     """What to do, first: the recommendation and its runner-ups, or why there is none and how to get one."""
     best = rec.best
     if rec.evidence is not None:
@@ -81,7 +63,7 @@ def print_headline(rec: Recommendation, con: Console, catalog: Catalog | None = 
     elif best:
         con.print(f"[bold green]Recommended:[/] {best.candidate.engine} on {best.hardware_name} ({best.candidate.config}), "
                   f"{best.replicas} replica(s), {_cost_text(best)} - {best.why}", highlight=False)
-        if line := price_line(best.candidate.hardware_id, best.usd_per_hour, best.price_source, catalog):
+        if line := price_line(best.candidate.hardware_id, best.usd_per_hour, best.price_source, best.price_as_of):
             con.print(f"  {line}", highlight=False)
         if best.candidate.evidence == "uncalibrated":  # admitted by --allow-uncalibrated: say what it rests on
             con.print(f"  [yellow]rests on:[/] {best.candidate.evidence_note}", highlight=False)
@@ -98,10 +80,9 @@ def print_headline(rec: Recommendation, con: Console, catalog: Catalog | None = 
             con.print(f"  - {line}", highlight=False, soft_wrap=True)
 
 
-def print_recommendation(rec: Recommendation, console: Console | None = None, top: int = 15,
-                         catalog: Catalog | None = None) -> None:
+def print_recommendation(rec: Recommendation, console: Console | None = None, top: int = 15) -> None:
     con = console or Console()
-    print_headline(rec, con, catalog)
+    print_headline(rec, con)
     con.print(f"[bold]Load:[/] {rec.load_basis}")
     t = Table(title="Ranked options")
     pct = f"p{rec.constraints.percentile:g}"
@@ -132,8 +113,8 @@ def print_recommendation(rec: Recommendation, console: Console | None = None, to
             con.print(f"  - {line}")
     label = {r.key: f"#{r.rank} {r.candidate.engine}@{r.candidate.hardware_id}" for r in rec.rows}
     for f in rec.frontiers:
-        names = f.labels or tuple(label[k] for k in f.keys)  # labels mark estimates as the table does
-        con.print(f"[bold]Pareto ({f.cost_axis} vs {f.other_axis}):[/] {', '.join(names) or '-'}", highlight=False)
+        con.print(f"[bold]Pareto ({f.cost_axis} vs {f.other_axis}):[/] {', '.join(f.labels) or '-'}",
+                  highlight=False)  # labels mark estimates as the table does
     first = rec.break_even[0].row_key if rec.break_even else ""
     shown = [b for b in rec.break_even if b.row_key == first]
     if shown:

@@ -23,9 +23,9 @@ def _host_is_vm(monkeypatch):
     monkeypatch.setattr(socket, "gethostname", lambda: "vm")
 
 
-def _headline(rec, catalog=None) -> list[str]:
+def _headline(rec) -> list[str]:
     con = Console(record=True, width=1000)
-    print_headline(rec, con, *([catalog] if catalog is not None else []))
+    print_headline(rec, con)
     return con.export_text().splitlines()
 
 
@@ -40,7 +40,7 @@ def test_the_headline_cost_says_which_price_it_scales_with(tmp_path):
     # a price given on the command line is shown as that, with no catalog date or flag
     mine = load_catalog(price_flags={"h200": 3.10})
     rec = recommend(runs, Constraints(**CHAT_SLOS), mine, detected=this_cpu_vm())
-    price = _headline(rec, mine)[1].strip()
+    price = _headline(rec)[1].strip()
     assert price == "price: $3.10/h per h200, --price flag; every dollar figure scales with it"
 
 
