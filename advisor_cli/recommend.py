@@ -111,7 +111,7 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
         raise click.UsageError(str(e)) from None
     catalog = catalog_from_flags(prices, price)
     try:
-        cons.check_vendors(h.vendor for h in catalog.hardware.values())
+        cons.check_vendors(catalog)
     except ConstraintsError as e:
         raise click.UsageError(str(e)) from None
     if not root.is_dir():

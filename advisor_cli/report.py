@@ -67,7 +67,7 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
         except ConstraintsError as e:
             raise click.UsageError(str(e)) from None
         try:
-            constraints.check_vendors(h.vendor for h in load_catalog().hardware.values())
+            constraints.check_vendors(load_catalog())
         except ConstraintsError as e:
             raise click.UsageError(f"{constraints_file}: vendors: {e}") from None
     quality = None

@@ -6,12 +6,12 @@ unset here come from each run's scenario.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from advisor.catalog import Catalog
 from advisor.cost import DEFAULT_HEADROOM, HOURS_PER_MONTH
 from scenarios.types import SLOs, check_percentile
 from scenarios.yaml_file import YamlFileError, read_yaml
@@ -74,9 +74,9 @@ class Constraints(BaseModel):
         return {k: getattr(self, k) if getattr(self, k) is not None else getattr(run_slos, k)
                 for k in ("ttft_ms", "tpot_ms", "e2e_ms")}
 
-    def check_vendors(self, catalog_vendors: Iterable[str]) -> None:
+    def check_vendors(self, catalog: Catalog) -> None:
         """Refuse an allowed vendor that no catalog hardware has: it would rule out every option without a word."""
-        valid = sorted(set(catalog_vendors))
+        valid = sorted({h.vendor for h in catalog.hardware.values()})
         unknown = [v for v in self.vendors if v not in valid]
         if unknown:
             raise ConstraintsError(f"unknown vendor {', '.join(map(repr, unknown))}; the catalog's vendors are "
