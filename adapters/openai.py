@@ -145,7 +145,7 @@ class OpenAIAdapter(Adapter):
                 pid = self._server.start()
             except BaseException as e:
                 if str(log_dir) in str(e):
-                    self._temp_log_dir = None  # the message points the user to the log: keep it
+                    self._keep_log()  # the message points the user to it
                 self._close()
                 raise
             extra["server_log"] = str(log_dir / "server.log")
@@ -153,12 +153,10 @@ class OpenAIAdapter(Adapter):
         try:
             return self._describe(pid, extra)
         except EngineUnavailable as e:
-            if self._server is None or self._temp_log_dir is None:
-                self._close()  # never leave a launched server behind a failed start
+            log = self._keep_log()  # a launched server's log is what tells why: kept, and named
+            self._close()  # never leave a launched server behind a failed start
+            if log is None:
                 raise
-            log = self._server.log_path  # the launched server's log is what tells why: kept, and named
-            self._temp_log_dir = None
-            self._close()
             raise EngineUnavailable(f"{e}; the launched server's log: {log}") from None
         except BaseException:
             self._close()  # never leave a launched server behind a failed start
@@ -227,16 +225,23 @@ class OpenAIAdapter(Adapter):
         kind = error.kind if isinstance(error, AdapterError) else ""
         if kind == "refused":
             return "nothing was measured"
-        log = "the server's log"
-        if self._server is not None:  # a launched server: name its log, and keep it for the user (a server that
-            self._temp_log_dir = None  # died on the warm-up request shows as a connection error: its log says why)
-            log = f"the server's log ({self._server.log_path})"
+        # a launched server's log is named, and kept for the user (one that died on the warm-up request shows as a
+        # connection error: its log says why)
+        kept = self._keep_log()
+        log = f"the server's log ({kept})" if kept is not None else "the server's log"
         if kind == "connection":
-            launched = f"; see {log}" if self._server is not None else ""
+            launched = f"; see {log}" if kept is not None else ""
             return f"is the server at {public_url(self.url)} up and reachable?{launched}"
         if kind.startswith("http_"):
             return f"check the model name (--model / --opt served_model=) and {log}"
         return f"check {log}"
+
+    def _keep_log(self) -> Path | None:
+        """A launched server's log path, its folder then kept past `_close` (None: no server was launched)."""
+        if self._server is None:
+            return None
+        self._temp_log_dir = None
+        return Path(self._server.log_path)
 
     def _close(self) -> None:
         if self._http is not None:
