@@ -20,6 +20,7 @@ HTTP/2, `Expect: 100-continue` (a stray 1xx head is skipped).
 from __future__ import annotations
 
 import asyncio
+import resource
 import socket
 import ssl
 import time
@@ -252,6 +253,9 @@ class Pool:
         self.arrival_clock: ArrivalClock = "kernel" if kernel_stamps and not self.tls and kernel_stamps_work() \
             else "loop"
         self.loop = asyncio.get_running_loop()
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # a socket per stream, thousands of them: lift
+        if hard == resource.RLIM_INFINITY or soft < hard:  # the soft limit on open files to the hard one
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         self._deadlines = Deadlines(timeout_s, _expire) if timeout_s > 0 else None
         self._idle: list[_Conn] = []
         self._open: set[_Conn] = set()

@@ -23,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -78,8 +79,10 @@ def http_ok(url: str, timeout_s: float = 2.0) -> bool:
 class ManagedServer:
     """One server process group started from a command line and stopped at the end."""
 
-    def __init__(self, command: str, *, health_urls: list[str], log_path: str | Path,
+    def __init__(self, command: str, *, health_urls: list[str], log_path: str | Path | None,
                  health_timeout_s: float = 300.0, grace_s: float = 15.0) -> None:
+        """`log_path` None: the log goes to a temporary folder of its own, which `close()` removes unless
+        `keep_log()` was called (an error that names the log keeps it)."""
         self.argv, self.env = split_command(command)
         if not health_urls:
             raise ValueError("ManagedServer needs at least one health URL")
@@ -87,7 +90,8 @@ class ManagedServer:
             raise ValueError(f"health_timeout_s must be > 0 and grace_s >= 0, got {health_timeout_s}, {grace_s}")
         self.command = command
         self.health_urls = list(health_urls)
-        self.log_path = Path(log_path)
+        self._temp_dir = None if log_path is not None else Path(tempfile.mkdtemp(prefix="advisor-server-"))
+        self.log_path = Path(log_path) if log_path is not None else self._temp_dir / "server.log"
         self.health_timeout_s = float(health_timeout_s)
         self.grace_s = float(grace_s)
         self._proc: subprocess.Popen[bytes] | None = None  # the guard, leader of the server's process group
@@ -144,11 +148,13 @@ class ManagedServer:
         while time.monotonic() < deadline:
             code = self._proc.poll()
             if code is not None:
+                self.keep_log()  # the message sends the user to it
                 raise EngineUnavailable(f"launched server exited with code {code} before becoming healthy; "
                                         f"last lines of {self.log_path}:\n{self.log_tail()}")
             if any(http_ok(u) for u in self.health_urls):
                 return
             time.sleep(0.5)
+        self.keep_log()
         raise EngineUnavailable(f"launched server not healthy after {self.health_timeout_s:.0f} s "
                                 f"(polled {', '.join(self.health_urls)}); raise health_timeout_s or check "
                                 f"{self.log_path}:\n{self.log_tail()}")
@@ -174,6 +180,18 @@ class ManagedServer:
         # children that outlived the leader (e.g. engine workers) share its group
         self._signal(proc.pid, signal.SIGKILL)
         return proc.returncode
+
+    def keep_log(self) -> Path:
+        """The log's path, kept past `close()` (an error or a message names it)."""
+        self._temp_dir = None
+        return self.log_path
+
+    def close(self) -> None:
+        """Stop the server; remove its temporary log folder unless it was kept (a saved run copied the log)."""
+        self.stop()
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
 
     @staticmethod
     def _signal(pgid: int, sig: signal.Signals) -> None:

@@ -14,8 +14,6 @@ import asyncio
 import base64
 import json
 import os
-import shutil
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -125,7 +123,6 @@ class OpenAIAdapter(Adapter):
         self.usage_modes: dict[str, int] = {}
         self._tok: Any = None
         self._server: Any = None
-        self._temp_log_dir: Path | None = None  # a launched server's log folder that advisor made, not the user
         self._http: Pool | None = None
         self._running = 0
         self.metrics_url: str | None = None  # the server's Prometheus endpoint, found by start()
@@ -137,18 +134,16 @@ class OpenAIAdapter(Adapter):
         if self.launch:
             from adapters.launch import ManagedServer, redacted_command
 
-            log_dir = Path(self.log_dir or tempfile.mkdtemp(prefix="advisor-server-"))
-            self._temp_log_dir = None if self.log_dir else log_dir  # removed by _close (a run keeps a copy)
+            # without --opt log_dir the log's folder is temporary: gone at close unless an error names it
             self._server = ManagedServer(self.launch, health_urls=[f"{self.url}/v1/models", f"{self.url}/health"],
-                                         log_path=log_dir / "server.log", health_timeout_s=self.health_timeout_s)
+                                         log_path=Path(self.log_dir) / "server.log" if self.log_dir else None,
+                                         health_timeout_s=self.health_timeout_s)
             try:
                 pid = self._server.start()
-            except BaseException as e:
-                if str(log_dir) in str(e):
-                    self._keep_log()  # the message points the user to it
+            except BaseException:
                 self._close()
                 raise
-            extra["server_log"] = str(log_dir / "server.log")
+            extra["server_log"] = str(self._server.log_path)
             extra["launch"] = redacted_command(self.launch)
         try:
             return self._describe(pid, extra)
@@ -238,21 +233,15 @@ class OpenAIAdapter(Adapter):
 
     def _keep_log(self) -> Path | None:
         """A launched server's log path, its folder then kept past `_close` (None: no server was launched)."""
-        if self._server is None:
-            return None
-        self._temp_log_dir = None
-        return Path(self._server.log_path)
+        return self._server.keep_log() if self._server is not None else None
 
     def _close(self) -> None:
         if self._http is not None:
             self._http.detach()  # its loop is gone if aclose() was not awaited; don't leak a warning
             self._http = None
         if self._server is not None:
-            self._server.stop()
+            self._server.close()
             self._server = None
-        if self._temp_log_dir is not None:  # nothing points to it: a saved run copied server.log already
-            shutil.rmtree(self._temp_log_dir, ignore_errors=True)
-            self._temp_log_dir = None
 
     # ---- requests --------------------------------------------------------------------------
     async def stream(self, req: RequestSpec) -> AsyncIterator[Chunk]:
@@ -370,7 +359,6 @@ class OpenAIAdapter(Adapter):
         """One connection pool per event loop (and server address), created inside it."""
         pool = self._http
         if pool is None or pool.loop is not asyncio.get_running_loop() or pool.url != self.url:
-            _raise_open_files_limit()
             if pool is not None:
                 pool.detach()  # belongs to another (finished) loop
             pool = self._http = Pool(self.url, self.max_connections, self.timeout_s,
@@ -394,15 +382,6 @@ class OpenAIAdapter(Adapter):
                 return json.loads(resp.read().decode("utf-8", errors="replace"))
         except (urllib.error.URLError, OSError, ValueError):
             return None
-
-
-def _raise_open_files_limit() -> None:
-    """Thousands of concurrent streams need as many sockets: lift the soft fd limit to the hard one."""
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _first_int(items: list[dict[str, Any]], key: str) -> int | None:

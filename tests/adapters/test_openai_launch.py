@@ -28,6 +28,26 @@ def test_a_server_that_exits_early_fails_with_its_log(tmp_path):
     assert "bad flag --foo" in str(info.value)
 
 
+def test_a_temporary_log_folder_goes_at_close_unless_kept_and_a_given_log_always_stays(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    health = [f"http://127.0.0.1:{free_port()}/health"]
+    ManagedServer("true", health_urls=health, log_path=None).close()
+    assert not list((tmp_path / "tmp").iterdir())  # never started: nothing left either
+    srv = ManagedServer(f"{sys.executable} -c \"raise SystemExit(3)\"", health_urls=health, log_path=None)
+    with pytest.raises(EngineUnavailable, match="exited with code 3") as info:
+        srv.start()
+    srv.close()
+    assert str(srv.log_path) in str(info.value) and srv.log_path.is_file()  # the error names it: kept
+    given = ManagedServer("true", health_urls=health, log_path=tmp_path / "mine" / "server.log")
+    given.log_path.parent.mkdir()
+    given.log_path.write_text("x")
+    given.close()
+    assert given.log_path.read_text() == "x"
+
+
 def test_a_server_never_healthy_is_stopped_with_its_children(tmp_path):
     # the leader starts a child in the same group; both must be gone after the health timeout
     code = ("import subprocess, sys, time; "
