@@ -45,7 +45,10 @@ def check_model_name(name: str) -> None:
 def missing_model_hint(name_or_path: str | Path) -> str:
     """How to make the model that was asked for: an `advisor models create` command that accepts it, or what to pass."""
     if MODEL_NAME.match(str(name_or_path)):  # a plain name: make it in the cache
-        return f"create it with `advisor models create {name_or_path} --preset tiny` or pass a model folder"
+        from model_cache.presets import PRESETS  # presets imports the tokenizer (the heavy `tokenizers` package)
+
+        preset = name_or_path if name_or_path in PRESETS else "tiny"  # `small-100m` is made from its own preset
+        return f"create it with `advisor models create {name_or_path} --preset {preset}` or pass a model folder"
     there = _create_at(name_or_path)
     if there:
         return f"pass an existing Hugging Face model folder, or make a tiny test model there with `{there} --preset tiny`"

@@ -119,3 +119,11 @@ def test_create_refuses_a_path_before_saying_creating_and_names_the_root_command
     command = shlex.split(re.search(r"`advisor (models create [^`]+)`", res.output).group(1))
     made = CliRunner().invoke(models_group, command[1:])
     assert made.exit_code == 0 and made.stdout.strip().splitlines()[-1] == str(tmp_path / "elsewhere" / "mine")
+
+
+def test_a_missing_model_named_like_a_preset_is_made_from_that_preset() -> None:
+    # was: "create it with `advisor models create small-100m --preset tiny`": a 1M model under the 100M one's name
+    from model_cache.paths import missing_model_hint
+
+    assert "`advisor models create small-100m --preset small-100m`" in missing_model_hint("small-100m")
+    assert "`advisor models create mine --preset tiny`" in missing_model_hint("mine")
