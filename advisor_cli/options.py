@@ -181,6 +181,18 @@ def engine_options(opts: tuple[str, ...], **named: Any) -> dict[str, Any]:
     return out
 
 
+def check_engine_options(engine: str, options: dict[str, Any]) -> None:
+    """An unknown engine, or an option it does not take or a value it refuses, is a usage error (exit 2)."""
+    import adapters
+
+    if engine not in adapters.REGISTRY:
+        fail(f"unknown engine '{engine}'; choose one of: {', '.join(sorted(adapters.REGISTRY))}")
+    try:
+        adapters.parse_options(engine, options)
+    except adapters.OptionsError as e:
+        fail(str(e))
+
+
 def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: tuple[str, ...],
                  threads: int | None, device: str | None, url: str | None, launch: str | None, out_dir: Path,
                  timeout_s: float, workers: str | int | None = None, ray: str | None = None,
@@ -198,6 +210,7 @@ def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: 
         fail("--scenario is required (see `advisor scenarios`)")
     served = server_hardware_from(engine, server_hardware, server_hardware_count, server_where, server_metrics)
     options = engine_options(opts, threads=threads, device=device, url=url, launch=launch)
+    check_engine_options(engine, options)
     try:
         given = {"workers": workers, "max_request_tokens": max_request_tokens}
         return BenchConfig(scenario=scenario, engine=engine, model=model, overrides=overrides_from(flags),
