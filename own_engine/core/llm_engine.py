@@ -36,12 +36,12 @@ from own_engine.model.loader import load_model
 # per-step token budget, decode rows and prefill tokens together (docs/engines.md, "Prefill chunks"). CPU: a
 # decode step reads the weights once, a prefill token computes with them, so one decode step is worth a fixed
 # number of prefill tokens on a CPU whatever the model (about 2 x FLOP/s / bandwidth: 40-90 on the CI machine);
-# 288 keeps a step that carries prompt tokens within about 3 decode steps: on small-100m with 8 users always
-# running, ITL p99 about 3x TPOT p50 and TTFT p95 1.2x the old 512's (a sweep of 256-512 in docs/engines.md,
-# "Prefill chunks"; 256 gave 2.6x and 1.37x). GPU (and the simulated one): 2048
+# 256 keeps a step that carries prompt tokens within about 3x the median request's time per token: on small-100m
+# with 8 users always running, ITL p99 / TPOT p50 2.98 and TTFT p95 1.20x the old 512's (medians of 4 VALID
+# runs, 2026-11-27; 288 gave 3.46 and 1.16x). GPU (and the simulated one): 2048
 # (vLLM's default below 70 GiB, SGLang's below 35 GiB); on the H200 profile a full budget plus 64 decodes is
 # 18.6 ms, where 8192 was 65 ms.
-DEFAULT_MAX_BATCHED_TOKENS = {False: 288, True: 2048}
+DEFAULT_MAX_BATCHED_TOKENS = {False: 256, True: 2048}
 CPU_CHUNK_TOKENS_PAST_DECODES = 64  # on CPU the budget is at least max_num_seqs + this: room for a chunk at full batch
 DEFAULT_KV_FRACTION_CPU = 0.5  # of available RAM: an upper bound only, pages cost memory once used
 DEFAULT_KV_FRACTION_CUDA = 0.8  # of free GPU memory after the weights (activations and graphs need the rest)
@@ -52,7 +52,7 @@ class LLMEngine:
 
     `max_model_len` caps prompt + output per request (default: the model's context); `max_num_seqs` caps the
     sequences in one step; `max_num_batched_tokens` is the per-step token budget that prompts are chunked to
-    (default: 288 on CPU, at least max_num_seqs + 64; 2048 on CUDA and a simulated device). The KV cache holds `num_kv_blocks` blocks of `block_size` tokens;
+    (default: 256 on CPU, at least max_num_seqs + 64; 2048 on CUDA and a simulated device). The KV cache holds `num_kv_blocks` blocks of `block_size` tokens;
     by default enough for `max_num_seqs` sequences of `max_model_len` tokens, but at most
     `kv_cache_memory_fraction` of the memory available when the engine starts (default: 0.8 of free GPU memory
     on CUDA, 0.5 of available RAM on CPU), or exactly `kv_cache_gb` GiB when that is given. On CPU at fp32 the

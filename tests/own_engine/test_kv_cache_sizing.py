@@ -25,7 +25,7 @@ def test_default_cache_holds_max_num_seqs_full_length_sequences(tiny_path) -> No
     assert engine.num_kv_blocks == 3 * 7  # ceil(100 / 16) blocks per sequence
     d = engine.describe()
     assert d["kv_cache_bytes"] == 21 * 16 * TINY_KV_BYTES_PER_TOKEN
-    assert d["max_num_batched_tokens"] == 288 and d["max_num_seqs"] == 3  # the CPU budget (docs/engines.md)
+    assert d["max_num_batched_tokens"] == 256 and d["max_num_seqs"] == 3  # the CPU budget (docs/engines.md)
 
 
 def test_memory_fraction_caps_the_cache(tiny_path, monkeypatch) -> None:
