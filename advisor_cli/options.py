@@ -185,11 +185,9 @@ def check_engine_options(engine: str, options: dict[str, Any]) -> None:
     """An unknown engine, or an option it does not take or a value it refuses, is a usage error (exit 2)."""
     import adapters
 
-    if engine not in adapters.REGISTRY:
-        fail(f"unknown engine '{engine}'; choose one of: {', '.join(sorted(adapters.REGISTRY))}")
     try:
         adapters.parse_options(engine, options)
-    except adapters.OptionsError as e:
+    except (adapters.OptionsError, adapters.EngineUnavailable) as e:  # EngineUnavailable: a name not registered
         fail(str(e))
 
 
