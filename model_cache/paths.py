@@ -12,6 +12,8 @@ import re
 import shlex
 from pathlib import Path
 
+from model_cache.presets import PRESETS
+
 DEFAULT_MODEL = "tiny"
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # what `advisor models create` takes as NAME
 # Bump when the same preset and seed would write a different model (weights layout, tokenizer training):
@@ -45,8 +47,6 @@ def check_model_name(name: str) -> None:
 def missing_model_hint(name_or_path: str | Path) -> str:
     """How to make the model that was asked for: an `advisor models create` command that accepts it, or what to pass."""
     if MODEL_NAME.match(str(name_or_path)):  # a plain name: make it in the cache
-        from model_cache.presets import PRESETS  # presets imports the tokenizer (the heavy `tokenizers` package)
-
         preset = name_or_path if name_or_path in PRESETS else "tiny"  # `small-100m` is made from its own preset
         return f"create it with `advisor models create {name_or_path} --preset {preset}` or pass a model folder"
     there = _create_at(name_or_path)
