@@ -18,6 +18,9 @@ from advisor.sizing.reserve import check_engine, engine_budget
 
 TP_DEGREES = (1, 2, 4, 8)
 BLOCK_TOKENS = 16  # vLLM's and own_engine's default KV block; SGLang pages by 1 token and TensorRT-LLM by 32 (as recalled): 16 for all
+# the catalog's "GB" read as 10^9 bytes, as advisor/roofline.py reads it; vendors' HBM "GB" are nearer GiB
+# (an H100 "80GB" shows 79.6 GiB), so this leaves about 7% unused: conservative, and one place to change
+BYTES_PER_GB = 1e9
 _ROUNDING = 1e-9  # of a sequence: float sums of GB must not turn exactly N sequences into N - 1
 
 
@@ -87,7 +90,7 @@ def memory_fit(arch: Architecture, prec: Precision, memory_gb: float, tp: int, i
     if tp not in TP_DEGREES or memory_gb <= 0 or isl < 0 or osl < 0 or isl + osl < 1:
         raise ValueError(f"tp {tp} (one of {TP_DEGREES}), memory_gb {memory_gb} (> 0), isl {isl} and osl {osl} "
                          "(>= 0, at least one token)")
-    memory = memory_gb * 1e9
+    memory = memory_gb * BYTES_PER_GB
     budget = engine_budget(arch, memory, tp, engine)
     weights = weights_bytes_per_gpu(arch, prec, tp)
     kv_room = max(0.0, budget.kv_share * (budget.usable_bytes - weights))

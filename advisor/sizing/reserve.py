@@ -40,6 +40,9 @@ GIB = 2**30
 MIB = 2**20
 CONTEXT_BYTES = 0.5 * GIB  # CUDA context + cuBLAS workspace per GPU (estimate)
 GRAPH_BYTES_PER_BATCH = 2 * MIB  # SGLang's coefficient for CUDA graph memory per captured batch size
+VLLM_MEMORY_UTILIZATION = 0.9  # vLLM --gpu-memory-utilization default
+TRTLLM_FREE_FRACTION = 0.9  # TensorRT-LLM KvCacheConfig.free_gpu_memory_fraction default
+OWN_KV_FRACTION = 0.8  # own_engine DEFAULT_KV_FRACTION_CUDA (tests check it against own_engine's source)
 
 
 @dataclass(frozen=True)
@@ -76,10 +79,10 @@ def _vllm(arch: Architecture, memory: float, tp: int) -> Budget:
     tokens, seqs = (8192, 1024) if large else (2048, 256)
     graphs = GRAPH_BYTES_PER_BATCH * min(2 * seqs, 512)
     act = activation_bytes(arch, tp, tokens, seqs)
-    usable = 0.9 * memory - act - graphs - CONTEXT_BYTES - comm_bytes(tp)
+    usable = VLLM_MEMORY_UTILIZATION * memory - act - graphs - CONTEXT_BYTES - comm_bytes(tp)
     return Budget(usable, 1.0, (
-        "vllm: gpu_memory_utilization 0.9 (vLLM default) of the GPU holds weights, activations, CUDA graphs and the "
-        "KV cache; 10% is left out",
+        f"vllm: gpu_memory_utilization {VLLM_MEMORY_UTILIZATION:g} (vLLM default) of the GPU holds weights, "
+        "activations, CUDA graphs and the KV cache; the rest is left out",
         f"activations {_gb(act)} for max_num_batched_tokens {tokens} and max_num_seqs {seqs} (vLLM V1 online "
         f"defaults for a GPU {'of' if large else 'under'} 70 GiB; estimate)",
         f"CUDA graphs {_gb(graphs)} for capture sizes up to {min(2 * seqs, 512)} (2 MiB each, SGLang's coefficient; "
@@ -114,21 +117,22 @@ def _sglang(memory: float, tp: int) -> Budget:
 
 def _trtllm(arch: Architecture, memory: float, tp: int) -> Budget:
     act = activation_bytes(arch, tp, 8192, 2048)
-    return Budget(memory - act - CONTEXT_BYTES - comm_bytes(tp), 0.9, (
-        "trtllm: kv_cache_config.free_gpu_memory_fraction 0.9 (TensorRT-LLM default) of the memory free after "
-        "weights and activations",
+    return Budget(memory - act - CONTEXT_BYTES - comm_bytes(tp), TRTLLM_FREE_FRACTION, (
+        f"trtllm: kv_cache_config.free_gpu_memory_fraction {TRTLLM_FREE_FRACTION:g} (TensorRT-LLM default) of the "
+        "memory free after weights and activations",
         f"activations {_gb(act)} for max_num_tokens 8192 (TensorRT-LLM default; estimate); CUDA graphs in the "
         "remaining 10% (estimate)", *_shared(tp)))
 
 
 def _own(memory: float, tp: int) -> Budget:
-    return Budget(memory - CONTEXT_BYTES - comm_bytes(tp), 0.8, (
-        "own: 0.8 of the memory free after the weights (own_engine DEFAULT_KV_FRACTION_CUDA, _default_num_blocks); "
+    return Budget(memory - CONTEXT_BYTES - comm_bytes(tp), OWN_KV_FRACTION, (
+        f"own: {OWN_KV_FRACTION:g} of the memory free after the weights (own_engine DEFAULT_KV_FRACTION_CUDA, "
+        "_default_num_blocks); "
         "activations for its 2048-token budget and CUDA graphs in the other 20%", *_shared(tp)))
 
 
 def _shared(tp: int) -> tuple[str, ...]:
-    notes = (f"CUDA context and cuBLAS workspace {_gb(CONTEXT_BYTES)} per GPU (estimate)",)
+    notes: tuple[str, ...] = (f"CUDA context and cuBLAS workspace {_gb(CONTEXT_BYTES)} per GPU (estimate)",)
     if tp > 1:
         notes += (f"communication buffers {_gb(comm_bytes(tp))} per GPU at TP {tp} (1 GiB x tp / 8, SGLang's "
                   "allowance for parallelism; estimate)",)
