@@ -36,5 +36,5 @@ def test_sglang_fraction_follows_gpu_memory_and_tp():
     assert "mem_fraction_static 0.836" in engine_budget(arch, 24e9, 1, "sglang").notes[0]
     # 141 GB = 134468 MiB at TP 8: chunk 8192, graphs 512 -> 512 + 12288 + 1024 + 1024 = 14848 MiB -> 0.89
     assert "mem_fraction_static 0.89 " in engine_budget(arch, 141e9, 8, "sglang").notes[0]
-    # at TP 1 on a 24 GB GPU the 10 GiB floor does not apply (GPUs over 60 GiB only); on 141 GB it would not bind
+    # at TP 1 the same GPU captures graphs up to 256 (512 from TP 4 up)
     assert "cuda_graph_max_bs 256, TP 1" in engine_budget(arch, 141e9, 1, "sglang").notes[0]
