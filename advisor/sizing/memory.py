@@ -18,9 +18,9 @@ from advisor.sizing.reserve import check_engine, engine_budget
 
 TP_DEGREES = (1, 2, 4, 8)
 BLOCK_TOKENS = 16  # vLLM's and own_engine's default KV block; SGLang pages by 1 token and TensorRT-LLM by 32 (as recalled): 16 for all
-# the catalog's "GB" read as 10^9 bytes, as advisor/roofline.py reads it; vendors' HBM "GB" are nearer GiB
-# (an H100 "80GB" shows 79.6 GiB), so this leaves about 7% unused: conservative, and one place to change
-BYTES_PER_GB = 1e9
+# the catalog's memory_gb is the marketed figure, which is GiB of HBM (nvidia-smi: an H100 "80GB" has 81,559 MiB;
+# aiconfigurator's h100_sxm.yaml: 85,899,345,920 bytes); every GB this module reports is 10^9 bytes
+BYTES_PER_GB = 2**30
 _ROUNDING = 1e-9  # of a sequence: float sums of GB must not turn exactly N sequences into N - 1
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from advisor.sizing.architecture import load_architecture
-from advisor.sizing.memory import fits_anywhere, memory_fit, tp_degrees
+from advisor.sizing.memory import BYTES_PER_GB, fits_anywhere, memory_fit, tp_degrees
 from advisor.sizing.precision import precision
 
 BF16, FP8 = precision("bf16"), precision("fp8")
@@ -22,7 +22,7 @@ def _exactly(arch, n: int, isl: int, osl: int, engine: str, tp: int = 1) -> floa
     for _ in range(3):  # again once the memory crosses a default's threshold (vLLM's 70 GiB)
         fit = memory_fit(arch, BF16, memory, tp, isl, osl, engine)
         slack_gb = fit.kv_gb_per_gpu - n * fit.tokens_per_sequence * fit.kv_bytes_per_token_per_gpu / 1e9
-        memory -= slack_gb / KV_PER_GB[engine]
+        memory -= slack_gb * 1e9 / BYTES_PER_GB / KV_PER_GB[engine]  # reported GB are 10^9 bytes, the catalog's GiB
     return memory
 
 
@@ -33,7 +33,7 @@ def test_exactly_n_sequences_fit_and_one_token_more_fits_one_fewer(engine):
     assert memory_fit(arch, BF16, memory, 1, 1024, 1024, engine).max_sequences == 5
     longer = memory_fit(arch, BF16, memory, 1, 1025, 1024, engine)  # 2049 tokens: one more 16-token block
     assert (longer.tokens_per_sequence, longer.max_sequences, longer.fits) == (2064, 4, True)
-    one_token_less_memory = memory - 131072 / 1e9 / KV_PER_GB[engine]  # one token's KV (128 KiB) less room
+    one_token_less_memory = memory - 131072 / BYTES_PER_GB / KV_PER_GB[engine]  # one token's KV (128 KiB) less room
     assert memory_fit(arch, BF16, one_token_less_memory, 1, 1024, 1024, engine).max_sequences == 4
 
 
@@ -85,7 +85,7 @@ def test_memory_adds_up_and_every_figure_is_finite(engine):
         figures = (fit.weights_gb_per_gpu, fit.reserve_gb_per_gpu, fit.kv_gb_per_gpu)
         assert all(math.isfinite(x) and x >= 0 for x in figures)
         if fit.fits:
-            assert sum(figures) == pytest.approx(141)
+            assert sum(figures) == pytest.approx(141 * BYTES_PER_GB / 1e9)  # the catalog's GB are GiB
             assert fit.notes  # the reserve's parts, in words
     assert [f.tp for f in fits_anywhere(arch, BF16, 141, 4096, 1024, engine)] == [1, 2, 4, 8]
 
@@ -93,7 +93,7 @@ def test_memory_adds_up_and_every_figure_is_finite(engine):
 def test_sglang_reserves_what_its_server_args_reserve():
     fit = memory_fit(load_architecture("Llama 3.1 8B"), BF16, 80, 1, 1024, 1024, "sglang")
     # 80e9 B = 76294 MiB > 60 GiB: max(512 + 1.5 x 8192 + 2 x 256 + 128, 10240) = 13440 MiB -> 0.824
-    assert "mem_fraction_static 0.824" in fit.notes[0]
+    assert "mem_fraction_static 0.836" in fit.notes[0]
     assert fit.reserve_gb_per_gpu == pytest.approx(80 * (1 - 0.824))
 
 
