@@ -92,9 +92,9 @@ def test_memory_adds_up_and_every_figure_is_finite(engine):
 
 def test_sglang_reserves_what_its_server_args_reserve():
     fit = memory_fit(load_architecture("Llama 3.1 8B"), BF16, 80, 1, 1024, 1024, "sglang")
-    # 80e9 B = 76294 MiB > 60 GiB: max(512 + 1.5 x 8192 + 2 x 256 + 128, 10240) = 13440 MiB -> 0.824
+    # 80 GiB = 81920 MiB > 60 GiB: max(512 + 1.5 x 8192 + 2 x 256 + 128, 10240) = 13440 MiB -> 0.836
     assert "mem_fraction_static 0.836" in fit.notes[0]
-    assert fit.reserve_gb_per_gpu == pytest.approx(80 * (1 - 0.824))
+    assert fit.reserve_gb_per_gpu == pytest.approx(80 * BYTES_PER_GB / 1e9 * (1 - 0.836))
 
 
 def test_own_engine_has_no_tensor_parallelism():
