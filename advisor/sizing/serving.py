@@ -36,6 +36,8 @@ class EngineProfile:
     host_ms: float = 0.0  # per step, not hidden behind the GPU
     ttft_ms: float = 0.0  # per request: tokenising, scheduling, the first token's way out
     sync: float = 0.0  # share of the other in-flight requests whose prompts arrive in the same wave
+    host_floor_ms: float = 0.0  # a host-bound engine: no step is shorter than this, whatever the GPU
+    host_ms_per_seq: float = 0.0  # ... plus this per sequence in the step
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,8 @@ def terms(ops: Ops, p: Parallel, e: EngineProfile, isl: int, osl: int, concurren
 def combine(t: Terms, e: EngineProfile) -> Serving:
     """The steady state of `t` on engine `e` (see the module docstring)."""
     g, h = e.gpu_scale, e.host_ms
-    t_dec, t_mix, t_full = g * t.decode_ms + h, g * t.mixed_ms + h, g * t.full_ms + h
+    floor = e.host_floor_ms + e.host_ms_per_seq * t.running  # the host's own time per step, overlapped with the GPU's
+    t_dec, t_mix, t_full = (max(g * x + h, floor) for x in (t.decode_ms, t.mixed_ms, t.full_ms))
     tpot = (1.0 - t.mixed_share) * t_dec + t.mixed_share * t_mix
     ttft = e.ttft_ms + t.chunks * t_mix + tpot / 2.0 + e.sync * t.ahead_steps * t_full
     rate = t.running / ((ttft + max(t.osl - 1, 0) * tpot) / 1000.0)

@@ -1,0 +1,327 @@
+"""The sizing model against public end-to-end measurements: fit, leave-one-GPU-out, leave-one-model-out.
+
+The evidence is aiconfigurator's `silicon_sample.csv` (ai-dynamo/aiconfigurator, Apache-2.0): TTFT and
+TPOT measured on real GPUs at a fixed concurrency, per engine, model, precision, TP, ISL and OSL. Its
+aggregated dense-model rows ship as `data/silicon_dense_agg.csv`. Each row is predicted from the tables of
+its GPU and engine; the engine's four constants (serving.EngineProfile: GPU scale, host time per step,
+TTFT overhead, wave share) are fitted by a grid search that minimises median + 0.3 x mean |ln(predicted /
+measured)|, on:
+- all rows of the engine (in-sample: the constants every estimate uses);
+- the rows of the engine on the other GPUs (leave-one-GPU-out: a GPU the buyer does not own);
+- the rows of the engine for the other models (leave-one-model-out);
+- and, for `transferred`, the other GPUs' rows with the row's GPU's tables replaced by the nearest other
+  GPU's, scaled by peaks (transfer.py): what an estimate on a GPU without tables is worth.
+The range an estimate carries is the 90th percentile of |ln error| of its basis' out-of-sample rows
+(leave-one-GPU-out for `tables`, the transfer backtest for `transferred`), as a factor: [v / f, v x f].
+`write_fit` saves the constants and those factors together (data/fit.yaml), so a printed backtest and
+the range an estimate prints come from one computation.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from advisor.sizing.architecture import load_architecture
+from advisor.sizing.errors import SizingError
+from advisor.sizing.memory import memory_fit
+from advisor.sizing.precision import precision
+from advisor.sizing.serving import EngineProfile, Terms, combine, terms
+from advisor.sizing.step import Ops, Parallel
+from advisor.sizing.tables import UnsupportedOp, load
+from advisor.sizing.transfer import gpus, measured_peaks, transferred
+
+DATA = Path(__file__).parent / "data"
+SILICON = DATA / "silicon_dense_agg.csv"
+FIT_FILE = DATA / "fit.yaml"
+RANGE_PERCENTILE = 90
+_PRECISION = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "": "bf16"}
+_G = np.arange(0.5, 1.61, 0.02)
+_H = np.arange(0.0, 6.01, 0.25)
+_O = np.arange(0.0, 401.0, 10.0)
+_S = np.arange(0.0, 1.001, 0.05)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured configuration (a silicon_sample.csv row)."""
+
+    id: str
+    engine: str
+    gpu: str
+    model: str
+    precision: str
+    tp: int
+    isl: int
+    osl: int
+    concurrency: int
+    ttft_ms: float
+    tpot_ms: float
+
+
+def _arch_name(model_path: str) -> str:
+    """An HF repo id as the architecture table knows it: quantized re-uploads keep the original's shape."""
+    name = model_path.split("/")[-1]
+    for suffix in ("-FP8", "-NVFP4", "-FP4"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+@functools.cache
+def _arch(model_path: str):  # type: ignore[no-untyped-def]
+    for candidate in (model_path, _arch_name(model_path), _arch_name(model_path) + "-Instruct",
+                      _arch_name(model_path).removesuffix("-Instruct")):
+        try:
+            return load_architecture(candidate)
+        except SizingError:
+            continue
+    return None
+
+
+def read_rows(path: Path = SILICON) -> tuple[list[Row], dict[str, int]]:
+    """The aggregated, dense, single-pipeline rows of a silicon_sample.csv, and why the others were left out."""
+    rows, skipped = [], defaultdict(int)
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r.get("mode", "agg") != "agg":
+                skipped["disaggregated"] += 1
+                continue
+            if r.get("pp_size", "1") not in ("1", "1.0", "") or r.get("attention_dp_size", "1") not in ("1", "1.0", ""):
+                skipped["pipeline or attention data parallelism"] += 1
+                continue
+            if _arch(r["model_path"]) is None:
+                skipped[f"not a shipped dense architecture ({r['model_path']})"] += 1
+                continue
+            try:
+                ttft, tpot = float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"])
+                row = Row(r["id"], r["backend"], r["system"], r["model_path"],
+                          _PRECISION.get(r.get("gemm_quant_mode") or "", "bf16"), int(float(r["tp_size"])),
+                          int(float(r["isl"])), int(float(r["osl"])), int(float(r["batch_size"])), ttft, tpot)
+            except (KeyError, ValueError):
+                skipped["a missing or unreadable figure"] += 1
+                continue
+            if not (ttft > 0 and tpot > 0):
+                skipped["no measured TTFT or TPOT"] += 1
+                continue
+            rows.append(row)
+    return rows, dict(skipped)
+
+
+@functools.cache
+def engine_settings() -> dict[str, dict]:
+    return yaml.safe_load((DATA / "engines.yaml").read_text())["engines"]
+
+
+def base_profile(engine: str) -> EngineProfile:
+    e = engine_settings()[engine]
+    return EngineProfile(engine, int(e["token_budget"]), int(e["max_batch"]),
+                         host_floor_ms=float(e.get("host_floor_ms", 0.0)),
+                         host_ms_per_seq=float(e.get("host_ms_per_seq", 0.0)))
+
+
+def gpu_memory_gb(gpu: str) -> float:
+    """A measured GPU's memory as the catalog states it (GiB), or as gpus.yaml does where the catalog lacks it."""
+    g = gpus()["measured"][gpu]
+    if g.get("memory_gb"):
+        return float(g["memory_gb"])
+    from advisor.catalog import load_catalog
+
+    return load_catalog().hardware[g["catalog"]].memory_gb
+
+
+def row_terms(row: Row, ops: Ops) -> Terms:
+    arch, prec = _arch(row.model), precision(row.precision)
+    fit = memory_fit(arch, prec, gpu_memory_gb(row.gpu), row.tp, row.isl, row.osl, row.engine)
+    p = Parallel(arch, row.tp, prec.gemm_dtype, prec.kv_dtype == "fp8")
+    return terms(ops, p, base_profile(row.engine), row.isl, row.osl, row.concurrency, max(fit.max_sequences, 1))
+
+
+def _score(err: np.ndarray, axis: int = -1) -> np.ndarray:
+    a = np.abs(err)
+    return np.median(a, axis=axis) + 0.3 * np.mean(a, axis=axis)
+
+
+def fit_profile(engine: str, ts: list[Terms], ttft: list[float], tpot: list[float]) -> EngineProfile:
+    """The engine's constants that best fit (terms, measured) pairs: TPOT first (GPU scale, host time), then TTFT."""
+    base = base_profile(engine)
+    if not ts:
+        return base
+    a = np.array([(1 - t.mixed_share) * t.decode_ms + t.mixed_share * t.mixed_ms for t in ts])
+    y = np.log(np.array(tpot))
+    pred = _G[:, None, None] * a[None, None, :] + _H[None, :, None]  # [g, h, row]
+    gi, hi = np.unravel_index(np.argmin(_score(np.log(pred) - y)), pred.shape[:2])
+    g, h = float(_G[gi]), float(_H[hi])
+    best: tuple[float, float, float] | None = None
+    yt = np.log(np.array(ttft))
+    for s in _S:
+        pro = [combine(t, replace(base, gpu_scale=g, host_ms=h, sync=float(s))) for t in ts]
+        base_ttft = np.array([x.ttft_ms for x in pro])
+        sc = _score(np.log(base_ttft[None, :] + _O[:, None]) - yt)
+        i = int(np.argmin(sc))
+        if best is None or sc[i] < best[0]:
+            best = (float(sc[i]), float(_O[i]), float(s))
+    assert best is not None
+    return replace(base, gpu_scale=g, host_ms=h, ttft_ms=best[1], sync=best[2])
+
+
+@dataclass(frozen=True)
+class Prediction:
+    row: Row
+    scheme: str  # in-sample, leave-one-gpu-out, leave-one-model-out, transferred
+    ttft_ms: float
+    tpot_ms: float
+    source: str  # the tables used: gpu/engine, or "gpu <- nearest"
+
+    @property
+    def ttft_error(self) -> float:
+        return self.ttft_ms / self.row.ttft_ms - 1.0
+
+    @property
+    def tpot_error(self) -> float:
+        return self.tpot_ms / self.row.tpot_ms - 1.0
+
+
+@dataclass(frozen=True)
+class Backtest:
+    predictions: tuple[Prediction, ...]
+    profiles: dict[str, EngineProfile]  # in-sample, on every row of the engine
+    skipped: dict[str, int]
+    source: str
+
+    def of(self, scheme: str) -> list[Prediction]:
+        return [p for p in self.predictions if p.scheme == scheme]
+
+    def factor(self, scheme: str, metric: str) -> float:
+        """exp(the RANGE_PERCENTILE-th percentile of |ln(predicted / measured)|) over `scheme`'s rows."""
+        errs = [abs(math.log1p(p.ttft_error if metric == "ttft" else p.tpot_error)) for p in self.of(scheme)]
+        return math.exp(float(np.percentile(errs, RANGE_PERCENTILE))) if errs else math.nan
+
+
+def _fit_on(rows: list[Row], ts: dict[str, Terms], engine: str, keep) -> EngineProfile:  # type: ignore[no-untyped-def]
+    sel = [r for r in rows if r.engine == engine and keep(r) and r.id in ts]
+    return fit_profile(engine, [ts[r.id] for r in sel], [r.ttft_ms for r in sel], [r.tpot_ms for r in sel])
+
+
+def run_backtest(path: Path = SILICON, schemes: Iterable[str] = ("in-sample", "leave-one-gpu-out",
+                 "leave-one-model-out", "transferred")) -> Backtest:
+    rows, skipped = read_rows(path)
+    own: dict[str, Terms] = {}
+    moved: dict[str, tuple[Terms, str]] = {}
+    for r in rows:
+        try:
+            own[r.id] = row_terms(r, load(r.gpu, r.engine))
+        except (UnsupportedOp, KeyError) as e:
+            skipped[f"no tables: {e}"] = skipped.get(f"no tables: {e}", 0) + 1
+            continue
+        if "transferred" in schemes:
+            try:
+                ops = transferred(measured_peaks(r.gpu), r.engine, exclude=r.gpu)
+                moved[r.id] = (row_terms(r, ops), f"{r.gpu} <- {ops.src.gpu}")
+            except UnsupportedOp:
+                pass
+    rows = [r for r in rows if r.id in own]
+    engines = sorted({r.engine for r in rows})
+    profiles = {e: _fit_on(rows, own, e, lambda r: True) for e in engines}
+    out: list[Prediction] = []
+    cache: dict[tuple[str, str, str], EngineProfile] = {}
+    for r in rows:
+        for scheme in schemes:
+            if scheme == "in-sample":
+                prof = profiles[r.engine]
+            elif scheme == "leave-one-model-out":
+                key = (scheme, r.engine, r.model)
+                if key not in cache:
+                    cache[key] = _fit_on(rows, own, r.engine, lambda x, m=_arch(r.model): _arch(x.model) != m)
+                prof = cache[key]
+            else:  # leave-one-gpu-out and transferred: nothing of the row's GPU
+                key = ("gpu", r.engine, r.gpu)
+                if key not in cache:
+                    cache[key] = _fit_on(rows, own, r.engine, lambda x, g=r.gpu: x.gpu != g)
+                prof = cache[key]
+            if scheme == "transferred":
+                if r.id not in moved:
+                    continue
+                t, src = moved[r.id]
+            else:
+                t, src = own[r.id], f"{r.gpu}/{r.engine}"
+            s = combine(t, prof)
+            out.append(Prediction(r, scheme, s.ttft_ms, s.tpot_ms, src))
+    return Backtest(tuple(out), profiles, skipped, str(path))
+
+
+def summary(bt: Backtest) -> dict:
+    """Median |error| per scheme overall and per engine x GPU, the range factors and their coverage."""
+    def med(ps: list[Prediction], metric: str) -> float:
+        return statistics.median(abs(p.ttft_error if metric == "ttft" else p.tpot_error) for p in ps)
+
+    out: dict = {"rows": len(bt.of("in-sample")), "skipped": bt.skipped, "schemes": {}}
+    for scheme in ("in-sample", "leave-one-gpu-out", "leave-one-model-out", "transferred"):
+        ps = bt.of(scheme)
+        if not ps:
+            continue
+        cells = defaultdict(list)
+        for p in ps:
+            cells[f"{p.row.engine} x {p.row.gpu}"].append(p)
+        out["schemes"][scheme] = {
+            "rows": len(ps), "ttft_median_abs_error": med(ps, "ttft"), "tpot_median_abs_error": med(ps, "tpot"),
+            "cells": {k: {"rows": len(v), "ttft": med(v, "ttft"), "tpot": med(v, "tpot")} for k, v in sorted(cells.items())}}
+    return out
+
+
+def range_factors(bt: Backtest) -> dict[str, dict[str, float]]:
+    """basis -> metric -> factor: `tables` from leave-one-GPU-out, `transferred` from the transfer backtest."""
+    return {basis: {m: bt.factor(scheme, m) for m in ("ttft", "tpot")}
+            for basis, scheme in (("tables", "leave-one-gpu-out"), ("transferred", "transferred"))}
+
+
+def coverage(bt: Backtest, factors: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Share of rows whose measured value lies in [v / f, v x f], per basis and metric."""
+    out = {}
+    for basis, scheme in (("tables", "leave-one-gpu-out"), ("transferred", "transferred"),
+                          ("tables (leave-one-model-out rows)", "leave-one-model-out")):
+        ps = bt.of(scheme)
+        f = factors["tables" if basis.startswith("tables") else basis]
+        for m in ("ttft", "tpot"):
+            ok = [abs(math.log1p(p.ttft_error if m == "ttft" else p.tpot_error)) <= math.log(f[m]) + 1e-12 for p in ps]
+            out[f"{basis} {m}"] = sum(ok) / len(ok) if ok else math.nan
+    return out
+
+
+def write_fit(bt: Backtest, dest: Path = FIT_FILE) -> dict:
+    """Save the in-sample constants and the range factors from this one backtest (what estimates read)."""
+    factors = range_factors(bt)
+    doc = {"schema": "advisor.sizing.fit/1", "fitted_on": bt.source, "rows": len(bt.of("in-sample")),
+           "range_percentile": RANGE_PERCENTILE,
+           "profiles": {e: {"gpu_scale": round(p.gpu_scale, 3), "host_ms": round(p.host_ms, 3),
+                            "ttft_ms": round(p.ttft_ms, 1), "sync": round(p.sync, 3)} for e, p in bt.profiles.items()},
+           "range_factors": {b: {m: round(v, 4) for m, v in f.items()} for b, f in factors.items()},
+           "made_by": "advisor estimate --backtest --write"}
+    dest.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return doc
+
+
+@functools.cache
+def fitted() -> dict:
+    """data/fit.yaml: the engines' constants and the range factors (written by write_fit)."""
+    return yaml.safe_load(FIT_FILE.read_text())
+
+
+def profile(engine: str) -> EngineProfile:
+    """The engine's scheduling settings and fitted constants (own_engine: vLLM's GPU scale, its own host time)."""
+    base = base_profile(engine)
+    f = fitted()["profiles"].get(engine if engine != "own" else "vllm")
+    if f is None:
+        return base
+    p = replace(base, gpu_scale=f["gpu_scale"])
+    if engine == "own":  # own_engine's host time is its own measurement; no served run of it is in the evidence
+        return p
+    return replace(p, host_ms=f["host_ms"], ttft_ms=f["ttft_ms"], sync=f["sync"])
