@@ -21,7 +21,16 @@ from advisor.recommend.bound import HOST_PATH, classify
 from advisor.recommend.candidates import Candidate, Evidence, MeasuredRun, config_of, engine_of
 from advisor.recommend.constraints import Constraints
 from advisor.recommend.error_bars import ErrorBar, EstimatorBacktest, default_bar
-from advisor.roofline import DEFAULT, DEFAULT_EFFICIENCY, Efficiency, ModelShape, Workload, calibrate, estimate
+from advisor.roofline import (
+    DEFAULT,
+    DEFAULT_EFFICIENCY,
+    Efficiency,
+    ModelShape,
+    Workload,
+    calibrate,
+    devices_needed,
+    estimate,
+)
 from advisor.store import RunResult
 
 
@@ -132,6 +141,11 @@ def estimated_candidates(runs: list[MeasuredRun], c: Constraints, catalog: Catal
                 continue
             if not can_run(engine, hw, catalog):
                 continue  # no row on hardware the engine cannot run on
+            if devices_needed(shape, hw) is None:  # no size to estimate: its latency would be unbounded
+                if skipped is not None:
+                    skipped.append(f"cannot be estimated: {engine} on {hw.id}: the weights "
+                                   f"({shape.weight_bytes / 1e9:.1f} GB) do not fit its {hw.memory_gb:g} GB")
+                continue
             eff, evidence, note, bar = _calibration(bt, engine, hw.kind, members)
             tested, why = _tested(engine, hw, catalog, all_runs or runs)
             out.append(_estimated(engine, model, config, base, shape, wl, hw, eff, bar, slos, evidence, note,
