@@ -136,8 +136,10 @@ def estimated_candidates(runs: list[MeasuredRun], c: Constraints, catalog: Catal
         blocked = _group_blocked(engine, members, catalog)
         if blocked is None and (base is None or shape is None or wl is None):
             runs_why = "; ".join(f"run {mr.run.run_id}: {_short(w)}" for mr in members if (w := ineligible(mr)))
+            hint = (f"; a host-bound run measured {HOST_PATH}: a device-bound run (GPU busy >= 70%) would allow an "
+                    "estimate") if "host-bound" in runs_why else ""
             blocked = (f"{CANNOT}: none of its runs is VALID and device-bound (or on a CPU), and an estimate rests on "
-                       f"no other ({runs_why})")
+                       f"no other ({runs_why}){hint}")
         host_only = {k: ids for k in ("gpu", "cpu")
                      if (ids := host_bound_only(members, k)) and shape is not None and not bt.pool(engine, k, shape)}
         slos = c.slos_for(base.slos) if base is not None else {}
