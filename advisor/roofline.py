@@ -5,9 +5,9 @@ Ideal times (no overheads) from the model's shape and the hardware's peaks:
   prefill      >= max(2 x params x prompt tokens / peak FLOPS, weight bytes / bandwidth)
 Attention FLOPs in prefill and activation traffic are left out (small next to the
 matmuls at the prompt lengths the scenarios use). Each ideal time is divided by an
-efficiency factor (achieved / ideal) calibrated on this machine's measured runs, and
-percentile SLOs use the measured p95/p50 tail ratios; `backtest` shows how far the
-estimator is from every measured run (leave-one-out when there are several runs).
+efficiency factor (achieved / ideal) calibrated on measured runs of the same model shape, and
+percentile SLOs use the measured p95/p50 tail ratios. No efficiency is ever assumed: with no run
+to calibrate on, `calibrate` returns None and no estimate is made (the recommender says why).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from advisor.metrics.summary import RunSummary
 from advisor.store import RunResult
 from fileform import FileForm
 
-DEFAULT_EFFICIENCY = 0.5  # when no run can calibrate; stated in every estimate's assumptions
 DEFAULT_TAIL = 1.5  # p95 / p50 when no run says otherwise
 USABLE_MEMORY_FRACTION = 0.9
 _KV_BYTES = {"fp8": 1, "int8": 1, "fp16": 2, "float16": 2, "bf16": 2, "bfloat16": 2, "fp32": 4, "float32": 4}
@@ -45,6 +44,11 @@ class ModelShape:
     @property
     def kv_bytes_per_token(self) -> float:
         return 2.0 * self.n_layers * self.n_kv_heads * self.head_dim * self.kv_dtype_bytes  # K and V
+
+    @property
+    def label(self) -> str:
+        """'1.04B params x 2 B, 16 layers': the shape in words, as the backtest groups name it."""
+        return f"{self.n_params / 1e9:.3g}B params x {self.dtype_bytes:g} B, {self.n_layers} layers"
 
     @classmethod
     def from_engine(cls, engine: EngineInfo) -> ModelShape | None:
@@ -87,11 +91,7 @@ class Efficiency(FileForm):
     prefill: float
     ttft_tail: float  # p95 / p50
     tpot_tail: float
-    basis: str  # "calibrated on N runs on <hw>" or "default"
-
-
-DEFAULT = Efficiency(DEFAULT_EFFICIENCY, DEFAULT_EFFICIENCY, DEFAULT_TAIL, DEFAULT_TAIL,
-                     f"default efficiency {DEFAULT_EFFICIENCY} (no calibrating run)")
+    basis: str  # "calibrated on N run(s) on <hw>"
 
 
 def _bandwidth(hw: Hardware, devices: int) -> float:
@@ -142,8 +142,10 @@ def measured_s(value_ms: float | None) -> float | None:
     return float(value_ms) / 1000.0 if value_ms else None
 
 
-def calibrate(runs: list[tuple[RunResult, Hardware]]) -> Efficiency:
-    """Median efficiency and tail ratios over (run, hardware it ran on) pairs that have a model shape."""
+def calibrate(runs: list[tuple[RunResult, Hardware]]) -> Efficiency | None:
+    """Median efficiency and tail ratios over (run, hardware it ran on) pairs that have a model shape.
+
+    None when no pair can calibrate: there is then no efficiency to estimate with (none is assumed)."""
     dec: list[float] = []
     pre: list[float] = []
     ttail: list[float] = []
@@ -166,7 +168,7 @@ def calibrate(runs: list[tuple[RunResult, Hardware]]) -> Efficiency:
             if p50 and p95:
                 out.append(max(1.0, p95 / p50))
     if not dec:
-        return DEFAULT
+        return None
     return Efficiency(decode=min(1.0, statistics.median(dec)), prefill=min(1.0, statistics.median(pre)),
                       ttft_tail=statistics.median(ttail) if ttail else DEFAULT_TAIL,
                       tpot_tail=statistics.median(ptail) if ptail else DEFAULT_TAIL,

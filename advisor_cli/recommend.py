@@ -83,7 +83,7 @@ def _fraction(v: Any, path: Path, key: str) -> float:
 @click.option("--no-estimates", is_flag=True, help="Only measured rows, no roofline estimates.")
 @click.option("--allow-uncalibrated", is_flag=True, default=None,
               help="Let uncalibrated estimates be recommended: those carried from another device class (CPU runs to a "
-                   "GPU), from a single run (no backtest), or resting on an assumed efficiency no run calibrates.")
+                   "GPU) or from a single run (no backtest). No estimate rests on an assumed efficiency.")
 @click.option("--tie-break", default=None, metavar="complexity,margin",
               help="Order of the criteria that break a tie between options whose cost ranges overlap.")
 @click.option("--measure/--no-measure", default=True, help="Measure this machine's memory bandwidth for calibration "

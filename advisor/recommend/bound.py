@@ -52,7 +52,7 @@ def classify(run: RunResult, hw: Hardware | None) -> Boundness:
     eff = None
     if hw is not None and hw.peak_tflops(2) is not None:
         e = calibrate([(run, hw)])
-        eff = None if e.basis.startswith("default") else e.decode
+        eff = None if e is None else e.decode
     figures = ", ".join(x for x in (
         f"GPU busy {util:.0f}% of the time" if util is not None else "",
         f"engine process at {cpu:.0f}% of one CPU core" if cpu is not None else "",

@@ -42,8 +42,7 @@ class Constraints(BaseModel):
     headroom: float = Field(default=DEFAULT_HEADROOM, ge=0, le=10)
     price_tier: Literal["cloud_on_demand", "owned_tco"] | None = None  # default: owned for on-prem/edge
     include_estimates: bool = True
-    allow_uncalibrated: bool = False  # let uncalibrated estimates (another device class, one run, an assumed
-    # efficiency no run calibrates) carry the headline
+    allow_uncalibrated: bool = False  # let uncalibrated estimates (another device class, one run) carry the headline
     tie_break: tuple[Literal["complexity", "margin"], ...] = ("complexity", "margin")  # order among tied options
 
     @model_validator(mode="after")

@@ -4,7 +4,9 @@ Which runs count: only runs that say something about the device's latency calibr
 or serve as backtest targets: VALID (a SATURATED run tells capacity, not latency), on catalog
 hardware with peaks, with a model shape, and device-bound or CPU (`bound.py`: a host-bound run
 measured the engine's host path, not the device). Every other run is listed with why it was left
-out. Runs are grouped by (engine, device class). In a group of at least two such runs, every run is
+out. Runs are grouped by (engine, device class, model shape): an efficiency measured on one model
+says nothing about another's (a tiny model is overhead-bound where a large one is bandwidth-bound),
+so a run of another model never calibrates an estimate. In a group of at least two such runs, every run is
 predicted from the others (leave-one-out); those rows are the printed backtest, and the largest
 miss sets that group's error bar: f = exp(max |ln(estimate / measured)|), separately for TTFT and
 TPOT, an estimate v reported as [v / f, v x f] (never narrower than MIN_FACTOR). The same group's
@@ -18,7 +20,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from advisor.catalog.models import Hardware
@@ -77,6 +79,9 @@ def ineligible(mr: MeasuredRun) -> str | None:
     return None
 
 
+PoolKey = tuple[str, str, ModelShape]  # (engine, device class, model shape)
+
+
 @dataclass(frozen=True)
 class BacktestGroup(FileForm):
     engine: str
@@ -84,15 +89,17 @@ class BacktestGroup(FileForm):
     run_ids: tuple[str, ...]
     rows: tuple[BacktestRow, ...]  # leave-one-out, one per run
     bar: ErrorBar
+    model: str = ""  # the model shape in words (ModelShape.label)
 
 
 @dataclass(frozen=True)
 class EstimatorBacktest:
-    """Every backtest group, the runs each engine and class may calibrate on, and the runs left out and why."""
+    """Every backtest group, the runs each engine, class and model may calibrate on, and the runs left out and why."""
 
     groups: tuple[BacktestGroup, ...]
-    pools: dict[tuple[str, str], list[tuple[RunResult, Hardware]]]  # (engine, class) -> eligible runs
+    pools: dict[PoolKey, list[tuple[RunResult, Hardware]]]  # -> eligible runs
     left_out: tuple[str, ...]  # "run X: why"
+    bars: dict[PoolKey, ErrorBar] = field(default_factory=dict)
 
     @property
     def rows(self) -> tuple[BacktestRow, ...]:
@@ -106,11 +113,11 @@ class EstimatorBacktest:
     def tpot_mape(self) -> float | None:
         return statistics.mean(abs(r.tpot_error) for r in self.rows) if self.rows else None
 
-    def bar(self, engine: str, kind: str) -> ErrorBar | None:
-        return next((g.bar for g in self.groups if (g.engine, g.device_class) == (engine, kind)), None)
+    def bar(self, engine: str, kind: str, shape: ModelShape) -> ErrorBar | None:
+        return self.bars.get((engine, kind, shape))
 
-    def pool(self, engine: str, kind: str) -> list[tuple[RunResult, Hardware]]:
-        return self.pools.get((engine, kind), [])
+    def pool(self, engine: str, kind: str, shape: ModelShape) -> list[tuple[RunResult, Hardware]]:
+        return self.pools.get((engine, kind, shape), [])
 
     def to_dict(self) -> dict[str, Any]:
         return {"groups": [g.to_dict() for g in self.groups], "rows": [r.to_dict() for r in self.rows],
@@ -123,7 +130,7 @@ def _loo(group: list[tuple[RunResult, Hardware]]) -> list[BacktestRow]:
         eff = calibrate(group[:i] + group[i + 1:])
         shape, wl, s = ModelShape.from_engine(run.engine), Workload.from_summary(run.summary), run.summary
         ttft, tpot = measured_s(s.ttft_ms.at(50)), measured_s(s.tpot_ms.mean)
-        if eff.basis.startswith("default") or shape is None or wl is None or not ttft or not tpot:
+        if eff is None or shape is None or wl is None or not ttft or not tpot:
             continue
         t = predict(shape, hw, wl, eff)
         rows.append(BacktestRow(run.run_id, hw.id, ttft * 1e3, t.ttft_s * 1e3, tpot * 1e3, t.tpot_s * 1e3,
@@ -138,8 +145,8 @@ def miss_factor(rows: tuple[BacktestRow, ...] | list[BacktestRow], metric: str) 
 
 
 def estimator_backtest(runs: list[MeasuredRun], engine_of: Callable[[RunResult], str]) -> EstimatorBacktest:
-    """The backtest per (engine, device class) over the eligible runs, and the error bar each gives."""
-    pools: dict[tuple[str, str], list[tuple[RunResult, Hardware]]] = defaultdict(list)
+    """The backtest per (engine, device class, model shape) over the eligible runs, and the error bar each gives."""
+    pools: dict[PoolKey, list[tuple[RunResult, Hardware]]] = defaultdict(list)
     left = []
     for mr in runs:
         why = ineligible(mr)
@@ -147,9 +154,11 @@ def estimator_backtest(runs: list[MeasuredRun], engine_of: Callable[[RunResult],
             left.append(f"run {mr.run.run_id}: {why}")
             continue
         assert mr.hardware is not None
-        pools[(engine_of(mr.run), mr.hardware.kind)].append((mr.run, mr.hardware))
-    groups = []
-    for (engine, kind), group in pools.items():
+        shape = ModelShape.from_engine(mr.run.engine)
+        assert shape is not None  # ineligible() checked it
+        pools[(engine_of(mr.run), mr.hardware.kind, shape)].append((mr.run, mr.hardware))
+    groups, bars = [], {}
+    for (engine, kind, shape), group in pools.items():
         if len(group) < MIN_BACKTEST_RUNS:
             continue
         rows = _loo(group)
@@ -157,7 +166,8 @@ def estimator_backtest(runs: list[MeasuredRun], engine_of: Callable[[RunResult],
             continue
         ft, fp = miss_factor(rows, "ttft_ms"), miss_factor(rows, "tpot_ms")
         bar = ErrorBar(max(MIN_FACTOR, ft), max(MIN_FACTOR, fp),
-                       f"leave-one-out backtest of {engine} on {len(rows)} {kind.upper()} run(s): worst miss "
+                       f"leave-one-out backtest of {engine} on {len(rows)} {kind.upper()} run(s) of {shape.label}: worst miss "
                        f"TTFT x{ft:.2f}, TPOT x{fp:.2f}", from_backtest=True)
-        groups.append(BacktestGroup(engine, kind, tuple(r.run_id for r in rows), tuple(rows), bar))
-    return EstimatorBacktest(tuple(groups), dict(pools), tuple(left))
+        bars[(engine, kind, shape)] = bar
+        groups.append(BacktestGroup(engine, kind, tuple(r.run_id for r in rows), tuple(rows), bar, shape.label))
+    return EstimatorBacktest(tuple(groups), dict(pools), tuple(left), bars)

@@ -16,9 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from advisor.metrics.support import requests_needed
-from advisor.recommend.estimates import assumed_efficiency
 from advisor.recommend.ranking import Row
-from advisor.roofline import DEFAULT_EFFICIENCY
 from advisor.run_rates import load_rps
 from advisor.store import RunResult
 
@@ -146,13 +144,7 @@ def evidence_gap(runs: Sequence[RunResult], rows: Sequence[Row], percentile: flo
         rep = max(members, key=lambda r: r.summary.n_ok)  # the most informative
         commands.append(cell_command(rep, percentile, any(r.run_id in failed_slo for r in members)))
     notes = []
-    uncalibrated = [r for r in untrusted if r.candidate.evidence == "uncalibrated"]
-    assumed = [r for r in uncalibrated if assumed_efficiency(r.candidate)]
-    if assumed:
-        notes.append(f"{len(assumed)} estimate(s) rest on an assumed efficiency of {DEFAULT_EFFICIENCY:.0%} of the "
-                     "roofline's ideal speed, calibrated on no run: --allow-uncalibrated would rank them on that "
-                     "assumption alone; a run on that hardware would measure them")
-    if len(assumed) < len(uncalibrated):
+    if any(r.candidate.evidence == "uncalibrated" for r in untrusted):
         notes.append("estimates calibrated on another device class (e.g. GPUs from CPU runs) or on a single run stay "
                      "out of the headline: run the same sweep on that hardware to calibrate them, or pass "
                      "--allow-uncalibrated to rank them anyway")

@@ -92,13 +92,18 @@ class Row:
                 "tied_with": list(self.tied_with), "details": list(self.details)}
 
 
+def _finite(v: float | None) -> float | None:
+    """`v` where it is a number a limit can be raised to (None: absent, infinite or NaN, so nothing to ceil)."""
+    return v if v is not None and math.isfinite(v) else None
+
+
 def _slo_failures(c: Candidate, pct: float) -> list[Failure]:
     out = []
     if c.source == "measured":
         for ch in c.slo_checks:
             name = f"p{pct:g} {_SLO_NAMES[ch['metric']]}"
             if ch["status"] == "failed":
-                seen = ch["observed_ms"]
+                seen = _finite(ch["observed_ms"])
                 shown, lim_shown = decided(seen, ch["limit_ms"]) if seen is not None else ("", f"{ch['limit_ms']:g}")
                 value = f"{shown} ms" if seen is not None else f"{ch['n_over']} of {ch['n']} requests over"
                 out.append(Failure("slo", f"{name} {value} > {lim_shown} ms limit",
@@ -116,10 +121,10 @@ def _slo_failures(c: Candidate, pct: float) -> list[Failure]:
     for k, lim in c.slos.items():
         if lim is None:
             continue
-        v, hi = c.latency_ms.get(k), c.pessimistic_ms(k)
+        v, hi = _finite(c.latency_ms.get(k)), _finite(c.pessimistic_ms(k))
         name = f"p{pct:g} {_SLO_NAMES[k]}"
         if v is None or hi is None:
-            out.append(Failure("slo", f"{name} not estimated", "measure it"))
+            out.append(Failure("slo", f"{name} not estimated (absent or unbounded)", "measure it"))
         elif hi > lim:
             hi_shown, lim_shown = decided(hi, lim)
             what = f"up to {hi_shown} ms (estimate {decided(v, lim)[0]} ms)" if hi != v else f"{hi_shown} ms"
@@ -198,7 +203,9 @@ def evaluate(c: Candidate, cons: Any, catalog: Catalog, design_rps: float | None
             if blend1m is not None:
                 blend_rng = c.capacity_range.map(lambda cap: _blended(p, c, cap) or 0.0, decreasing=True)
         worst = monthly_rng.high if monthly_rng is not None and c.source == "estimated" else monthly
-        if cons.budget_usd_month is not None and worst > cons.budget_usd_month:
+        if cons.budget_usd_month is not None and not math.isfinite(worst):
+            fails.append(Failure("budget", "monthly cost unbounded (no finite capacity)", "measure it"))
+        elif cons.budget_usd_month is not None and worst > cons.budget_usd_month:
             what = f"up to ${worst:,.0f}/month" if worst != monthly else f"${monthly:,.0f}/month"
             fails.append(Failure("budget", f"{what} > ${cons.budget_usd_month:,.0f} budget",
                                  f"raise the budget to ${math.ceil(worst):,}/month",

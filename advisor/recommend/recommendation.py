@@ -27,6 +27,7 @@ from advisor.recommend.evidence import EvidenceGap, evidence_gap
 from advisor.recommend.explain import Advice, advise
 from advisor.recommend.hosted import BreakEven, break_evens
 from advisor.recommend.machines import resolve_runs
+from advisor.recommend.no_row import NoRow, no_row_lines
 from advisor.recommend.order import rank
 from advisor.recommend.pareto import Frontier, pareto
 from advisor.recommend.ranking import Row, evaluate
@@ -183,17 +184,17 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
     bt = estimator_backtest(resolved_all, engine_of)
     quality = {**quality_from_runs(runs), **(quality or {})}  # a --quality file wins
 
-    def evaluated(cons: Constraints, skipped: list[str] | None = None) -> tuple[list[Row], float | None, str]:
+    def evaluated(cons: Constraints, no_row: list[NoRow] | None = None) -> tuple[list[Row], float | None, str]:
         """Every candidate priced and checked under `cons` (unranked), the load sized for, and its basis."""
         cands = measured_candidates(resolved, cons, samples)
         if cons.include_estimates:
-            cands += estimated_candidates(resolved, cons, catalog, bt, resolved_all, skipped)
+            cands += estimated_candidates(resolved, cons, catalog, bt, resolved_all, no_row)
         tokens = [c.input_tokens_per_request + c.output_tokens_per_request for c in cands if c.source == "measured"]
         rps, basis = cons.design_rps(max(tokens) if tokens else None)
         return [evaluate(c, cons, catalog, rps, quality) for c in cands], rps, basis
 
-    skipped_estimates: list[str] = []
-    unranked, design_rps, basis = evaluated(constraints, skipped_estimates)
+    no_row: list[NoRow] = []
+    unranked, design_rps, basis = evaluated(constraints, no_row)
     cands = [r.candidate for r in unranked]
     by_monthly = design_rps is not None
     rows = rank(unranked, by_monthly, constraints.tie_break)
@@ -220,7 +221,8 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
         notes.append(f"CPU machines not in the catalog and not this one ({', '.join(unmapped)}): reported as "
                      f"{UNLISTED_CPU!r}, priced only when added under `hardware:` in a --prices file")
     notes += list(dict.fromkeys(n for mr in resolved for n in mr.notes))
-    notes += skipped_estimates
+    allowed = constraints.hardware or tuple(h.id for h in catalog.hardware.values() if not h.unlisted and not h.measured)
+    notes += no_row_lines(no_row, allowed, {r.candidate.hardware_id for r in rows}, constraints.include_estimates)
     gap = evidence_gap(runs, rows, constraints.percentile)
     warning = no_slo_warning(cands)
     advice = advise(rows, constraints, lambda cons: evaluated(cons)[0])

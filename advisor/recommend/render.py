@@ -135,9 +135,9 @@ def print_backtest(rec: Recommendation, con: Console) -> None:
     """The estimator backtest per engine and device class: the same rows the estimates' error bars come from."""
     bk = rec.backtest
     for g in bk.groups:
-        t = Table(title=f"Roofline backtest, {g.engine} on {g.device_class.upper()} (leave-one-out): error bar "
-                        f"x/÷{g.bar.ttft_factor:.2f} TTFT, x/÷{g.bar.tpot_factor:.2f} TPOT on every {g.engine} "
-                        f"{g.device_class.upper()} estimate")
+        t = Table(title=f"Roofline backtest, {g.engine} on {g.device_class.upper()}, {g.model} (leave-one-out): "
+                        f"error bar x/÷{g.bar.ttft_factor:.2f} TTFT, x/÷{g.bar.tpot_factor:.2f} TPOT on every "
+                        f"{g.engine} {g.device_class.upper()} estimate of this model")
         for col in ("run", "hardware", "TTFT ms meas/est", "error", "TPOT ms meas/est", "error"):
             t.add_column(col, overflow="fold")
         for r in g.rows:
@@ -146,8 +146,9 @@ def print_backtest(rec: Recommendation, con: Console) -> None:
                       f"{r.tpot_error:+.0%}")
         con.print(t)
     if not bk.groups:
-        con.print("[bold]Roofline backtest:[/] none: no engine has two VALID, device-bound runs on one device class, "
-                  "so no estimate is calibrated (each carries the stated default x/÷2 and cannot headline)",
+        con.print("[bold]Roofline backtest:[/] none: no engine has two VALID, device-bound runs of one model on one "
+                  "device class, so no estimate is calibrated (each carries the stated default x/÷2 and cannot "
+                  "headline; with no such run at all there is no estimate, and the notes say why)",
                   highlight=False)
     for line in bk.left_out[:MAX_LEFT_OUT_LINES]:
         con.print(f"  [dim]not a backtest or calibration run: {line}[/]", highlight=False)

@@ -9,10 +9,11 @@ import pytest
 
 from advisor.catalog import load_catalog
 from advisor.recommend import Constraints, recommend
-from tests.advisor.recommend.h200 import CHAT, SATURATED, copy_runs, load, this_cpu_vm
+from tests.advisor.recommend.h200 import CHAT, SATURATED, copy_runs, load, this_cpu_vm, write_edited
+from tests.advisor.recommend.test_h200_evidence import _device_bound
 
 CHAT_SLOS = dict(scenario="chat", ttft_ms=800, peak_rps=20)
-M7I = "own@aws-m7i-8xlarge"
+A100 = "own@a100-80gb"
 
 
 @pytest.fixture(autouse=True)
@@ -24,26 +25,35 @@ def _rec(root, **kw):
     return recommend(load(root), Constraints(**{**CHAT_SLOS, **kw}), load_catalog(), detected=this_cpu_vm())
 
 
-def test_advice_never_says_an_option_passes_that_still_fails_the_budget(tmp_path):
+def _with_device_bound_copy(tmp_path):
+    """The H200 runs and a copy of the chat run edited to be device-bound: the one run an estimate may rest on (the
+    real runs are host-bound or SATURATED, so alone they make no estimate at all)."""
     root = copy_runs(tmp_path)
+    write_edited(root, CHAT, "dev-chat", _device_bound(1.0, 1.0))
+    return root
+
+
+def test_advice_never_says_an_option_passes_that_still_fails_the_budget(tmp_path):
+    root = _with_device_bound_copy(tmp_path)
     rec = _rec(root, budget_usd_month=10000)
     assert rec.best is None and rec.advice is not None
-    (tpot,) = [x for x in rec.advice.would_have_to_give if "relax p95 TPOT" in x]
-    assert M7I in tpot and "passes" not in tpot
-    assert "still fails budget: up to $" in tpot and "uncalibrated estimate" in tpot
+    (ttft,) = [x for x in rec.advice.would_have_to_give if "relax p95 TTFT" in x]
+    assert A100 in ttft and "passes" not in ttft
+    assert "still fails budget: up to $" in ttft and "uncalibrated estimate" in ttft
     # what the advice says matches a rerun with the relaxed limit
-    relaxed = _rec(root, budget_usd_month=10000, tpot_ms=109)
-    m7i = next(r for r in relaxed.rows if r.key.startswith(M7I))
-    assert [f.constraint for f in m7i.failures] == ["budget"] and m7i.failures[0].detail in tpot
+    limit = int(ttft.split("relax p95 TTFT to ")[1].split(" ms")[0])
+    relaxed = _rec(root, budget_usd_month=10000, ttft_ms=limit)
+    a100 = next(r for r in relaxed.rows if r.key.startswith(A100))
+    assert [f.constraint for f in a100.failures] == ["budget"] and a100.failures[0].detail in ttft
     (budget,) = [x for x in rec.advice.would_have_to_give if "raise the budget" in x]
     assert budget.endswith("measured passes)")  # the measured H200 does pass at $16,571
     assert _rec(root, budget_usd_month=16571).best is not None
 
 
 def test_advice_says_when_the_option_it_would_let_pass_cannot_be_recommended(tmp_path):
-    rec = _rec(copy_runs(tmp_path), hardware=("aws-m7i-8xlarge",))
-    (tpot,) = [x for x in rec.advice.would_have_to_give if "relax p95 TPOT" in x]
-    assert f"then {M7I}" in tpot and "passes, but it is an uncalibrated estimate, so it cannot be recommended" in tpot
+    rec = _rec(_with_device_bound_copy(tmp_path), hardware=("a100-80gb",))
+    (ttft,) = [x for x in rec.advice.would_have_to_give if "relax p95 TTFT" in x]
+    assert f"then {A100}" in ttft and "passes, but it is an uncalibrated estimate, so it cannot be recommended" in ttft
     allow = next(x for x in rec.advice.would_have_to_give if x.startswith("allow h200"))
     assert "own@h200" in allow and allow.endswith("passes)")
     assert rec.advice.would_have_to_give[0] == allow  # a change that lets a recommendable option pass comes first
@@ -73,14 +83,14 @@ def test_a_capacity_no_higher_rate_bounded_is_a_lower_bound_in_the_warnings(tmp_
 
 
 def test_pareto_labels_mark_estimates_as_the_table_does(tmp_path):
-    rec = _rec(copy_runs(tmp_path), budget_usd_month=10000, tpot_ms=109)
+    rec = _rec(_with_device_bound_copy(tmp_path / "est"), budget_usd_month=20000)
     ttft = rec.frontiers[0]
     labels = dict(zip(ttft.keys, ttft.labels, strict=True))
-    m7i = next(k for k in ttft.keys if k.startswith(M7I))
-    assert labels[m7i] == f"#2 {M7I} (est?)"
-    h200 = next(k for k in ttft.keys if k.startswith("own@h200"))
-    assert labels[h200] == "#1 own@h200"  # measured rows are left plain, as "meas" in the table
+    est = [k for k in ttft.keys if k.endswith(":estimated")]
+    assert est and all(labels[k].endswith("(est?)") for k in est)  # uncalibrated: marked as in the table
     assert rec.to_dict()["pareto"][0]["labels"] == list(ttft.labels)
+    measured = _rec(copy_runs(tmp_path / "meas"), budget_usd_month=10000, tpot_ms=109).frontiers[0]
+    assert dict(zip(measured.keys, measured.labels, strict=True))[measured.keys[0]] == "#1 own@h200"  # left plain
 
 
 def test_a_closed_loop_step_with_more_users_that_failed_bounds_the_capacity():

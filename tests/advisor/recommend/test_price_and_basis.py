@@ -14,7 +14,7 @@ from tests.advisor.recommend.h200 import CHAT, SATURATED, copy_runs, load, this_
 from tests.advisor.recommend.runs import loaded, make_run
 
 CHAT_SLOS = dict(scenario="chat", ttft_ms=800, peak_rps=20, budget_usd_month=20000)
-# only a CPU estimate passes: it rests on no calibrating run (the H200 runs are host-bound)
+# only CPU hardware allowed: no run calibrates an estimate there (the H200 runs are host-bound or SATURATED)
 CPU_ONLY = dict(scenario="chat", ttft_ms=3000, tpot_ms=200, peak_rps=20, hardware=("aws-m7i-8xlarge",))
 
 
@@ -44,23 +44,16 @@ def test_the_headline_cost_says_which_price_it_scales_with(tmp_path):
     assert price == "price: $3.10/h per h200, --price flag; every dollar figure scales with it"
 
 
-def test_an_estimate_on_no_calibration_says_its_efficiency_is_assumed(tmp_path):
+def test_no_estimate_rests_on_an_assumed_efficiency(tmp_path):
+    # the H200 runs are host-bound or SATURATED: no run may calibrate the roofline, so no CPU row is made (it once
+    # rested on an assumed 50% efficiency, where the H200 run reached 11%) and the notes say why, naming the runs
     runs = load(copy_runs(tmp_path, (CHAT, SATURATED)))
-    rec = recommend(runs, Constraints(**CPU_ONLY), load_catalog(), detected=this_cpu_vm())
-    assert rec.best is None and rec.evidence is not None
-    (est,) = [r for r in rec.rows if r.passes]
-    note = est.candidate.evidence_note
-    assert est.candidate.evidence == "uncalibrated" and not est.headline_ok
-    assert "assumed efficiency of 50%" in note and "not a measurement" in note
-    assert "the measured run reached 11% in decode on h200" in note  # the host-bound H200 run's own figure
-    assert any("rest on an assumed efficiency of 50%" in n and "--allow-uncalibrated" in n
-               for n in rec.evidence.notes)
-    assert not any("another device class" in n for n in rec.evidence.notes)
-    # --allow-uncalibrated lets it headline: the line under the headline says what it rests on
-    allowed = recommend(runs, Constraints(**CPU_ONLY, allow_uncalibrated=True), load_catalog(), detected=this_cpu_vm())
-    assert allowed.best is not None and allowed.best.candidate.hardware_id == "aws-m7i-8xlarge"
-    rests = next(line for line in _headline(allowed) if "rests on:" in line)
-    assert "assumed efficiency of 50%" in rests
+    for allow in (False, True):
+        rec = recommend(runs, Constraints(**CPU_ONLY, allow_uncalibrated=allow), load_catalog(), detected=this_cpu_vm())
+        assert rec.best is None and not [r for r in rec.rows if r.candidate.source == "estimated"]
+        (line,) = [n for n in rec.notes if n.startswith("aws-m7i-8xlarge: no row for own")]
+        assert "cannot be estimated" in line and f"run {CHAT}: host-bound" in line
+        assert f"run {SATURATED}: SATURATED" in line and "assumed" not in line
 
 
 def test_an_estimate_carried_from_cpu_runs_to_a_gpu_says_so():

@@ -71,13 +71,14 @@ def test_cpu_only_and_deployment_and_vendor(catalog):
     est = rec(catalog, peak_rps=20, cpu_only=True, include_estimates=True)
     assert est.best is not None and catalog.get(est.best.candidate.hardware_id).kind == "cpu"
     assert all(catalog.get(x.candidate.hardware_id).kind == "cpu" for x in est.rows if x.passes)
-    # AMD: only an estimate of vllm on ROCm, from one L4 run with no GPU telemetry: never a headline (issue 26:
-    # the old expectation headlined it "calibrated" on that single run); own_engine never runs on ROCm
+    # AMD: no row on the MI300X, and a reason for each engine: vllm's one L4 run has no GPU telemetry, so it is not
+    # device-bound and no estimate may rest on it (issue 38); own_engine has no claim to run on ROCm
     amd = rec(catalog, peak_rps=20, vendors=("amd",), include_estimates=True)
     assert amd.best is None
-    mi = [x for x in amd.rows if x.candidate.hardware_id == "mi300x"]
-    assert [x.candidate.engine for x in mi] == ["vllm"] and not mi[0].headline_ok
-    assert any("untested there" in a for a in mi[0].candidate.assumptions)
+    assert not [x for x in amd.rows if x.candidate.hardware_id == "mi300x"]
+    mi = [n for n in amd.notes if "mi300x" in n and "no row" in n]
+    assert any("no row for vllm" in n and "cannot be estimated" in n and "run a: no GPU utilisation" in n for n in mi)
+    assert any(n.startswith("mi300x: no row for own") and "no claim to run on rocm" in n for n in mi)
 
 
 def test_on_prem_uses_owned_prices(catalog):
