@@ -35,7 +35,7 @@ from advisor.sizing.architecture import load_architecture
 from advisor.sizing.errors import SizingError
 from advisor.sizing.memory import memory_fit
 from advisor.sizing.precision import precision
-from advisor.sizing.serving import EngineProfile, Terms, combine, terms
+from advisor.sizing.serving import EngineProfile, Terms, combine, latencies, terms
 from advisor.sizing.step import Ops, Parallel
 from advisor.sizing.tables import UnsupportedOp, load
 from advisor.sizing.transfer import gpus, measured_peaks, transferred
@@ -44,11 +44,13 @@ DATA = Path(__file__).parent / "data"
 SILICON = DATA / "silicon_dense_agg.csv"
 FIT_FILE = DATA / "fit.yaml"
 RANGE_PERCENTILE = 90
+W_MEAN = 0.3 # the fit minimises median + W_MEAN x mean |ln error|: the median, kept from chasing outliers
 _PRECISION = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "": "bf16"}
-_G = np.arange(0.5, 1.61, 0.02)
+_G = np.array([1.0])  # the tables are trusted as measured: a free scale fitted worse out of sample (RESULTS.md)
 _H = np.arange(0.0, 6.01, 0.25)
 _O = np.arange(0.0, 401.0, 10.0)
 _S = np.arange(0.0, 1.001, 0.05)
+_P = np.arange(0.5, 2.01, 0.1)
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,7 @@ def base_profile(engine: str) -> EngineProfile:
                          host_ms_per_seq=float(e.get("host_ms_per_seq", 0.0)))
 
 
+@functools.cache
 def gpu_memory_gb(gpu: str) -> float:
     """A measured GPU's memory as the catalog states it (GiB), or as gpus.yaml does where the catalog lacks it."""
     g = gpus()["measured"][gpu]
@@ -147,7 +150,7 @@ def row_terms(row: Row, ops: Ops) -> Terms:
 
 def _score(err: np.ndarray, axis: int = -1) -> np.ndarray:
     a = np.abs(err)
-    return np.median(a, axis=axis) + 0.3 * np.mean(a, axis=axis)
+    return np.median(a, axis=axis) + W_MEAN * np.mean(a, axis=axis)
 
 
 def fit_profile(engine: str, ts: list[Terms], ttft: list[float], tpot: list[float]) -> EngineProfile:
@@ -155,22 +158,19 @@ def fit_profile(engine: str, ts: list[Terms], ttft: list[float], tpot: list[floa
     base = base_profile(engine)
     if not ts:
         return base
-    a = np.array([(1 - t.mixed_share) * t.decode_ms + t.mixed_share * t.mixed_ms for t in ts])
+    arr = {k: np.array([getattr(t, k) for t in ts], dtype=float) for k in Terms.__dataclass_fields__}
+    floor = base.host_floor_ms + base.host_ms_per_seq * arr["running"]
     y = np.log(np.array(tpot))
-    pred = _G[:, None, None] * a[None, None, :] + _H[None, :, None]  # [g, h, row]
-    gi, hi = np.unravel_index(np.argmin(_score(np.log(pred) - y)), pred.shape[:2])
+    # TPOT fixes the GPU scale and the host time ([g, h, row]); TTFT then the overhead and the wave share
+    _, tp, _, _ = latencies(arr, _G[:, None, None], _H[None, :, None], 0.0, 0.0, floor)
+    gi, hi = np.unravel_index(np.argmin(_score(np.log(tp) - y)), tp.shape[:2])
     g, h = float(_G[gi]), float(_H[hi])
-    best: tuple[float, float, float] | None = None
-    yt = np.log(np.array(ttft))
-    for s in _S:
-        pro = [combine(t, replace(base, gpu_scale=g, host_ms=h, sync=float(s))) for t in ts]
-        base_ttft = np.array([x.ttft_ms for x in pro])
-        sc = _score(np.log(base_ttft[None, :] + _O[:, None]) - yt)
-        i = int(np.argmin(sc))
-        if best is None or sc[i] < best[0]:
-            best = (float(sc[i]), float(_O[i]), float(s))
-    assert best is not None
-    return replace(base, gpu_scale=g, host_ms=h, ttft_ms=best[1], sync=best[2])
+    tt, _, _, _ = latencies(arr, g, h, _O[None, :, None, None], _S[:, None, None, None], floor,
+                            _P[None, None, :, None])  # [sync, overhead, prefill scale, row]
+    sc = _score(np.log(tt) - np.log(np.array(ttft)))
+    si, oi, pi = np.unravel_index(np.argmin(sc), sc.shape)
+    best = (float(_O[oi]), float(_S[si]), float(_P[pi]))
+    return replace(base, gpu_scale=g, host_ms=h, ttft_ms=best[0], sync=best[1], prefill_scale=best[2])
 
 
 @dataclass(frozen=True)
@@ -200,10 +200,11 @@ class Backtest:
     def of(self, scheme: str) -> list[Prediction]:
         return [p for p in self.predictions if p.scheme == scheme]
 
-    def factor(self, scheme: str, metric: str) -> float:
-        """exp(the RANGE_PERCENTILE-th percentile of |ln(predicted / measured)|) over `scheme`'s rows."""
-        errs = [abs(math.log1p(p.ttft_error if metric == "ttft" else p.tpot_error)) for p in self.of(scheme)]
-        return math.exp(float(np.percentile(errs, RANGE_PERCENTILE))) if errs else math.nan
+    def factor(self, scheme: str, metric: str, engine: str | None = None) -> float:
+        """exp(the RANGE_PERCENTILE-th percentile of |ln(predicted / measured)|) over `scheme`'s rows (of `engine`)."""
+        errs = [abs(math.log1p(p.ttft_error if metric == "ttft" else p.tpot_error)) for p in self.of(scheme)
+                if engine is None or p.row.engine == engine]
+        return math.exp(float(np.percentile(errs, RANGE_PERCENTILE, method="higher"))) if errs else math.nan
 
 
 def _fit_on(rows: list[Row], ts: dict[str, Terms], engine: str, keep) -> EngineProfile:  # type: ignore[no-untyped-def]
@@ -240,7 +241,8 @@ def run_backtest(path: Path = SILICON, schemes: Iterable[str] = ("in-sample", "l
             elif scheme == "leave-one-model-out":
                 key = (scheme, r.engine, r.model)
                 if key not in cache:
-                    cache[key] = _fit_on(rows, own, r.engine, lambda x, m=_arch(r.model): _arch(x.model) != m)
+                    shape = _arch(r.model)
+                    cache[key] = _fit_on(rows, own, r.engine, lambda x, m=shape: _arch(x.model) != m)
                 prof = cache[key]
             else:  # leave-one-gpu-out and transferred: nothing of the row's GPU
                 key = ("gpu", r.engine, r.gpu)
@@ -277,33 +279,41 @@ def summary(bt: Backtest) -> dict:
     return out
 
 
-def range_factors(bt: Backtest) -> dict[str, dict[str, float]]:
-    """basis -> metric -> factor: `tables` from leave-one-GPU-out, `transferred` from the transfer backtest."""
-    return {basis: {m: bt.factor(scheme, m) for m in ("ttft", "tpot")}
-            for basis, scheme in (("tables", "leave-one-gpu-out"), ("transferred", "transferred"))}
+BASES = (("tables", "leave-one-gpu-out"), ("transferred", "transferred"))
 
 
-def coverage(bt: Backtest, factors: dict[str, dict[str, float]]) -> dict[str, float]:
-    """Share of rows whose measured value lies in [v / f, v x f], per basis and metric."""
+def range_factors(bt: Backtest) -> dict[str, dict[str, dict[str, float]]]:
+    """basis -> engine (or "all") -> metric -> factor: `tables` from leave-one-GPU-out, `transferred` from the
+    transfer backtest; per engine, since engines differ in how well they are predicted."""
+    engines = sorted({p.row.engine for p in bt.predictions})
+    return {basis: {e: {m: bt.factor(scheme, m, None if e == "all" else e) for m in ("ttft", "tpot")}
+                    for e in (*engines, "all")} for basis, scheme in BASES}
+
+
+def coverage(bt: Backtest, factors: dict[str, dict[str, dict[str, float]]]) -> dict[str, float]:
+    """Share of rows whose measured value lies in [v / f, v x f] (f: the row's engine's), per basis and metric."""
     out = {}
-    for basis, scheme in (("tables", "leave-one-gpu-out"), ("transferred", "transferred"),
-                          ("tables (leave-one-model-out rows)", "leave-one-model-out")):
-        ps = bt.of(scheme)
+    for basis, scheme in (*BASES, ("tables, on leave-one-model-out rows", "leave-one-model-out")):
         f = factors["tables" if basis.startswith("tables") else basis]
         for m in ("ttft", "tpot"):
-            ok = [abs(math.log1p(p.ttft_error if m == "ttft" else p.tpot_error)) <= math.log(f[m]) + 1e-12 for p in ps]
-            out[f"{basis} {m}"] = sum(ok) / len(ok) if ok else math.nan
+            ok = [abs(math.log1p(p.ttft_error if m == "ttft" else p.tpot_error))
+                  <= math.log(f.get(p.row.engine, f["all"])[m]) + 1e-12 for p in bt.of(scheme)]
+            out[f"{basis}: {m}"] = sum(ok) / len(ok) if ok else math.nan
     return out
 
 
 def write_fit(bt: Backtest, dest: Path = FIT_FILE) -> dict:
     """Save the in-sample constants and the range factors from this one backtest (what estimates read)."""
     factors = range_factors(bt)
-    doc = {"schema": "advisor.sizing.fit/1", "fitted_on": bt.source, "rows": len(bt.of("in-sample")),
-           "range_percentile": RANGE_PERCENTILE,
-           "profiles": {e: {"gpu_scale": round(p.gpu_scale, 3), "host_ms": round(p.host_ms, 3),
-                            "ttft_ms": round(p.ttft_ms, 1), "sync": round(p.sync, 3)} for e, p in bt.profiles.items()},
-           "range_factors": {b: {m: round(v, 4) for m, v in f.items()} for b, f in factors.items()},
+    fields = ("gpu_scale", "host_ms", "ttft_ms", "sync", "prefill_scale")
+    src = Path(bt.source)
+    doc = {"schema": "advisor.sizing.fit/2",
+           "fitted_on": f"advisor/sizing/data/{src.name}" if src.resolve() == SILICON.resolve() else str(src),
+           "rows": len(bt.of("in-sample")), "range_percentile": RANGE_PERCENTILE,
+           "profiles": {e: {k: round(float(getattr(p, k)), 4) for k in fields} for e, p in bt.profiles.items()},
+           "range_factors": {b: {e: {m: round(v, 4) for m, v in f.items()} for e, f in fs.items()}
+                             for b, fs in factors.items()},
+           "coverage": {k: round(v, 4) for k, v in coverage(bt, factors).items()},
            "made_by": "advisor estimate --backtest --write"}
     dest.write_text(yaml.safe_dump(doc, sort_keys=False))
     return doc
@@ -316,12 +326,19 @@ def fitted() -> dict:
 
 
 def profile(engine: str) -> EngineProfile:
-    """The engine's scheduling settings and fitted constants (own_engine: vLLM's GPU scale, its own host time)."""
+    """The engine's scheduling settings and fitted constants (own_engine: its own measured host time, vLLM's rest)."""
     base = base_profile(engine)
     f = fitted()["profiles"].get(engine if engine != "own" else "vllm")
     if f is None:
         return base
-    p = replace(base, gpu_scale=f["gpu_scale"])
     if engine == "own":  # own_engine's host time is its own measurement; no served run of it is in the evidence
-        return p
-    return replace(p, host_ms=f["host_ms"], ttft_ms=f["ttft_ms"], sync=f["sync"])
+        return replace(base, gpu_scale=f["gpu_scale"], prefill_scale=f["prefill_scale"])
+    return replace(base, **f)
+
+
+def range_factor(basis: str, engine: str) -> tuple[dict[str, float], str]:
+    """TTFT and TPOT factors of an estimate on `basis` for `engine`, and whose rows they come from."""
+    fs = fitted()["range_factors"][basis]
+    if engine in fs:
+        return fs[engine], f"{engine}'s rows"
+    return fs["all"], "all engines' rows (none of this engine's)"

@@ -17,7 +17,7 @@ from typing import Literal
 
 from advisor.catalog import Catalog, Hardware
 from advisor.sizing.architecture import Architecture
-from advisor.sizing.backtest import engine_settings, fitted, gpu_memory_gb, profile
+from advisor.sizing.backtest import engine_settings, fitted, profile, range_factor
 from advisor.sizing.errors import SizingError
 from advisor.sizing.memory import MemoryFit, memory_fit, tp_degrees
 from advisor.sizing.precision import Precision
@@ -206,7 +206,7 @@ def estimate(arch: Architecture, gpu: Gpu, tp: int, engine: str, prec: Precision
             s = combine(terms(ops, p, e, isl, osl, c, cap), e)
     except (UnsupportedOp, SizingError) as err:
         return no(f"cannot be estimated: {err}", fit)
-    f = fitted()["range_factors"][basis]
+    f, whose = range_factor(basis, engine)
     ft, fp = float(f["ttft"]), float(f["tpot"])
     e2e = s.ttft_ms + (osl - 1) * s.tpot_ms
     e2e_lo, e2e_hi = s.ttft_ms / ft + (osl - 1) * s.tpot_ms / fp, s.ttft_ms * ft + (osl - 1) * s.tpot_ms * fp
@@ -217,11 +217,11 @@ def estimate(arch: Architecture, gpu: Gpu, tp: int, engine: str, prec: Precision
     rng["total_tok_s"] = tuple(x * (isl + osl) for x in rng["requests_per_s"])  # type: ignore[assignment]
     pct = fitted()["range_percentile"]
     error_note = (f"range x/÷{ft:.2f} TTFT, x/÷{fp:.2f} TPOT: the {pct}th percentile of |error| of "
-                  + ("leave-one-GPU-out" if basis == "tables" else "transfer") + f" predictions of "
+                  + ("leave-one-GPU-out" if basis == "tables" else "transfer") + f" predictions of {whose} among "
                   f"{fitted()['rows']} measured rows (aiconfigurator silicon_sample.csv; advisor estimate --backtest)")
     notes = [f"{engine}: {settings['source']}",
-             f"engine constants fitted on public measurements: GPU x{e.gpu_scale:g}, host {e.host_ms:g} ms/step, "
-             f"TTFT +{e.ttft_ms:g} ms, wave share {e.sync:g}"]
+             f"engine constants fitted on public measurements: host {e.host_ms:g} ms/step, TTFT +{e.ttft_ms:g} ms, "
+             f"prefill x{e.prefill_scale:g}, wave share {e.sync:g} (GPU time as the tables measured it)"]
     if engine == "own":
         notes.append(f"own_engine's host time per step {e.host_floor_ms:g} ms + {e.host_ms_per_seq:g} ms per sequence "
                      "(measured on an H200): a faster GPU does not make it faster; own has no served run in the "

@@ -71,8 +71,8 @@ def _gb(n: float) -> str:
 def _remedy(arch: Architecture, prec: Precision, memory_gb: float, tp: int, isl: int, osl: int, engine: str,
             *, kv: bool) -> str:
     """What would fit instead: a higher TP, a smaller precision (fewer weight or KV bytes), else a larger GPU."""
-    def fits(p: Precision, t: int) -> bool:  # terminates: every call raises TP or lowers the bytes
-        return memory_fit(arch, p, memory_gb, t, isl, osl, engine).fits
+    def fits(p: Precision, t: int) -> bool:  # without a remedy of its own: int4 has fewer weight bytes than fp8
+        return memory_fit(arch, p, memory_gb, t, isl, osl, engine, explain=False).fits  # but more KV bytes
 
     ways = [f"TP {t}" for t in tp_degrees(arch) if t > tp and engine != "own" and fits(prec, t)][:1]
     smaller = [p.name for p in PRECISIONS.values()
@@ -84,8 +84,9 @@ def _remedy(arch: Architecture, prec: Precision, memory_gb: float, tp: int, isl:
 
 
 def memory_fit(arch: Architecture, prec: Precision, memory_gb: float, tp: int, isl: int, osl: int,
-               engine: str) -> MemoryFit:
-    """The fit of `arch` at `prec` on GPUs of `memory_gb` at TP `tp` for sequences of isl + osl tokens."""
+               engine: str, explain: bool = True) -> MemoryFit:
+    """The fit of `arch` at `prec` on GPUs of `memory_gb` at TP `tp` for sequences of isl + osl tokens
+    (`explain`: a `why` that names what would fit instead)."""
     check_engine(engine)
     if tp not in TP_DEGREES or memory_gb <= 0 or isl < 0 or osl < 0 or isl + osl < 1:
         raise ValueError(f"tp {tp} (one of {TP_DEGREES}), memory_gb {memory_gb} (> 0), isl {isl} and osl {osl} "
@@ -108,10 +109,11 @@ def memory_fit(arch: Architecture, prec: Precision, memory_gb: float, tp: int, i
         total = weight_bytes(arch, prec)
         why = (f"{label} needs {_gb(total)} of weights ({_gb(weights)} per GPU at TP {tp}); {tp} x {memory_gb:g} GB "
                f"hold {_gb(tp * max(budget.usable_bytes, 0.0))} usable for weights and KV cache under {engine}: "
-               f"{_remedy(arch, prec, memory_gb, tp, isl, osl, engine, kv=False)}")
+               f"{_remedy(arch, prec, memory_gb, tp, isl, osl, engine, kv=False) if explain else 'does not fit'}")
     elif sequences < 1:
         why = (f"{label} at TP {tp} leaves {_gb(kv_room)} of KV cache per GPU under {engine}; one sequence of "
-               f"{tokens} tokens needs {_gb(per_sequence)}: {_remedy(arch, prec, memory_gb, tp, isl, osl, engine, kv=True)}")
+               f"{tokens} tokens needs {_gb(per_sequence)}: "
+               f"{_remedy(arch, prec, memory_gb, tp, isl, osl, engine, kv=True) if explain else 'does not fit'}")
     return MemoryFit(
         tp=tp, fits=why is None, memory_gb_per_gpu=memory_gb, weights_gb_per_gpu=weights / 1e9,
         reserve_gb_per_gpu=max(0.0, reserve) / 1e9, kv_gb_per_gpu=kv_room / 1e9,

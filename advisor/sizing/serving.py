@@ -6,21 +6,23 @@ steps (a "mixed" step). On average a step carries n x isl / osl prompt tokens, s
 steps are mixed, and:
 
     TPOT  = (1 - phi) x t_decode + phi x t_mixed
-    TTFT  = t_overhead + chunks x t_mixed + half a step + the prompts ahead of it in its wave
+    TTFT  = t_overhead + half a step + the steps until its wave of prompts has its first tokens
     rate  = n / (TTFT + (osl - 1) x TPOT)            (Little's law)
 
 where t = gpu_scale x (the step's GPU time from step.py) + host_ms. Requests beyond what the KV cache
 holds wait for a slot, which adds to TTFT only. Prompts do not arrive evenly: requests of one length
-that start together finish together, so new prompts come in waves, and a prompt waits behind a share
-`sync` of the (concurrency - 1) / 2 prompts that arrived with it, each taking isl / budget of a full step.
+that start together finish together, so new prompts come in waves of 1 + sync x (n - 1), prefilled
+together (`latencies`).
 The engine constants (`EngineProfile`) are fitted on
 public end-to-end measurements (backtest.py), never on the GPU being predicted.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from advisor.sizing.step import Ops, Parallel, step_parts
 
@@ -36,6 +38,7 @@ class EngineProfile:
     host_ms: float = 0.0  # per step, not hidden behind the GPU
     ttft_ms: float = 0.0  # per request: tokenising, scheduling, the first token's way out
     sync: float = 0.0  # share of the other in-flight requests whose prompts arrive in the same wave
+    prefill_scale: float = 1.0  # on the wave's time to first token (prefill efficiency under the engine)
     host_floor_ms: float = 0.0  # a host-bound engine: no step is shorter than this, whatever the GPU
     host_ms_per_seq: float = 0.0  # ... plus this per sequence in the step
 
@@ -63,12 +66,12 @@ class Terms:
     running: float
     osl: int
     isl: int
+    budget: int  # prompt tokens a step may carry next to its decodes
     decode_ms: float  # GPU time of a decode-only step
-    mixed_ms: float  # GPU time of a step that carries a prompt chunk
+    mixed_ms: float  # GPU time of the average step that carries prompt tokens (TPOT's)
+    mixed_share: float  # share of steps that carry prompt tokens
+    one_ms: float  # GPU time of a step with one prompt's first chunk, min(isl, budget) tokens
     full_ms: float  # GPU time of a step whose prompt tokens fill the budget
-    mixed_share: float
-    chunks: int  # steps one prompt's prefill takes
-    ahead_steps: float  # full steps of prompts ahead in the wave, per unit of `sync`
 
 
 def terms(ops: Ops, p: Parallel, e: EngineProfile, isl: int, osl: int, concurrency: float,
@@ -85,29 +88,48 @@ def terms(ops: Ops, p: Parallel, e: EngineProfile, isl: int, osl: int, concurren
     else:
         prefill, chunk_len, past, phi = 1.0, chunk, (isl - chunk) / 2.0, prompt_per_step / chunk
     others = max(n - 1.0, 0.0)
-    decode_ms = step_parts(ops, p, decode=n, context=context).total_ms
-    mixed_ms = step_parts(ops, p, decode=others, context=context, prefill=prefill, chunk=chunk_len,
-                          past=past).total_ms
-    full_ms = step_parts(ops, p, decode=others, context=context, prefill=max(budget / isl, 1.0),
-                         chunk=chunk, past=0.0).total_ms
-    return Terms(concurrency, n, osl, isl, decode_ms, mixed_ms, full_ms, phi, math.ceil(isl / chunk),
-                 others / 2.0 * isl / budget)
+
+    def gpu(**kw: float) -> float:
+        return step_parts(ops, p, decode=others, context=context, **kw).total_ms
+    return Terms(concurrency, n, osl, isl, budget, step_parts(ops, p, decode=n, context=context).total_ms,
+                 gpu(prefill=prefill, chunk=chunk_len, past=past), phi, gpu(prefill=1.0, chunk=chunk),
+                 gpu(prefill=max(budget / isl, 1.0), chunk=chunk))
+
+
+def latencies(t: dict, g: Any, h: Any, ttft_ms: Any, sync: Any, floor: Any, prefill_scale: Any = 1.0
+              ) -> tuple[Any, Any, Any, Any]:
+    """TTFT, TPOT, requests/s and the slowest step (ms, ms, 1/s, ms) from terms `t` (a Terms' fields as numbers
+    or numpy arrays) and the engine constants (numbers or arrays that broadcast): the one formula the
+    estimate and the fit share.
+
+    A wave of W = 1 + sync x (running - 1) prompts arrives together; it needs k = ceil(W x isl / budget) steps,
+    and its average prompt has its first token after (k + k1) / 2 of them (k1: one prompt's own chunks); a
+    wave that fits one step waits for that one step, whose time grows with its prompt tokens between a step
+    with one prompt and a full one."""
+    step = {k: np.maximum(g * t[k] + h, floor) for k in ("decode_ms", "mixed_ms", "one_ms", "full_ms")}
+    tpot = (1.0 - t["mixed_share"]) * step["decode_ms"] + t["mixed_share"] * step["mixed_ms"]
+    isl, budget = t["isl"], t["budget"]
+    q1 = np.minimum(isl, budget)
+    wave = (1.0 + sync * np.maximum(t["running"] - 1.0, 0.0)) * isl
+    k, k1 = np.ceil(wave / budget - 1e-9), np.ceil(isl / budget - 1e-9)
+    span = np.maximum(budget - q1, 1.0)
+    one_step = step["one_ms"] + np.clip(wave - q1, 0.0, None) / span * (step["full_ms"] - step["one_ms"])
+    first = np.where(k <= 1, one_step, (k + k1) / 2.0 * step["full_ms"])
+    ttft = ttft_ms + prefill_scale * first + tpot / 2.0
+    rate = t["running"] / ((ttft + np.maximum(t["osl"] - 1, 0) * tpot) / 1000.0)
+    # requests the KV cache cannot hold wait for a free slot: a whole request's time per `running` ahead
+    ttft = ttft + np.maximum(t["concurrency"] - t["running"], 0.0) / rate * 1000.0
+    return ttft, tpot, rate, np.maximum(step["mixed_ms"], step["decode_ms"])
 
 
 def combine(t: Terms, e: EngineProfile) -> Serving:
     """The steady state of `t` on engine `e` (see the module docstring)."""
-    g, h = e.gpu_scale, e.host_ms
     floor = e.host_floor_ms + e.host_ms_per_seq * t.running  # the host's own time per step, overlapped with the GPU's
-    t_dec, t_mix, t_full = (max(g * x + h, floor) for x in (t.decode_ms, t.mixed_ms, t.full_ms))
-    tpot = (1.0 - t.mixed_share) * t_dec + t.mixed_share * t_mix
-    ttft = e.ttft_ms + t.chunks * t_mix + tpot / 2.0 + e.sync * t.ahead_steps * t_full
-    rate = t.running / ((ttft + max(t.osl - 1, 0) * tpot) / 1000.0)
-    queued = max(t.concurrency - t.running, 0.0)
-    if queued > 0:  # the rest wait for a free slot: a whole request's time per `running` of them ahead
-        ttft += queued / rate * 1000.0
-    return Serving(concurrency=t.concurrency, running=t.running, ttft_ms=ttft, tpot_ms=tpot,
-                   itl_p99_ms=max(t_mix, t_dec), requests_per_s=rate, output_tok_s=rate * t.osl,
-                   total_tok_s=rate * (t.isl + t.osl), mixed_share=t.mixed_share)
+    ttft, tpot, rate, slowest = (float(x) for x in latencies(vars(t), e.gpu_scale, e.host_ms, e.ttft_ms, e.sync,
+                                                                floor, e.prefill_scale))
+    return Serving(concurrency=t.concurrency, running=t.running, ttft_ms=ttft, tpot_ms=tpot, itl_p99_ms=slowest,
+                   requests_per_s=rate, output_tok_s=rate * t.osl, total_tok_s=rate * (t.isl + t.osl),
+                   mixed_share=t.mixed_share)
 
 
 def steady_state(ops: Ops, p: Parallel, e: EngineProfile, isl: int, osl: int, concurrency: float,

@@ -103,7 +103,9 @@ class OpTables:
                 for l_, wl in ((l0, 1 - tl), (l1, tl)):
                     corners.append((wi * wj * wl, float(grid[i, j, l_])))
         v = _blend(corners)
-        assert v == v, f"GEMM grid of {self.gpu}/{self.engine} has an unmeasured block at m={m} n={n} k={k}"
+        if v != v:  # e.g. A100's int4 weight-only table covers only some shapes
+            raise UnsupportedOp(f"no {dtype} GEMM measured near m={m:g} n={n:g} k={k:g} on {self.gpu} with "
+                                f"{self.engine} {self.version}")
         return v * ri * rj * rl
 
     def _slice(self, op: str, hd: int, kv_fp8: int, nh: int, nkv: int) -> _Grid2 | None:
