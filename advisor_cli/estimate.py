@@ -7,22 +7,16 @@ estimate_table.py prints the rows, estimate_backtest.py runs and prints `--backt
 
 from __future__ import annotations
 
-import json
-import math
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from advisor_cli.output import Refused, json_document
 
 if TYPE_CHECKING:
     from advisor.sizing.estimate import Gpu, SizingEstimate
 
 LOAD_FLAGS = "--concurrency N, --rate R or --max-throughput"
-
-
-class Refused(click.ClickException):
-    """A value advisor cannot size (unknown model, GPU or precision; a bad file): one line, exit 2 as for usage."""
-
-    exit_code = 2
 
 
 @click.command("estimate")
@@ -81,7 +75,7 @@ def estimate_command(model: str | None, hardware: str | None, tp: int | None, en
     assert model is not None and hardware is not None and engine is not None and isl is not None and osl is not None
     rows = _estimates(model, hardware, tp, engine, precision_name, isl, osl, concurrency, rate, max_throughput, as_json)
     if as_json:
-        click.echo(json.dumps(_finite(as_document(rows)), allow_nan=False))
+        click.echo(json_document(as_document(rows)))
 
 
 def _estimates(model: str, hardware: str, tp: int | None, engine: str, precision_name: str, isl: int, osl: int,
@@ -139,14 +133,3 @@ def as_document(rows: list[SizingEstimate]) -> dict[str, Any]:
     """`{"estimates": [...]}`; a single option's keys also at the top level, so `jq .ttft_ms` reads it."""
     estimates = [r.to_dict() for r in rows]
     return {**(estimates[0] if len(estimates) == 1 else {}), "estimates": estimates}
-
-
-def _finite(v: Any) -> Any:
-    """The document with NaN and infinities as null (JSON has neither)."""
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_finite(x) for x in v]
-    return v
