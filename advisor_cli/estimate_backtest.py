@@ -52,7 +52,7 @@ def backtest(file: str | None, write: bool, as_json: bool) -> None:
     path = Path(file).expanduser() if file is not None else bt_mod.SILICON
     check_file(path)
     if not as_json:
-        click.echo(f"backtest of {path} (the shipped 1,063 rows take a minute or more) ...", err=True)
+        click.echo(f"backtest of {path} ...", err=True)
     bt = bt_mod.run_backtest(path)
     if not bt.of("in-sample"):
         skipped = "; ".join(f"{n} {why}" for why, n in bt.skipped.items()) or "the file has no rows"
@@ -68,14 +68,14 @@ def backtest(file: str | None, write: bool, as_json: bool) -> None:
         _print(doc)
 
 
-def _write(bt: Any, path: Path, factors: dict[str, dict[str, float]]) -> str:
+def _write(bt: Any, path: Path, factors: dict[str, dict[str, dict[str, float]]]) -> str:
     """Save fit.yaml unless the backtest would leave estimates without a range or an engine's constants."""
     from advisor.sizing import backtest as bt_mod
     from advisor.sizing.backtest import SILICON, fitted, write_fit
 
     fit_file = bt_mod.FIT_FILE  # read at call time (a test points it elsewhere)
 
-    bad = [f"{b} {m}" for b, f in factors.items() for m, v in f.items() if not math.isfinite(v)]
+    bad = [f"{b} {m}" for b, fs in factors.items() for m, v in fs["all"].items() if not math.isfinite(v)]
     if bad:
         raise Refused(f"not written: the backtest of {path} gives no range for {', '.join(bad)} (too few rows); "
                       f"{fit_file} is unchanged")
@@ -123,11 +123,13 @@ def _print(doc: dict[str, Any]) -> None:
     cov = doc["coverage"]
     con.print("range factors (an estimate's range is [v / f, v x f]) and the share of measured rows inside it:",
               highlight=False, markup=False)
-    for basis, f in doc["range_factors"].items():
-        inside = "; ".join(f"{_pct(cov.get(f'{b} ttft'))} TTFT, {_pct(cov.get(f'{b} tpot'))} TPOT of {what}"
-                           for b, what in _coverage_rows(basis) if f"{b} ttft" in cov)
-        con.print(f"  {basis:<12} x/÷{f['ttft']:.2f} TTFT, x/÷{f['tpot']:.2f} TPOT: inside {inside}",
-                  highlight=False, markup=False)
+    for basis, fs in doc["range_factors"].items():
+        inside = "; ".join(f"{_pct(cov.get(f'{b}: ttft'))} TTFT, {_pct(cov.get(f'{b}: tpot'))} TPOT of {what}"
+                           for b, what in _coverage_rows(basis) if f"{b}: ttft" in cov)
+        per = ", ".join(f"{e} x/÷{f['ttft']:.2f} / x/÷{f['tpot']:.2f}" for e, f in fs.items()
+                        if e != "all" and math.isfinite(f["ttft"]))
+        con.print(f"  {basis:<12} TTFT / TPOT: {per} (all engines x/÷{fs['all']['ttft']:.2f} / "
+                  f"x/÷{fs['all']['tpot']:.2f}); inside: {inside}", highlight=False, markup=False)
     skipped = doc["skipped"]
     n_skipped = sum(skipped.values())
     con.print(f"skipped: {n_skipped:,} row{'' if n_skipped == 1 else 's'}" + (":" if skipped else ""), highlight=False,
@@ -142,5 +144,5 @@ def _print(doc: dict[str, Any]) -> None:
 def _coverage_rows(basis: str) -> tuple[tuple[str, str], ...]:
     """The coverage keys (backtest.coverage) a basis' factor is checked on, and what those rows are."""
     if basis == "tables":
-        return (("tables", "GPU-left-out rows"), ("tables (leave-one-model-out rows)", "model-left-out rows"))
+        return (("tables", "GPU-left-out rows"), ("tables, on leave-one-model-out rows", "model-left-out rows"))
     return ((basis, f"{basis} rows"),)

@@ -162,18 +162,14 @@ def test_write_refuses_a_fit_that_would_drop_an_engine_and_says_when_it_fits_on_
     assert fit_file.read_text() != before and "silicon_sample.csv" in fit_file.read_text()
 
 
-# Two faults in advisor/sizing/ (left to its owner) that end `--hardware all` for these inputs in "error: ..." and
-# exit 1 instead of a row that says why. strict: the test fails once they are fixed, so the marker goes then.
-@pytest.mark.xfail(strict=True, reason="memory._remedy recurses without end: int4 has fewer weight bytes but more KV "
-                   "bytes than fp8, so the weight remedy tries int4, whose KV remedy tries fp8, and so on")
+# Two inputs that once ended `--hardware all` in "error: ..." (a remedy search that recursed: int4 has fewer weight
+# bytes but more KV bytes than fp8; an assert on a hole in A100's int4 GEMM grid): each is a row that says why.
 def test_a_long_context_on_a_70b_says_why_instead_of_recursing():
     doc = _json(*LLAMA_70B[:2], "--isl", "100000", "--osl", "2000", "--hardware", "l4", "--tp", "1", "--engine",
                 "vllm", "--concurrency", "1")
     assert doc["fits"] is False and doc["why"]
 
 
-@pytest.mark.xfail(strict=True, reason="tables.gemm_ms asserts on a hole in a100_sxm/trtllm's int4_wo GEMM grid "
-                   "instead of raising UnsupportedOp (which estimate turns into 'cannot be estimated')")
 def test_int4_on_an_a100_under_trtllm_says_why_instead_of_asserting():
     doc = _json("--model-config", "Llama 3.1 8B", "--hardware", "a100-80gb", "--tp", "1", "--engine", "trtllm",
                 "--precision", "int4", "--isl", "128", "--osl", "128", "--concurrency", "1")
