@@ -127,7 +127,8 @@ def base_profile(engine: str) -> EngineProfile:
     e = engine_settings()[engine]
     return EngineProfile(engine, int(e["token_budget"]), int(e["max_batch"]),
                          host_floor_ms=float(e.get("host_floor_ms", 0.0)),
-                         host_ms_per_seq=float(e.get("host_ms_per_seq", 0.0)))
+                         host_ms_per_seq=float(e.get("host_ms_per_seq", 0.0)),
+                         host_ms_per_prompt_token=float(e.get("host_ms_per_prompt_token", 0.0)))
 
 
 @functools.cache
@@ -331,8 +332,8 @@ def profile(engine: str) -> EngineProfile:
     f = fitted()["profiles"].get(engine if engine != "own" else "vllm")
     if f is None:
         return base
-    if engine == "own":  # own_engine's host time is its own measurement; no served run of it is in the evidence
-        return replace(base, gpu_scale=f["gpu_scale"], prefill_scale=f["prefill_scale"])
+    if engine == "own":  # host-bound: its step is its own measured host time (engines.yaml), no fitted constant
+        return replace(base, gpu_scale=f["gpu_scale"])
     return replace(base, **f)
 
 

@@ -178,15 +178,15 @@ def estimate(arch: Architecture, gpu: Gpu, tp: int, engine: str, prec: Precision
         raise SizingError(f"unknown engine {engine!r} for an estimate: choose one of {', '.join(ENGINES)}")
     if isl < 1 or osl < 1 or isl + osl > 10_000_000:
         raise SizingError(f"--isl {isl} --osl {osl}: give at least 1 token each, at most 10,000,000 together")
-    settings = engine_settings()[engine]
+    declared = engine_settings()[engine]
 
     def no(why: str, fit: MemoryFit | None = None) -> SizingEstimate:
         return _refuse(arch, gpu, tp, engine, prec, isl, osl, load, why, fit)
 
-    if gpu.stack not in settings["stacks"]:
-        return no(f"{engine} has no claim to run on {gpu.stack} ({gpu.name}): {settings['source']}")
-    if prec.name not in settings.get("precisions", [prec.name]):
-        return no(f"{engine} is sized in {', '.join(settings['precisions'])} only")
+    if gpu.stack not in declared["stacks"]:
+        return no(f"{engine} has no claim to run on {gpu.stack} ({gpu.name}): {declared['source']}")
+    if prec.name not in declared.get("precisions", [prec.name]):
+        return no(f"{engine} is sized in {', '.join(declared['precisions'])} only")
     if tp not in tp_degrees(arch):
         return no(f"TP {tp} does not divide {arch.name}'s {arch.n_heads} attention heads "
                   f"(legal: {', '.join(map(str, tp_degrees(arch)))})")
@@ -219,7 +219,7 @@ def estimate(arch: Architecture, gpu: Gpu, tp: int, engine: str, prec: Precision
     error_note = (f"range x/÷{ft:.2f} TTFT, x/÷{fp:.2f} TPOT: the {pct}th percentile of |error| of "
                   + ("leave-one-GPU-out" if basis == "tables" else "transfer") + f" predictions of {whose} among "
                   f"{fitted()['rows']} measured rows (aiconfigurator silicon_sample.csv; advisor estimate --backtest)")
-    notes = [f"{engine}: {settings['source']}",
+    notes = [f"{engine}: {declared['source']}",
              f"engine constants fitted on public measurements: host {e.host_ms:g} ms/step, TTFT +{e.ttft_ms:g} ms, "
              f"prefill x{e.prefill_scale:g}, wave share {e.sync:g} (GPU time as the tables measured it)"]
     if engine == "own":

@@ -41,6 +41,7 @@ class EngineProfile:
     prefill_scale: float = 1.0  # on the wave's time to first token (prefill efficiency under the engine)
     host_floor_ms: float = 0.0  # a host-bound engine: no step is shorter than this, whatever the GPU
     host_ms_per_seq: float = 0.0  # ... plus this per sequence in the step
+    host_ms_per_prompt_token: float = 0.0  # ... plus this per prompt token in the step
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,9 @@ class Terms:
     mixed_share: float  # share of steps that carry prompt tokens
     one_ms: float  # GPU time of a step with one prompt's first chunk, min(isl, budget) tokens
     full_ms: float  # GPU time of a step whose prompt tokens fill the budget
+    mixed_tokens: float  # prompt tokens in each of those steps (a host-bound engine's host time grows with them)
+    one_tokens: float
+    full_tokens: float
 
 
 def terms(ops: Ops, p: Parallel, e: EngineProfile, isl: int, osl: int, concurrency: float,
@@ -91,13 +95,14 @@ def terms(ops: Ops, p: Parallel, e: EngineProfile, isl: int, osl: int, concurren
 
     def gpu(**kw: float) -> float:
         return step_parts(ops, p, decode=others, context=context, **kw).total_ms
+    full = max(budget / isl, 1.0)
     return Terms(concurrency, n, osl, isl, budget, step_parts(ops, p, decode=n, context=context).total_ms,
                  gpu(prefill=prefill, chunk=chunk_len, past=past), phi, gpu(prefill=1.0, chunk=chunk),
-                 gpu(prefill=max(budget / isl, 1.0), chunk=chunk))
+                 gpu(prefill=full, chunk=chunk), prefill * chunk_len, chunk, full * chunk)
 
 
-def latencies(t: dict, g: Any, h: Any, ttft_ms: Any, sync: Any, floor: Any, prefill_scale: Any = 1.0
-              ) -> tuple[Any, Any, Any, Any]:
+def latencies(t: dict, g: Any, h: Any, ttft_ms: Any, sync: Any, floor: Any, prefill_scale: Any = 1.0,
+              per_token: float = 0.0) -> tuple[Any, Any, Any, Any]:
     """TTFT, TPOT, requests/s and the slowest step (ms, ms, 1/s, ms) from terms `t` (a Terms' fields as numbers
     or numpy arrays) and the engine constants (numbers or arrays that broadcast): the one formula the
     estimate and the fit share.
@@ -106,7 +111,8 @@ def latencies(t: dict, g: Any, h: Any, ttft_ms: Any, sync: Any, floor: Any, pref
     and its average prompt has its first token after (k + k1) / 2 of them (k1: one prompt's own chunks); a
     wave that fits one step waits for that one step, whose time grows with its prompt tokens between a step
     with one prompt and a full one."""
-    step = {k: np.maximum(g * t[k] + h, floor) for k in ("decode_ms", "mixed_ms", "one_ms", "full_ms")}
+    tokens = {"decode_ms": 0.0, "mixed_ms": t["mixed_tokens"], "one_ms": t["one_tokens"], "full_ms": t["full_tokens"]}
+    step = {k: np.maximum(g * t[k] + h, floor + per_token * q) for k, q in tokens.items()}
     tpot = (1.0 - t["mixed_share"]) * step["decode_ms"] + t["mixed_share"] * step["mixed_ms"]
     isl, budget = t["isl"], t["budget"]
     q1 = np.minimum(isl, budget)
@@ -126,7 +132,7 @@ def combine(t: Terms, e: EngineProfile) -> Serving:
     """The steady state of `t` on engine `e` (see the module docstring)."""
     floor = e.host_floor_ms + e.host_ms_per_seq * t.running  # the host's own time per step, overlapped with the GPU's
     ttft, tpot, rate, slowest = (float(x) for x in latencies(vars(t), e.gpu_scale, e.host_ms, e.ttft_ms, e.sync,
-                                                                floor, e.prefill_scale))
+                                                                floor, e.prefill_scale, e.host_ms_per_prompt_token))
     return Serving(concurrency=t.concurrency, running=t.running, ttft_ms=ttft, tpot_ms=tpot, itl_p99_ms=slowest,
                    requests_per_s=rate, output_tok_s=rate * t.osl, total_tok_s=rate * (t.isl + t.osl),
                    mixed_share=t.mixed_share)
