@@ -157,7 +157,11 @@ def print_backtest(rec: Recommendation, con: Console) -> None:
                       f"{r.ttft_error:+.0%}", f"{r.tpot_ms_measured:,.1f}/{r.tpot_ms_estimated:,.1f}",
                       f"{r.tpot_error:+.0%}")
         con.print(t)
-    if not bk.groups:
+    if not bk.groups and any(r.candidate.sized_to_limit for r in rec.rows):
+        con.print("[bold]Sizing backtest:[/] the estimated rows are sized from a model config; their ranges come from "
+                  "the sizing model's backtest against public measurements (`advisor estimate --backtest`), not from "
+                  "these runs", highlight=False)
+    elif not bk.groups:
         con.print("[bold]Roofline backtest:[/] none: no engine has two VALID, device-bound runs of one model on one "
                   "device class, so no estimate is calibrated (each carries the stated default x/÷2 and cannot "
                   "headline; with no such run at all there is no estimate, and the notes say why)",
