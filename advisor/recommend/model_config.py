@@ -170,15 +170,15 @@ def sized_candidates(ask: ModelConfigAsk, c: Constraints, catalog: Catalog, runs
             continue
         for engine in ENGINES:
             name = catalog_engine(engine)
-            settings = engine_settings()[engine]
+            engine_cfg = engine_settings()[engine]
             if not can_run(name, hw, catalog):
                 reasons.append(NoRow(f"{name} ({arch.name})", hw.id, f"{name} has no claim to run on {hw.stack} "
                                      "(engines.yaml)"))
                 continue
             for prec in ask.precisions:
                 subject = f"{name} ({arch.name}, {prec})"
-                if prec not in settings.get("precisions", [prec]):
-                    reasons.append(NoRow(subject, hw.id, f"{name} is sized in {', '.join(settings['precisions'])} only"))
+                if prec not in engine_cfg.get("precisions", [prec]):
+                    reasons.append(NoRow(subject, hw.id, f"{name} is sized in {', '.join(engine_cfg['precisions'])} only"))
                     continue
                 whys: list[tuple[int, str]] = []
                 degrees = tp_degrees(arch)
