@@ -46,6 +46,24 @@ def _quality(path: Path | None) -> dict[str, float]:
     return out
 
 
+def _model_ask(model_config: str, precisions: tuple[str, ...], scenario: str | None) -> Any:
+    """The model, precisions and scenario `--model-config` sizes, or a usage error naming the fix."""
+    from advisor.recommend.model_config import ModelConfigAsk
+    from advisor.sizing.architecture import load_architecture
+    from advisor.sizing.errors import SizingError
+    from scenarios.catalog import load_scenario
+    from scenarios.errors import ScenarioError
+
+    if scenario is None:
+        raise click.UsageError("--model-config sizes for one traffic: give --scenario NAME (e.g. -s chat), or "
+                               "`scenario:` in the constraints file")
+    try:
+        return ModelConfigAsk(load_architecture(model_config), tuple(dict.fromkeys(precisions)) or ("bf16", "fp8"),
+                              load_scenario(scenario))
+    except (SizingError, ScenarioError) as e:
+        raise click.UsageError(str(e)) from None
+
+
 def _fraction(v: Any, path: Path, key: str) -> float:
     """`v` as a number from 0 to 1, or a usage error naming the file and the key."""
     if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:  # NaN fails the range too
@@ -89,11 +107,17 @@ def _fraction(v: Any, path: Path, key: str) -> float:
 @click.option("--measure/--no-measure", default=True, help="Measure this machine's memory bandwidth for calibration "
               "(once per machine, then cached with its date).")
 @click.option("--remeasure", is_flag=True, help="Measure the memory bandwidth again instead of using the cached one.")
+@click.option("--model-config", "model_config", default=None, metavar="NAME|FILE",
+              help="Size a model you have not run: a shipped name (advisor estimate --list) or an HF config.json. "
+                   "Its rows are sized from operator tables; runs of the same shape are its measured rows.")
+@click.option("--precision", "precisions", multiple=True, type=click.Choice(["bf16", "fp8", "fp4", "int4"]),
+              help="With --model-config: precision to size (repeatable; default bf16 and fp8).")
 @price_flags
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else.")
 def recommend_command(scenario: str | None, root: Path, constraints_file: Path | None, quality_file: Path | None,
                       no_estimates: bool, tie_break: str | None, measure: bool, remeasure: bool, prices: Path | None,
-                      price: tuple[str, ...], as_json: bool, **flags: Any) -> None:
+                      price: tuple[str, ...], as_json: bool, model_config: str | None, precisions: tuple[str, ...],
+                      **flags: Any) -> None:
     """Rank engine x hardware x config for your SLOs, load and budget, with why; measured and estimated."""
     from advisor.hardware_detect import detect
     from advisor.recommend import Constraints, ConstraintsError, NoRunsError, recommend
@@ -114,13 +138,16 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
         cons.check_vendors(catalog)
     except ConstraintsError as e:
         raise click.UsageError(str(e)) from None
-    if not root.is_dir():
+    if precisions and model_config is None:
+        raise click.UsageError("--precision sizes a --model-config; give --model-config NAME|FILE too")
+    ask = _model_ask(model_config, precisions, cons.scenario) if model_config is not None else None
+    if not root.is_dir() and ask is None:
         raise click.UsageError(f"no runs folder {root}; run `advisor bench` first or pass --runs DIR")
-    saved = readable_runs(root, lambda line: click.echo(line, err=True))
+    saved = readable_runs(root, lambda line: click.echo(line, err=True)) if root.is_dir() else []
     try:
         rec = recommend(saved, cons, catalog, detected=detect(catalog, measure=measure, remeasure=remeasure),
                         quality=quality,
-                        samples=load_samples(saved))
+                        samples=load_samples(saved), model=ask)
     except NoRunsError as e:
         raise click.ClickException(f"{e} (looked in {root})") from None
     except ValueError as e:

@@ -79,6 +79,12 @@ class Candidate(FileForm):
         return rng.high if rng is not None and self.source == "estimated" else self.latency_ms.get(key)
 
     @property
+    def sized_to_limit(self) -> bool:
+        """Sized from a model config (no run behind it): its concurrency was searched up to the SLOs, so its margin
+        is near zero by construction and says nothing about the option."""
+        return self.source == "estimated" and self.run_id is None
+
+    @property
     def min_margin_frac(self) -> float | None:
         fr = [m / lim for k, m in self.slo_margin_ms.items() if (lim := self.slos[k])]
         return min(fr) if fr else None

@@ -121,7 +121,7 @@ def evidence_gap(runs: Sequence[RunResult], rows: Sequence[Row], percentile: flo
         return None
     valid = [r for r in runs if r.verdict.status == "VALID"]
     untrusted = [r for r in rows if r.passes and not r.headline_ok]
-    if not valid:
+    if runs and not valid:
         first = next((str(x) for r in runs for x in r.verdict.reasons), "")
         reason = (f"{HEADLINE}: none of the {len(runs)} runs is VALID"
                   + (f" (e.g. {first.rstrip('.')})" if first else "") + "; every option would rest on them")

@@ -44,6 +44,8 @@ def _sort_key(r: Row, by_monthly: bool) -> tuple[Any, ...]:
 def _criterion(r: Row, name: str) -> float:
     if name == "complexity":
         return float(COMPLEXITY_ORDER.get(r.complexity or "", len(COMPLEXITY_ORDER)))
+    if r.candidate.sized_to_limit:  # its margin is the capacity search's rounding, not a property of the option
+        return 0.0
     m = r.candidate.min_margin_frac
     return -(m if m is not None else -math.inf)  # larger margin first
 
@@ -93,23 +95,45 @@ def _decider(a: Row, b: Row, tie_break: Sequence[str]) -> str:
     return "lower central cost"
 
 
-def rank(rows: list[Row], by_monthly: bool, tie_break: Sequence[str] = ("complexity", "margin")) -> list[Row]:
-    """Sort, resolve ties among the contenders, and write each row's rank, one short reason and its details."""
+def _ranks(ranks: list[int], shown: int = 4) -> str:
+    """'#2, #3, #4' or '#2, #3, #4, #5 and 14 more': a long tie in a line that can be read."""
+    text = ", ".join(f"#{n}" for n in ranks[:shown])
+    return text + (f" and {len(ranks) - shown} more" if len(ranks) > shown else "")
+
+
+def rank(rows: list[Row], by_monthly: bool, tie_break: Sequence[str] = ("complexity", "margin"),
+         measured_first: bool = False) -> list[Row]:
+    """Sort, resolve ties among the contenders, and write each row's rank, one short reason and its details.
+
+    `measured_first` (a model config's rows): measured rows come before estimated ones among the contenders and
+    among the others, and never tie with them: an estimate is not better established than a measurement."""
     ordered = sorted(rows, key=lambda r: _sort_key(r, by_monthly))
+    if measured_first:
+        ordered.sort(key=lambda r: r.candidate.source != "measured")  # stable: each part keeps its order
     contenders = [r for r in ordered if r.passes and r.headline_ok]
     others = [r for r in ordered if not (r.passes and r.headline_ok)]
+    parts = ([[r for r in contenders if r.candidate.source == src] for src in ("measured", "estimated")]
+             if measured_first else [contenders])
     resolved: list[tuple[Row, list[Row]]] = []
-    for group in _tie_groups(contenders, by_monthly):
+    for group in (g for part in parts for g in _tie_groups(part, by_monthly)):
         group.sort(key=lambda r: (*(_criterion(r, n) for n in tie_break), _sort_key(r, by_monthly)))
         resolved.extend((r, group) for r in group)
     out: list[Row] = []
     rank_of = {id(r): i for i, r in enumerate([r for r, _ in resolved] + others, start=1)}
     first = resolved[0][0] if resolved else None
+    heads = [part[0] for part in parts if part]  # measured_first: the first estimate heads its own part
     for r, group in resolved:
         tied = tuple(x.key for x in group if x is not r)
-        tied_ranks = ", ".join(f"#{rank_of[id(x)]}" for x in group if x is not r)
-        if r is first:
+        tied_ranks = _ranks([rank_of[id(x)] for x in group if x is not r])
+        head = next((h for h in reversed(heads) if rank_of[id(h)] <= rank_of[id(r)]), first)
+        if r is not first and r is head and not tied:
+            why = (f"the cheapest estimate meeting every constraint, after the measured rows of this model (an "
+                   f"estimate is not better established): {_money(r, by_monthly)}; {_label(r)}")
+        elif r is first:
             why = f"cheapest option meeting every constraint: {_money(r, by_monthly)}; {_label(r)}"
+            if len(heads) > 1:
+                why = (f"meets every constraint, measured: listed before the estimates of this model whatever their "
+                       f"cost: {_money(r, by_monthly)}; {_label(r)}")
             if tied:
                 why = (f"tied on cost with {tied_ranks} (ranges overlap), first on "
                        f"{_decider(r, group[1], tie_break)}: {_money(r, by_monthly)}; {_label(r)}")
@@ -117,7 +141,8 @@ def rank(rows: list[Row], by_monthly: bool, tie_break: Sequence[str] = ("complex
             why = (f"tied on cost with {tied_ranks} (ranges overlap), after #{rank_of[id(group[0])]} on "
                    f"{_decider(group[0], r, tie_break)}: {_money(r, by_monthly)}; {_label(r)}")
         else:
-            why = f"meets every constraint at a higher cost than #1: {_money(r, by_monthly)}; {_label(r)}"
+            why = (f"meets every constraint at a higher cost than #{rank_of[id(head)] if head else 1}: "
+                   f"{_money(r, by_monthly)}; {_label(r)}")
         out.append(_finish(r, rank_of[id(r)], why, tied))
     for r in others:
         if r.passes:

@@ -27,6 +27,7 @@ from advisor.recommend.evidence import EvidenceGap, evidence_gap
 from advisor.recommend.explain import Advice, advise
 from advisor.recommend.hosted import BreakEven, break_evens
 from advisor.recommend.machines import resolve_runs
+from advisor.recommend.model_config import ModelConfigAsk, same_shape, sized_candidates
 from advisor.recommend.no_row import NoRow, no_row_lines
 from advisor.recommend.order import rank
 from advisor.recommend.pareto import Frontier, pareto
@@ -127,6 +128,14 @@ def no_slo_warning(cands: list[Candidate]) -> str | None:
             "set a TTFT or TPOT limit to size for latency")
 
 
+ESTIMATES_ROOFLINE = ("estimated rows extrapolate measured runs with a roofline model; each estimate is a range from "
+                      "the estimator's backtest for that engine and device class (printed below; the stated default "
+                      "x/÷2 where there is none, and then the estimate is not 'calibrated'), and passes an SLO or the "
+                      "budget only at the pessimistic end of its range")
+ESTIMATES_SIZED = ("estimated rows are sized from the model config with operator tables (aiconfigurator's, measured on "
+                   "each GPU, or the nearest GPU's scaled by peaks); each is a range from the sizing backtest (advisor "
+                   "estimate --backtest), passes an SLO or the budget only at the pessimistic end of its range, and "
+                   "its replicas are sized at the low end of its capacity; measured rows of the same model come first")
 MAX_REPLICAS_UNWARNED = 8  # a fleet larger than this rests on one replica's capacity: warned (docs/recommend.md)
 
 
@@ -139,7 +148,8 @@ def capacity_warnings(best: Row) -> tuple[str, ...]:
             secs = ", ".join(f"{d:.0f}" for d in c.run_durations_s) or "unknown"
             basis = f"comes from {c.repeats} run(s) of {secs} s on one replica"
         else:
-            basis = f"is a roofline estimate from run {c.run_id} on other hardware"
+            basis = (f"is a roofline estimate from run {c.run_id} on other hardware" if c.run_id is not None
+                     else "is a sizing estimate from operator tables")
         out.append(f"the headline needs {best.replicas} replicas (more than {MAX_REPLICAS_UNWARNED}): its capacity per "
                    f"replica ({cap}) {basis}; how load spreads over {best.replicas} replicas (load balancing, "
                    "per-replica burstiness) was not measured")
@@ -151,16 +161,29 @@ def capacity_warnings(best: Row) -> tuple[str, ...]:
 
 def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
               detected: Detected | None = None, quality: dict[str, float] | None = None,
-              samples: dict[str, RunSample] | None = None) -> Recommendation:
+              samples: dict[str, RunSample] | None = None, model: ModelConfigAsk | None = None) -> Recommendation:
     """Rank every measured and estimated deployment of `runs` against `constraints`.
 
     `samples` (by run id, `advisor.slo_evidence.load_samples`) makes the SLO checks exact; without them
-    the count of requests over a limit is bounded from the summary's percentiles.
+    the count of requests over a limit is bounded from the summary's percentiles. With `model` (a model config,
+    `--model-config`), the measured rows are the runs of that model's shape and the estimated rows are sized
+    from the operator tables (`model_config.py`) instead of extrapolated from runs; no run is needed.
     """
     every = list(runs)  # all scenarios: the estimator's backtest and calibration may use any of them
+    model_note = None
+    if model is not None:
+        if constraints.scenario not in (None, model.scenario.name):
+            raise ValueError(f"--model-config sizes scenario {model.scenario.name!r}, the constraints name "
+                             f"{constraints.scenario!r}: give one")
+        constraints = constraints.model_copy(update={"scenario": model.scenario.name})
+        other = [r for r in runs if not same_shape(r, model.arch)]
+        runs = [r for r in runs if same_shape(r, model.arch)]
+        if other:
+            model_note = (f"{len(other)} run(s) of other models left out: --model-config sizes {model.arch.name}, and "
+                          "only runs of its shape (hidden, layers, heads, KV heads, intermediate, vocab) are its rows")
     if constraints.scenario:
         runs = [r for r in runs if r.scenario_name == constraints.scenario]
-    if not runs:
+    if not runs and model is None:
         raise NoRunsError(f"no saved runs{' for scenario ' + repr(constraints.scenario) if constraints.scenario else ''}; "
                           "run `advisor bench` (or `advisor sweep`) first, or point --runs at the folder that holds them")
     scenarios = sorted({r.scenario_name or "?" for r in runs})
@@ -168,7 +191,7 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
         raise MixedScenariosError(f"the runs are of {len(scenarios)} scenarios ({', '.join(scenarios)}); a "
                                   "recommendation is for one traffic: pick one (`advisor recommend --scenario NAME`, "
                                   "or `scenario: NAME` in the constraints file)")
-    runs, test_note = _drop_test_engine(runs)
+    runs, test_note = _drop_test_engine(runs) if runs else (runs, None)
     runs, workload_note, workload_left = pick_workload(runs)
     if detected is not None and detected.catalog_id == "custom":
         catalog = catalog.with_hardware(detected.hardware)
@@ -179,6 +202,7 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
     in_scope = {r.run_id for r in runs}
     resolved_all = resolve_runs([r for r in every if r.engine.adapter not in TEST_ENGINES], catalog, detected)
     resolved = [mr for mr in resolved_all if mr.run.run_id in in_scope] or resolve_runs(runs, catalog, detected)
+    sized_notes: list[str] = []
     for hw in {mr.hardware.id: mr.hardware for mr in resolved if mr.hardware is not None and mr.hardware.unlisted}.values():
         catalog = catalog.with_hardware(hw)
     bt = estimator_backtest(resolved_all, engine_of)
@@ -187,9 +211,12 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
     def evaluated(cons: Constraints, no_row: list[NoRow] | None = None) -> tuple[list[Row], float | None, str]:
         """Every candidate priced and checked under `cons` (unranked), the load sized for, and its basis."""
         cands = measured_candidates(resolved, cons, samples)
-        if cons.include_estimates:
+        if cons.include_estimates and model is not None:  # sized from tables, not extrapolated from runs
+            cands += sized_candidates(model, cons, catalog, resolved, no_row, sized_notes if no_row is not None else None)
+        elif cons.include_estimates:
             cands += estimated_candidates(resolved, cons, catalog, bt, resolved_all, no_row)
-        tokens = [c.input_tokens_per_request + c.output_tokens_per_request for c in cands if c.source == "measured"]
+        tokens = [c.input_tokens_per_request + c.output_tokens_per_request for c in cands
+                  if c.source == "measured" or model is not None]
         rps, basis = cons.design_rps(max(tokens) if tokens else None)
         return [evaluate(c, cons, catalog, rps, quality) for c in cands], rps, basis
 
@@ -197,18 +224,16 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
     unranked, design_rps, basis = evaluated(constraints, no_row)
     cands = [r.candidate for r in unranked]
     by_monthly = design_rps is not None
-    rows = rank(unranked, by_monthly, constraints.tie_break)
+    rows = rank(unranked, by_monthly, constraints.tie_break, measured_first=model is not None)
     notes = [f"load: {basis}; replicas = ceil(load x (1 + {constraints.headroom:g} headroom) / capacity per replica)",
              f"monthly cost = $/device-hour x devices x replicas x {HOURS_PER_MONTH:g} h (always on)",
              f"price tier: {constraints.tier} (a --price / --prices override wins)",
              f"$/1M at the SLO operating point (capacity); blended = {BLEND_INPUT_PER_OUTPUT:g}:1 input:output with an "
              f"output token weighted {OUTPUT_TOKEN_WEIGHT:g}x",
-             "estimated rows extrapolate measured runs with a roofline model; each estimate is a range from the "
-             "estimator's backtest for that engine and device class (printed below; the stated default x/÷2 where "
-             "there is none, and then the estimate is not 'calibrated'), and passes an SLO or the budget only at "
-             "the pessimistic end of its range",
+             ESTIMATES_SIZED if model is not None else ESTIMATES_ROOFLINE,
              "an SLO is met only when the run's requests establish it (MLPerf early stopping, 99%); options whose "
              f"cost ranges overlap are a tie, broken by {', then '.join(constraints.tie_break) or 'cost'}"]
+    notes += [n for n in (model_note, *sized_notes) if n]
     if test_note:
         notes.append(test_note)
     if workload_note:

@@ -31,6 +31,16 @@ def _latency(c: Any) -> str:
     return f"{_ms(c.latency_ms.get('ttft_ms'))}/{_ms(c.latency_ms.get('tpot_ms'))}"
 
 
+def _labels(rows: tuple[Row, ...]) -> dict[str, str]:
+    """'engine @ hardware' per row key, with its config where another row has the same engine and hardware."""
+    seen: dict[tuple[str, str], int] = {}
+    for r in rows:
+        seen[(r.candidate.engine, r.candidate.hardware_id)] = seen.get((r.candidate.engine, r.candidate.hardware_id), 0) + 1
+    return {r.key: f"{r.candidate.engine} @ {r.candidate.hardware_id}"
+            + (f" ({r.candidate.config})" if seen[(r.candidate.engine, r.candidate.hardware_id)] > 1 else "")
+            for r in rows}
+
+
 def _cost_text(r: Row) -> str:
     rng = r.monthly_range
     if r.monthly_usd is None:
@@ -68,7 +78,8 @@ def print_headline(rec: Recommendation, con: Console) -> None:
         if best.candidate.evidence == "uncalibrated":  # admitted by --allow-uncalibrated: say what it rests on
             con.print(f"  [yellow]rests on:[/] {best.candidate.evidence_note}", highlight=False)
         for r in rec.runners_up:
-            con.print(f"  runner-up #{r.rank}: {r.candidate.engine} on {r.hardware_name}, {_cost_text(r)} - {r.why}",
+            con.print(f"  runner-up #{r.rank}: {r.candidate.engine} on {r.hardware_name} ({r.candidate.config}), "
+                      f"{_cost_text(r)} - {r.why}",
                       highlight=False)
     else:
         con.print("[bold red]Nothing meets every constraint.[/] Closest options and what would have to give below.")
@@ -89,19 +100,20 @@ def print_recommendation(rec: Recommendation, console: Console | None = None, to
     for col in ("#", "engine @ hardware", "src", "repl", "$/month", "$/1M out", "$/1M blend", f"{pct} TTFT/TPOT ms",
                 "margin"):
         t.add_column(col, overflow="fold")
+    label = _labels(rec.rows)
     for r in rec.rows[:top]:
         c = r.candidate
         m = c.min_margin_frac
         style = "green" if r.passes and r.headline_ok else "yellow" if r.passes else "red"
         src = ("meas" if c.source == "measured" else "est") + ("" if r.headline_ok else "?")
-        t.add_row(f"[{style}]{r.rank}[/]", f"{c.engine} @ {c.hardware_id}", src,
+        t.add_row(f"[{style}]{r.rank}[/]", label[r.key], src,
                   "-" if r.replicas is None else str(r.replicas), _usd(r.monthly_usd), _usd(r.usd_per_1m_output, 3),
                   _usd(r.usd_per_1m_blended, 3),
                   _latency(c), "-" if m is None else f"{m:.0%}")
     con.print(t)
     for r in rec.rows[:top]:
-        con.print(f"  [{'green' if r.passes and r.headline_ok else 'red'}]{r.rank}.[/] {r.candidate.engine} @ "
-                  f"{r.candidate.hardware_id}: {r.why}", highlight=False)
+        con.print(f"  [{'green' if r.passes and r.headline_ok else 'red'}]{r.rank}.[/] {label[r.key]}: {r.why}",
+                  highlight=False)
     if len(rec.rows) > top:
         con.print(f"... {len(rec.rows) - top} more rows (use --json for all)")
     con.print("[dim]src: meas = measured, est = roofline estimate (a range; passes only at its pessimistic end), "
@@ -145,7 +157,11 @@ def print_backtest(rec: Recommendation, con: Console) -> None:
                       f"{r.ttft_error:+.0%}", f"{r.tpot_ms_measured:,.1f}/{r.tpot_ms_estimated:,.1f}",
                       f"{r.tpot_error:+.0%}")
         con.print(t)
-    if not bk.groups:
+    if not bk.groups and any(r.candidate.sized_to_limit for r in rec.rows):
+        con.print("[bold]Sizing backtest:[/] the estimated rows are sized from a model config; their ranges come from "
+                  "the sizing model's backtest against public measurements (`advisor estimate --backtest`), not from "
+                  "these runs", highlight=False)
+    elif not bk.groups:
         con.print("[bold]Roofline backtest:[/] none: no engine has two VALID, device-bound runs of one model on one "
                   "device class, so no estimate is calibrated (each carries the stated default x/÷2 and cannot "
                   "headline; with no such run at all there is no estimate, and the notes say why)",

@@ -9,6 +9,7 @@ the new run measures the same workload and is sized with it rather than left out
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from pathlib import PurePath
 
@@ -24,6 +25,13 @@ def _cheaper(r: Row, best: Row | None) -> bool:
     if best is None or best.monthly_usd is None:
         return True
     return r.monthly_usd is not None and r.monthly_usd < best.monthly_usd
+
+
+def _engine_flags(engine: str, hardware_id: str, device: str) -> str:
+    """The engine flags of the bench that measures `engine`; SGLang is measured through its OpenAI endpoint."""
+    if engine == "sglang":
+        return f"--engine openai --url http://SGLANG_HOST:30000 --server-hardware {hardware_id}"
+    return f"--engine {engine} --device {device}"
 
 
 def settle(rows: tuple[Row, ...] | list[Row], best: Row | None, catalog: Catalog,
@@ -45,11 +53,15 @@ def settle(rows: tuple[Row, ...] | list[Row], best: Row | None, catalog: Catalog
         money = f"${r.monthly_usd:,.0f}/month" if r.monthly_usd is not None else "cost unknown"
         base = by_id.get(c.run_id or "")
         flags = "".join(f" {f}" for f in workload_flags(base)) if base is not None else ""
-        same = "" if base is not None else f" with the workload flags of run {c.run_id} (its schedule.overrides)"
+        same = "" if base is not None or c.run_id is None else \
+            f" with the workload flags of run {c.run_id} (its schedule.overrides)"
+        if c.run_id is None and c.scenario:  # sized from a model config at the scenario's full-scale lengths
+            flags = " --full-scale"
         out.append(f"{c.engine} @ {c.hardware_id} would cost {money} on paper, but {c.evidence_note}"
                    + ("" if c.tested_there else "; untested there")
-                   + f": to settle it, run `advisor bench --engine {c.engine} --device {device} --model {model}{scen}"
-                   f"{flags}`{same} on {hw.name if hw else c.hardware_id} and pass that run with --runs")
+                   + f": to settle it, run `advisor bench {_engine_flags(c.engine, c.hardware_id, device)} --model "
+                   f"{shlex.quote(model)}{scen}{flags}`{same} on {hw.name if hw else c.hardware_id} and pass that run "
+                   "with --runs")
         if len(out) >= MAX_LINES:
             break
     return tuple(out)
