@@ -187,12 +187,7 @@ def sized_candidates(ask: ModelConfigAsk, c: Constraints, catalog: Catalog, runs
                                          "one GPU (no tensor parallelism); vllm, sglang or tensorrt_llm shard a model"))
                     degrees = degrees[:1]
                 for tp in degrees:
-                    try:
-                        cap = capacity(arch, gpu, tp, engine, prec, isl, osl, lim)
-                    except AssertionError as err:  # a table the sizing model cannot read here: one option, not all
-                        whys.append((tp, f"{CANNOT}: the sizing model failed on this option ({err}): a bug in "
-                                     "advisor/sizing, please report it"))
-                        continue
+                    cap = capacity(arch, gpu, tp, engine, prec, isl, osl, lim)
                     fits_somewhere = fits_somewhere or cap.estimate.fits
                     if not cap.estimate.estimated:
                         whys.append((tp, cap.estimate.why or f"{CANNOT}: no figure"))
