@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
+from advisor.sizing.architecture import Architecture
+
 
 class Ops(Protocol):
     """Operator times in ms on one GPU (measured tables, or tables transferred to another GPU)."""
@@ -25,21 +27,11 @@ class Ops(Protocol):
     def allreduce_ms(self, elements: float, tp: int) -> float: ...
 
 
-class Shape(Protocol):
-    hidden_size: int
-    n_layers: int
-    n_heads: int
-    n_kv_heads: int
-    head_dim: int
-    intermediate_size: int
-    vocab_size: int
-
-
 @dataclass(frozen=True)
 class Parallel:
     """A model on a TP group: the per-GPU slice of every layer."""
 
-    shape: Shape
+    shape: Architecture
     tp: int
     gemm_dtype: str  # the linear layers' dtype in the tables: bfloat16, fp8, nvfp4, int4_wo
     kv_fp8: bool
