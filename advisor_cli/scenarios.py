@@ -128,6 +128,25 @@ def _fmt(v: float | None) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
+def _print_arrival_check(c: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from advisor.console import out
+
+    n = c["requests_per_seed"]
+    t = Table(title=f"arrivals drawn over seeds 0-{c['seeds'] - 1} ({c['window_s']:,.0f} s each: {min(n):,}-{max(n):,} "
+                    f"requests against the log's {c['expected_requests']:,.0f}, ±{c['spread']:.0%}, tolerance "
+                    f"±{c['spread_bound']:.0%})", title_justify="left")
+    for col in ("statistic", "log", "mean", "lowest", "highest", "diff", "tolerance"):
+        t.add_column(col, justify="left" if col == "statistic" else "right")
+    for row in c["rows"]:
+        diff = f"{row['rel_diff'] * 100:+.1f}%"
+        tol = "shown" if row["tolerance"] is None else f"±{row['tolerance']:.0%}"
+        t.add_row(row["stat"], _fmt(row["log"]), _fmt(row["mean"]), _fmt(row["low"]), _fmt(row["high"]),
+                  diff if row["ok"] else f"[red]{diff}[/]", tol)
+    out.print(t)
+
+
 def _print_fit(r: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -150,6 +169,10 @@ def _print_fit(r: Any) -> None:
     out.print("SLOs: left unset: set them in the YAML (a log shows your traffic, not your users' latency needs)")
     for n in r.notes:
         out.print(f"[yellow]note:[/] {escape(n)}")
+    if r.arrival_check:
+        _print_arrival_check(r.arrival_check)
+    for w in r.warnings:
+        out.print(f"[red]warning:[/] {escape(w)}")
     t = Table(title=f"log vs a generated schedule ({r.schedule_requests:,} requests, seed {r.seed})",
               title_justify="left")
     for c in ("quantity", "statistic", "log", "schedule", "diff"):

@@ -96,6 +96,41 @@ class OnOff:
         return t
 
 
+class Batched:
+    """Groups of simultaneous requests, one group every period (gamma, CV `period_cv`; 0: regular).
+
+    A group holds 1 + a stochastically rounded gamma draw (mean `batch_size` - 1, so groups average
+    `batch_size` exactly, with CV `size_cv` of the group size). The first group comes at a uniform random
+    point of the first period, so a window of any length holds rate x window requests on average.
+    """
+
+    def __init__(self, batch_size: float, period_s: float, size_cv: float, period_cv: float,
+                 rng: np.random.Generator) -> None:
+        assert batch_size >= 1 and period_s > 0, (batch_size, period_s)
+        self.batch_size, self.period_s, self.size_cv, self.period_cv = batch_size, period_s, size_cv, period_cv
+        self._rng = rng
+        self._t = float(rng.uniform(0.0, 1.0)) * gamma_gap_s(rng, 1.0 / period_s, period_cv)
+        self._left = self._size()
+
+    @property
+    def mean_rate_rps(self) -> float:
+        return self.batch_size / self.period_s
+
+    def _size(self) -> int:
+        extra = self.batch_size - 1.0
+        if extra > 0 and self.size_cv > 0:  # the CV is of the whole size: scale it to the part above 1
+            extra = gamma_gap_s(self._rng, 1.0 / extra, self.size_cv * self.batch_size / extra)
+        whole = int(extra)
+        return 1 + whole + int(self._rng.random() < extra - whole)
+
+    def next_time_s(self) -> float:
+        if self._left == 0:
+            self._t += gamma_gap_s(self._rng, 1.0 / self.period_s, self.period_cv)
+            self._left = self._size()
+        self._left -= 1
+        return self._t
+
+
 class Profile:
     """Arrivals that follow a piecewise-constant rate curve, repeated after its span.
 

@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from scenarios import spec as S
-from scenarios.arrivals import ClosedLoop, Constant, Gamma, OnOff, Poisson, Profile, TraceReplay
+from scenarios.arrival_times import draw_times
+from scenarios.arrivals import ClosedLoop
 from scenarios.errors import ScenarioError
 from scenarios.lengths import Empirical, Fixed, LengthDist, Lognormal, Uniform, apply_scale_cap
 from scenarios.overrides import Overrides, flag
@@ -157,7 +158,7 @@ def _per_window(count: int, scenario: S.Scenario, warmup_s: float, duration_s: f
 def _mean_rate(a: S.ArrivalSpec) -> float:
     if isinstance(a, S.OnOffArrival):
         return a.on_rate_rps * a.on_s / (a.on_s + a.off_s)
-    if isinstance(a, S.ProfileArrival):
+    if isinstance(a, S.ProfileArrival | S.BatchedArrival):
         return a.mean_rate_rps
     assert isinstance(a, S.ConstantArrival | S.PoissonArrival | S.GammaArrival), a
     return a.rate_rps
@@ -170,6 +171,8 @@ def _with_rate(scenario: S.Scenario, a: S.ArrivalSpec, rate: float) -> S.Arrival
     if isinstance(a, S.ProfileArrival):  # the curve keeps its shape, scaled to the new mean
         k = rate / a.mean_rate_rps
         return a.model_copy(update={"rates_rps": tuple(r * k for r in a.rates_rps)})
+    if isinstance(a, S.BatchedArrival):  # groups keep their size and come more or less often
+        return a.model_copy(update={"period_s": a.batch_size / rate})
     if isinstance(a, S.TraceArrival):
         trace_rate = load_trace(scenario, scenario.workload.trace).rate_rps
         if trace_rate <= 0:
@@ -184,30 +187,9 @@ def _arrival_times(scenario: S.Scenario, st: Settings, rng: np.random.Generator)
     limit = min(st.max_requests or MAX_SCHEDULE_REQUESTS + 1, MAX_SCHEDULE_REQUESTS + 1)
     if isinstance(a, S.OfflineArrival):
         return [0.0] * min(a.requests, limit), []
-    if isinstance(a, S.TraceArrival):
-        proc = TraceReplay(load_trace(scenario, scenario.workload.trace), a.speed, a.start_s)
-    elif isinstance(a, S.ConstantArrival):
-        proc = Constant(a.rate_rps)
-    elif isinstance(a, S.PoissonArrival):
-        proc = Poisson(a.rate_rps, rng)
-    elif isinstance(a, S.GammaArrival):
-        proc = Gamma(a.rate_rps, a.cv, rng)
-    elif isinstance(a, S.ProfileArrival):
-        proc = Profile(a.step_s, a.rates_rps, a.cv, rng)
-    else:
-        assert isinstance(a, S.OnOffArrival), a
-        proc = OnOff(a.on_rate_rps, a.on_cv, a.on_s, a.off_s, a.phase_cv, rng, a.off_cv)
-    end_s = st.warmup_s + st.duration_s
-    times: list[float] = []
-    rows: list[int] = []
-    while len(times) < limit:
-        t = proc.next_time_s()
-        if t is None or t >= end_s:
-            break
-        times.append(t)
-        if isinstance(proc, TraceReplay):
-            rows.append(proc.row)
-    return times, rows
+    assert a is not None and not isinstance(a, S.ClosedArrival), a
+    trace = load_trace(scenario, scenario.workload.trace) if isinstance(a, S.TraceArrival) else None
+    return draw_times(a, rng, st.warmup_s + st.duration_s, limit, trace)
 
 
 def _length_dist(scenario: S.Scenario, d: S.LengthSpec, role: str) -> LengthDist:

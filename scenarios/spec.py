@@ -146,6 +146,24 @@ class OnOffArrival(_Strict):
     off_cv: Annotated[float, Field(ge=0, le=10)] | None = None  # CV of idle lengths; default: phase_cv
 
 
+class BatchedArrival(_Strict):
+    """Groups of simultaneous requests: `batch_size` requests (mean) at once, one group every `period_s` (mean).
+
+    Group sizes are 1 + a rounded gamma (mean `batch_size`, CV `size_cv`; 0: every group the same size);
+    periods are gamma (CV `period_cv`; 0: regular). Mean rate = batch_size / period_s.
+    """
+
+    process: Literal["batched"]
+    batch_size: Annotated[float, Field(ge=1, le=100_000)]
+    period_s: Pos
+    size_cv: Annotated[float, Field(ge=0, le=10)] = 0.0
+    period_cv: Annotated[float, Field(ge=0, le=10)] = 0.0
+
+    @property
+    def mean_rate_rps(self) -> float:
+        return self.batch_size / self.period_s
+
+
 class ClosedArrival(_Strict):
     process: Literal["closed"]
     concurrency: Annotated[int, Field(ge=1, le=100_000)]
@@ -194,8 +212,8 @@ class TraceArrival(_Strict):
     start_s: NonNeg = 0.0  # skip this much of the trace
 
 
-ArrivalSpec = Annotated[ConstantArrival | PoissonArrival | GammaArrival | OnOffArrival | ProfileArrival
-                        | ClosedArrival | OfflineArrival | TraceArrival, Field(discriminator="process")]
+ArrivalSpec = Annotated[ConstantArrival | PoissonArrival | GammaArrival | OnOffArrival | BatchedArrival
+                        | ProfileArrival | ClosedArrival | OfflineArrival | TraceArrival, Field(discriminator="process")]
 
 
 # ---- multi-turn sessions --------------------------------------------------------------------------

@@ -49,7 +49,8 @@ class ArrivalFit:
     notes: list[str] = field(default_factory=list)
 
 
-def _sig(x: float, digits: int = 4) -> float:
+def sig(x: float, digits: int = 4) -> float:
+    """x to `digits` significant digits, as the YAML writes it."""
     return float(f"{x:.{digits}g}")
 
 
@@ -86,7 +87,7 @@ def fit_arrivals(t: np.ndarray) -> ArrivalFit:
                           why=f"on/off bursts: {idle.size} idle gaps over {threshold:.3g} s carry {idle_share:.0%} "
                               f"of the time; bursts at {spec['on_rate_rps']:.4g} req/s with gap CV "
                               f"{spec['on_cv']:.3g}", **base)
-    spec = {"process": "gamma", "rate_rps": _sig(rate), "cv": _sig(cv, 3)}
+    spec = {"process": "gamma", "rate_rps": sig(rate), "cv": sig(cv, 3)}
     why = f"gamma gaps with the log's CV {cv:.3g}" + (" (close to Poisson)" if abs(cv - 1) < 0.15 else "")
     if idle.size:
         why += f"; no on/off bursts (idle gaps carry {idle_share:.1%} of the time)"
@@ -135,8 +136,8 @@ def _onoff(n: int, span: float, sumsq: float, idle: np.ndarray, rate: float, bur
     on_s = on_time / (idle.size + 1)
     off_cv = float(idle.std() / off_s) if idle.size >= 2 else 0.3
     on_rate = rate * (on_s + off_s) / on_s  # the log's exact mean rate
-    return {"process": "onoff", "on_rate_rps": _sig(on_rate), "on_cv": _sig(on_cv, 3), "on_s": _sig(on_s),
-            "off_s": _sig(off_s), "phase_cv": _sig(min(burst_cv, 10.0), 3), "off_cv": _sig(min(off_cv, 10.0), 3)}
+    return {"process": "onoff", "on_rate_rps": sig(on_rate), "on_cv": sig(on_cv, 3), "on_s": sig(on_s),
+            "off_s": sig(off_s), "phase_cv": sig(min(burst_cv, 10.0), 3), "off_cv": sig(min(off_cv, 10.0), 3)}
 
 
 def _profile(t: np.ndarray, rate: float, cv: float) -> tuple[dict[str, Any] | None, float, float, float] | None:
@@ -165,5 +166,5 @@ def _profile(t: np.ndarray, rate: float, cv: float) -> tuple[dict[str, Any] | No
     noise = min(u_cv, cv) / math.sqrt(counts.mean())
     if variation <= max(0.1, 3 * noise):
         return None, variation, noise, u_cv
-    spec = {"process": "profile", "step_s": _sig(step, 6), "rates_rps": [_sig(r) for r in rates], "cv": _sig(u_cv, 3)}
+    spec = {"process": "profile", "step_s": sig(step, 6), "rates_rps": [sig(r) for r in rates], "cv": sig(u_cv, 3)}
     return spec, variation, noise, u_cv

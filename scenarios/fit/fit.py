@@ -18,7 +18,9 @@ from pydantic import TypeAdapter
 
 from scenarios.catalog import load_scenario, scenario_from_dict
 from scenarios.errors import ScenarioError
-from scenarios.fit.arrival_fit import fit_arrivals
+from scenarios.fit.arrival_check import ArrivalCheck, choose
+from scenarios.fit.arrival_fit import ArrivalFit, fit_arrivals, sig
+from scenarios.fit.batch_fit import fit_batched
 from scenarios.fit.collect import Collector, LogData
 from scenarios.fit.compare import compare
 from scenarios.fit.fields import FieldMap
@@ -105,12 +107,11 @@ def fit_logs(opts: FitOptions) -> FitReport:
     if span > MAX_SECONDS:  # a finite but absurd span (a wrong time unit, a stray stamp) is refused like inf
         raise ScenarioError(f"the logs span {span:.3g} s, more than {MAX_SECONDS:g} s (about 116 days); check the "
                             "timestamp field and --time-unit, or fit a shorter stretch of the logs")
-    arrival = fit_arrivals(data.t_s)
+    arrival, check, notes = _arrivals(data)
+    warnings = [f"arrivals: the fitted {check.process} process misses the log over {len(check.requests)} seeds: "
+                + "; ".join(check.misses())] if check.misses() else []
     lengths = fit_lengths(data, opts.lengths)
     sessions = fit_sessions(data.sessions, span) if data.sessions is not None else None
-    # the fit writes only what the scenario schema accepts: shape parameters past its bounds are clamped, and said
-    spec, notes = clamp_arrival(arrival.spec)
-    arrival = replace(arrival, spec=spec)
     if sessions is not None:
         sess_spec, sess_notes = clamp_sessions(sessions.spec)
         sessions = replace(sessions, spec=sess_spec)
@@ -181,7 +182,7 @@ def fit_logs(opts: FitOptions) -> FitReport:
         if opts.html:
             outputs["html"] = str(html_path)
         report = _report(opts, data, files, counts, arrival, lengths, sessions, fit_block, cmp, notes, outputs, when,
-                         doc)
+                         doc, check, warnings)
         staged_files = [(tmp / pairs_path.name, pairs_path)] if lengths.pairs is not None else []
         if opts.html:
             from scenarios.fit.html import render_fit_html
@@ -190,6 +191,27 @@ def fit_logs(opts: FitOptions) -> FitReport:
             staged_files.append((tmp / html_path.name, html_path))
         publish([*staged_files, (tmp / opts.out.name, opts.out)])
     return report
+
+
+def _arrivals(data: LogData) -> tuple[ArrivalFit, ArrivalCheck, list[str]]:
+    """The fitted arrivals that reproduce the log (checked over seeds), their check, and notes.
+
+    The fit writes only what the scenario schema accepts: shape parameters past its bounds are clamped, and said.
+    """
+    classic = fit_arrivals(data.t_s)
+    spec, notes = clamp_arrival(classic.spec)
+    candidates = [replace(classic, spec=spec)]
+    if spec["process"] != "gamma":  # the log's gap CV alone, for a log whose idle gaps are its burstiness
+        gamma, _ = clamp_arrival({"process": "gamma", "rate_rps": sig(classic.rate_rps), "cv": sig(classic.gap_cv, 3)})
+        candidates.append(replace(classic, spec=gamma, why=f"gamma gaps with the log's CV {classic.gap_cv:.3g}"))
+    batched = fit_batched(data.t_s, classic)
+    if batched is not None:
+        candidates.append(batched)
+    i, check, checks = choose(data.t_s, [c.spec for c in candidates])
+    if i > 0:  # the first family missed; its clamping notes are about a block that is not written
+        notes = [f"arrivals: {checks[0].process} ({classic.why}) does not reproduce the log over "
+                 f"{len(checks[0].requests)} seeds: " + "; ".join(checks[0].misses())]
+    return candidates[i], check, notes
 
 
 def _independent(scenario: Scenario, arrival: dict[str, Any]) -> Scenario:
@@ -228,7 +250,8 @@ def _scenario_text(doc: dict[str, Any], data: LogData, arrival_why: str, length_
 
 def _report(opts: FitOptions, data: LogData, files: list[LogFile], counts: list[int], arrival: Any, lengths: Any,
             sessions: SessionFit | None, fit_block: dict[str, Any], cmp: Any, notes: list[str],
-            outputs: dict[str, str], when: str | None, doc: dict[str, Any]) -> FitReport:
+            outputs: dict[str, str], when: str | None, doc: dict[str, Any], check: ArrivalCheck,
+            warnings: list[str]) -> FitReport:
     prefix = None
     if data.prefix is not None:
         p = data.prefix
@@ -276,5 +299,5 @@ def _report(opts: FitOptions, data: LogData, files: list[LogFile], counts: list[
         prefix=prefix, cached_ratio=data.cached_ratio, sessions=sess, fit_block=fit_block, comparison=cmp.rows,
         schedule_requests=cmp.n_requests, schedule_duration_s=cmp.duration_s, seed=opts.seed,
         notes=notes + [f"comparison schedule: {n}" for n in cmp.notes if n not in notes], outputs=outputs,
-        series=cmp.series)
+        series=cmp.series, arrival_check=check.to_dict(), warnings=warnings)
 

@@ -56,6 +56,8 @@ class FitReport:
     notes: list[str]
     outputs: dict[str, str]  # what -> path
     series: dict[str, Any] = field(default_factory=dict, repr=False)
+    arrival_check: dict[str, Any] = field(default_factory=dict)  # the written arrivals drawn over seeds vs the log
+    warnings: list[str] = field(default_factory=list)  # where the written scenario misses its log past a tolerance
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in asdict(self).items() if k not in ("series", "comparison")}

@@ -19,7 +19,8 @@ from scenarios import spec as S
 
 _ARRIVALS: dict[str, type[BaseModel]] = {
     "constant": S.ConstantArrival, "poisson": S.PoissonArrival, "gamma": S.GammaArrival, "onoff": S.OnOffArrival,
-    "profile": S.ProfileArrival, "closed": S.ClosedArrival, "offline": S.OfflineArrival, "trace": S.TraceArrival}
+    "batched": S.BatchedArrival, "profile": S.ProfileArrival, "closed": S.ClosedArrival,
+    "offline": S.OfflineArrival, "trace": S.TraceArrival}
 _EFFECT = {"cv": "gaps less bursty than the log's", "on_cv": "gaps inside a burst less bursty than the log's",
            "phase_cv": "burst lengths less varied than the log's", "off_cv": "idle lengths less varied than the log's",
            "think_cv": "think times less varied than the log's"}

@@ -108,3 +108,25 @@ def test_onoff_idle_cv_apart_from_burst_cv() -> None:
     assert idle.std() / idle.mean() == pytest.approx(0.6, rel=0.15)
     assert bursts.mean() == pytest.approx(5.0, rel=0.05)
     assert bursts.std() / bursts.mean() == pytest.approx(0.1, abs=0.03)
+
+
+def test_batched_groups_have_their_mean_size_and_come_every_period() -> None:
+    from scenarios.arrivals import Batched
+
+    proc = Batched(10.3, 3.0, 0.3, 0.0, np.random.default_rng(0))
+    t = _times(proc, 30_000)
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(t) > 0) + 1])
+    sizes = np.diff(np.concatenate([starts, [t.size]]))[:-1]  # the last group may be cut short
+    assert sizes.mean() == pytest.approx(10.3, rel=0.02)
+    assert sizes.std() / sizes.mean() == pytest.approx(0.3, rel=0.1)
+    assert np.allclose(np.diff(t[starts]), 3.0)  # a regular period
+    assert 0 <= t[0] < 3.0  # a random phase of the first period
+    assert proc.mean_rate_rps == pytest.approx(10.3 / 3.0)
+
+
+def test_batched_of_one_is_a_regular_or_gamma_process() -> None:
+    from scenarios.arrivals import Batched
+
+    t = _times(Batched(1.0, 0.5, 0.0, 1.0, np.random.default_rng(1)), 20_000)
+    rate, cv = _rate_cv(t)
+    assert rate == pytest.approx(2.0, rel=0.03) and cv == pytest.approx(1.0, rel=0.05)

@@ -85,3 +85,23 @@ def openai_rows(t: np.ndarray, n_in: np.ndarray, n_out: np.ndarray, **extra: lis
             r[k] = v[i]
         rows.append(r)
     return rows
+
+
+def batched_mooncake_rows(n: int = 12_031, batch_mean: float = 10.2, period_ms: int = 3000,
+                          seed: int = 0) -> list[dict[str, Any]]:
+    """The Mooncake conversation trace's arrivals: groups of ~10 requests on the same millisecond every ~3 s.
+
+    Group sizes are 1 + Poisson(batch_mean - 1); periods jitter by up to 2% around `period_ms`.
+    Mooncake layout: ms `timestamp`, `input_length`, `output_length`, `hash_ids`.
+    """
+    rng = np.random.default_rng(seed)
+    jitter = period_ms // 50
+    rows: list[dict[str, Any]] = []
+    t = 0
+    while len(rows) < n:
+        for _ in range(min(1 + int(rng.poisson(batch_mean - 1)), n - len(rows))):
+            rows.append({"timestamp": t, "input_length": int(rng.integers(100, 8000)),
+                         "output_length": int(rng.integers(5, 500)),
+                         "hash_ids": [int(x) for x in rng.integers(0, 50, 3)]})
+        t += period_ms + int(rng.integers(-jitter, jitter + 1))
+    return rows
