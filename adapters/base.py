@@ -39,7 +39,8 @@ ErrorKind = Literal[
 ]
 
 # Where a request's per-chunk token counts came from (docs/metrics.md, "Token counts").
-TokenSource = Literal["engine", "server_per_chunk", "tokenizer_aligned", "text_proportional", "client_chunks"]
+TokenSource = Literal["engine", "server_per_chunk", "tokenizer_aligned", "tokenizer_over_usage", "text_proportional",
+                      "client_chunks"]
 
 
 @dataclass(frozen=True, slots=True)

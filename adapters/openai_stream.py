@@ -14,8 +14,11 @@ A chunk's token count comes from the first of these sources that exists
    spread over the content chunks in proportion to their text length.
 4. `client_chunks`: neither: one token per content chunk (the client's count).
 
-Whatever the source, counts are never negative and sum to the server's final
-total when it gave one: a residual is spread over the chunks (largest
+With the model's tokenizer, a server total more than 10% (and 2 tokens) above
+the tokenizer's count of the streamed text is overruled: the tokenizer's count
+is the total and the source `tokenizer_over_usage` says so.
+Whatever the source, counts are never negative and sum to the (kept) final
+total: a residual is spread over the chunks (largest
 remainder, by text length), never put on one chunk. Where the counts are the
 client's estimate (sources 2-4), a chunk that carried text never gets 0
 tokens while the total allows one per such chunk: the server made a token to
@@ -37,6 +40,9 @@ from adapters import json_codec
 from adapters.base import AdapterError, Chunk, TokenSource
 
 UsageMode = Literal["per_chunk", "final", "none"]
+# The server's usage and the model's tokenizer on the streamed text disagree by more than this: the tokenizer wins
+USAGE_TOLERANCE_SHARE = 0.1
+USAGE_TOLERANCE_TOKENS = 2
 # full text -> the end offset (exclusive, in characters) of each of its tokens
 TokenEnds = Callable[[str], list[int]]
 
@@ -235,6 +241,14 @@ class StreamCounter:
         if total is None and self.finish_reason == "length" and max_tokens is not None:
             total = max_tokens
         cumulative = [e[2] for e in events]
+        client = len(self.token_ends("".join(texts))) if self.token_ends is not None else len(texts) - texts.count("")
+        overruled = (self.token_ends is not None and total is not None
+                     and total - client > max(USAGE_TOLERANCE_TOKENS, USAGE_TOLERANCE_SHARE * client))
+        # only a claim of more tokens than the text holds is overruled: that one flatters (more tokens/s, a
+        # shorter TPOT); a lower claim stays (a tokenizer that is not the server's also splits text finer) and
+        # the console says how far apart they are
+        if overruled:
+            total, cumulative = client, [None]
         if None not in cumulative:
             counts, prev = [], 0
             for c in cumulative:
@@ -245,7 +259,7 @@ class StreamCounter:
             total = total if total is not None else prev
         elif self.token_ends is not None:
             counts = align(texts, self.token_ends("".join(texts)))
-            self.source = "tokenizer_aligned"
+            self.source = "tokenizer_over_usage" if overruled else "tokenizer_aligned"
         elif total is not None:
             counts = [0] * len(texts)
             self.source = "text_proportional"
@@ -258,7 +272,6 @@ class StreamCounter:
             counts = at_least_one(counts, texts)
         if sum(counts) == 0:
             raise AdapterError("stream", "stream ended without any output token (the server counted 0)")
-        client = len(self.token_ends("".join(texts))) if self.token_ends is not None else len(texts) - texts.count("")
         source = self.source
         chunks: list[Chunk] = []
         append = chunks.append

@@ -279,7 +279,10 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     interrupted = None
     if load.interrupted:
         why = signal.Signals(signum).name if signum is not None else load.interrupted
-        interrupted = f"{why} after {load.n_finished} of {len(load.records)} requests"
+        # measured requests only, as the figures count them: warm-up ones are neither n nor what was cut short
+        measured = [r for r in load.records if not r.warmup]
+        ended = sum(1 for r in measured if not cut_by_stop(r))
+        interrupted = f"{why} after {ended} of {len(measured)} measured requests"
         cut = sum(1 for r in load.records if not r.warmup and cut_by_stop(r)) if signum is not None else 0
         left_out = f"; the {cut} requests it cancelled or never sent are left out of the figures" if cut else ""
         status, reasons = "INVALID", [f"interrupted ({interrupted}); the results are partial{left_out}", *reasons]

@@ -150,6 +150,11 @@ def token_warnings(s: Any) -> list[str]:
         out.append(f"the server counted {claimed:,} output tokens where the text it sent holds {client:,} "
                    f"({gap / client:+.0%}); per-token figures use the server's count, so check its tokenizer or "
                    "usage reporting")
+    overruled = (s.token_sources or {}).get("tokenizer_over_usage", 0)
+    if overruled:
+        out.append(f"for {overruled} of {s.n_ok} successful requests the server's usage claimed over 10% more "
+                   "tokens than the model's tokenizer finds in the text it sent; per-token figures use the tokenizer's count "
+                   "(token source tokenizer_over_usage), so check the server's tokenizer or usage reporting")
     if s.n_out_short and s.n_ok:
         out.append(f"{s.n_out_short} of {s.n_ok} successful requests got fewer output tokens than they asked for "
                    "(short answers: the engine stopped early), so the run's output lengths are not the scenario's")

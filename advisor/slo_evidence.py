@@ -71,7 +71,8 @@ def slo_check(run: RunResult, metric: str, limit_ms: float, percentile: float,
     else:
         n = dist.n + errors
         over, exact = n_over_bound(dist, limit_ms) + errors, False
-    return check_slo(metric, percentile, limit_ms, n, over, observed(s, metric, percentile), n_over_exact=exact)
+    return check_slo(metric, percentile, limit_ms, n, over, observed(s, metric, percentile), n_over_exact=exact,
+                     n_failed=errors)
 
 
 def slo_checks(run: RunResult, slos: Mapping[str, float | None], percentile: float,

@@ -116,6 +116,14 @@ class SloCheck(FileForm):
     observed_ms: float | None  # the run's measured percentile (None: too few requests to report it)
     status: SloStatus
     more_needed: int  # more requests, all under the limit, that would establish it (0 unless not established)
+    n_failed: int = 0  # of n_over, requests that failed: over every limit, so no latency limit lifts them
+
+    @property
+    def failed_by_errors(self) -> bool:
+        """Failed requests alone fail it, whatever the limit (so only fixing them, never a relaxation, helps)."""
+        return self.status == "failed" and (self.n_failed > 0 and (
+            self.observed_ms is None or self.observed_ms <= self.limit_ms
+            or check_slo(self.metric, self.percentile, self.limit_ms, self.n, self.n_failed, None).status == "failed"))
 
     @property
     def met(self) -> bool:
@@ -135,26 +143,31 @@ class SloCheck(FileForm):
                 "(early stopping, 99%)")
 
     def to_dict(self) -> dict[str, Any]:
-        return {**FileForm.to_dict(self), "text": self.text()}
+        return {**FileForm.to_dict(self), "text": self.text(), "failed_by_errors": self.failed_by_errors}
 
 
 def check_slo(metric: str, percentile: float, limit_ms: float, n: int, n_over: int, observed_ms: float | None,
-              *, n_over_exact: bool = True, confidence: float = CONFIDENCE) -> SloCheck:
-    """Met, failed or not established, by the early-stopping rule (see the module docstring)."""
-    assert 0 <= n_over <= n, (n_over, n)
+              *, n_over_exact: bool = True, confidence: float = CONFIDENCE, n_failed: int = 0) -> SloCheck:
+    """Met, failed or not established, by the early-stopping rule (see the module docstring).
+
+    `n_failed`: how many of `n_over` are failed requests (counted over the limit), kept so a reader can tell a
+    check failed by errors from one failed on latency."""
+    assert 0 <= n_failed <= n_over <= n, (n_failed, n_over, n)
     p = percentile / 100.0
     needed = requests_needed(n_over, percentile, confidence)
     if n > 0 and n >= needed:
         status: SloStatus = "met"
     elif observed_ms is not None and observed_ms > limit_ms:
         status = "failed"
-    elif n_over_exact and n_over > 0 and 1.0 - binom_cdf(n_over - 1, n, 1.0 - p) < 1.0 - confidence:
-        status = "failed"  # P(this many or more over | the percentile at the limit) < 1%
+    elif (k := n_over if n_over_exact else n_failed) > 0 and 1.0 - binom_cdf(k - 1, n, 1.0 - p) < 1.0 - confidence:
+        # P(this many or more over | the percentile at the limit) < 1%; without exact counts, the failed
+        # requests (an exact count, each over any limit) are the overs known for certain
+        status = "failed"
     else:
         status = "not established"
     more = max(0, needed - n) if status == "not established" else 0
     return SloCheck(metric, float(percentile), float(limit_ms), int(n), int(n_over), n_over_exact,
-                    observed_ms, status, more)
+                    observed_ms, status, more, int(n_failed))
 
 
 def count_over(values: Iterable[float], limit_ms: float) -> int:

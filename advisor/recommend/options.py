@@ -58,7 +58,7 @@ def _pool(checks: Sequence[SloCheck]) -> SloCheck:
     obs = [c.observed_ms for c in checks if c.observed_ms is not None]
     return check_slo(first.metric, first.percentile, first.limit_ms, sum(c.n for c in checks),
                      sum(c.n_over for c in checks), statistics.median(obs) if obs else None,
-                     n_over_exact=all(c.n_over_exact for c in checks))
+                     n_over_exact=all(c.n_over_exact for c in checks), n_failed=sum(c.n_failed for c in checks))
 
 
 def judge(runs: Sequence[RunResult], slos: Mapping[str, float | None], percentile: float,

@@ -24,7 +24,7 @@ _SLO_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E"}
 
 @dataclass(frozen=True)
 class Failure(FileForm):
-    constraint: str  # "slo", "evidence", "budget", "hardware", "vendor", "deployment", "complexity", "quality", "price", "estimates"
+    constraint: str  # "slo", "errors" (an SLO failed by failed requests), "evidence", "budget", "hardware", "vendor", "deployment", "complexity", "quality", "price", "estimates"
     detail: str
     would_have_to_give: str
     relaxed: dict[str, Any] = field(default_factory=dict)  # constraint values that lift this failure; {}: measure
@@ -102,8 +102,15 @@ def _slo_failures(c: Candidate, pct: float) -> list[Failure]:
     if c.source == "measured":
         for ch in c.slo_checks:
             name = f"p{pct:g} {_SLO_NAMES[ch['metric']]}"
-            if ch["status"] == "failed":
+            if ch["status"] == "failed" and ch.get("failed_by_errors"):
+                # a failed request is over every limit: no relaxation helps, only requests that do not fail
+                out.append(Failure("errors", f"{name}: {ch['n_failed']} of {ch['n']} requests failed, and a failed "
+                                   "request counts as over any limit",
+                                   "fix what made the requests fail (the run's verdict names the error kinds) and "
+                                   "measure again; no latency limit lifts this"))
+            elif ch["status"] == "failed":
                 seen = _finite(ch["observed_ms"])
+                seen = seen if seen is not None and seen > ch["limit_ms"] else None  # never 'relax' to a tighter limit
                 shown, lim_shown = decided(seen, ch["limit_ms"]) if seen is not None else ("", f"{ch['limit_ms']:g}")
                 value = f"{shown} ms" if seen is not None else f"{ch['n_over']} of {ch['n']} requests over"
                 out.append(Failure("slo", f"{name} {value} > {lim_shown} ms limit",

@@ -19,7 +19,8 @@ against.
 Modes: ok, 500, 429, hang (headers, then nothing), close (drops the
 connection after 2 chunks), malformed (broken JSON in chunk 2), refuse (400
 for every request); `--fail-after N` applies the mode only after N requests
-(so a client's warm-up passes); `--die-after N`: the process exits when
+(so a client's warm-up passes); `--fail-every N` applies it to every Nth of those only
+(`--mode hang --fail-every 4`: one request in four hangs); `--die-after N`: the process exits when
 request N+1 arrives (killed mid-run).
 """
 
@@ -86,7 +87,8 @@ class FaultServer:
         self.started += 1
         if a.die_after and self.started > a.die_after:
             os._exit(17)  # killed mid-run: every open connection drops
-        mode = a.mode if self.started > a.fail_after else "ok"
+        after = self.started - a.fail_after  # 1 for the first request the mode may apply to
+        mode = a.mode if after > 0 and after % a.fail_every == 0 else "ok"
         if mode in ("500", "429"):
             return web.json_response({"error": {"message": f"fault server says {mode}"}}, status=int(mode))
         if mode == "refuse":
@@ -154,6 +156,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--mode", choices=MODES, default="ok")
     p.add_argument("--die-after", type=int, default=0)
     p.add_argument("--fail-after", type=int, default=0, help="the mode applies after this many requests")
+    p.add_argument("--fail-every", type=int, default=1, help="the mode applies to every Nth request (after those)")
     p.add_argument("--log", default=None)
     p.add_argument("--claim-factor", type=float, default=1.0, help="final usage claims this many times the tokens")
     p.add_argument("--short-factor", type=float, default=1.0, help="answer this share of max_tokens")

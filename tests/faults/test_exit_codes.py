@@ -30,3 +30,19 @@ def test_a_failed_run_exits_4(fault_server, tmp_path):
                   str(tmp_path / "runs"), "--json", env=GATED)
     assert json.loads(res.stdout)["verdict"]["status"] == "FAILED"
     assert res.returncode == 4, res.stderr
+
+
+def test_a_server_hanging_one_request_in_four_is_invalid_not_saturated(fault_server, tmp_path):
+    """Issue 40: 25% timeouts read SATURATED and exited 0; errors over their bound make it INVALID, exit 3."""
+    server = fault_server(mode="hang", fail_after=2, fail_every=4, tpot_ms=1)  # the 2 warm-up requests pass
+    scenario = write_scenario(tmp_path / "s.yaml", duration_s=4.0, rate_rps=12.0, warmup_s=0.5, n_out=8)
+    res = advisor("bench", "--scenario", str(scenario), "--engine", "openai", "--url", server.url, "--timeout", "3",
+                  "--out", str(tmp_path / "runs"), "--json", env=GATED)
+    doc = json.loads(res.stdout)
+    assert doc["summary"]["errors_by_kind"].keys() == {"timeout"}
+    assert 0.15 < doc["summary"]["error_rate"] < 0.35  # one in four hung
+    assert doc["verdict"]["status"] == "INVALID", doc["verdict"]
+    assert any("of measured requests failed" in r and "timeout x" in r for r in doc["verdict"]["reasons"])
+    # requests that hung late in the window time out after it: the run also looks saturated, as in the issue
+    assert any("saturated at" in r for r in doc["verdict"]["reasons"]), doc["verdict"]
+    assert res.returncode == 3, res.stderr

@@ -1,6 +1,6 @@
 """SIGINT, SIGTERM and SIGHUP into real `advisor bench` and `advisor sweep` processes, and launched servers.
 
-Whatever stops advisor, what it measured is saved (INVALID, "interrupted after N of M requests"), it exits
+Whatever stops advisor, what it measured is saved (INVALID, "interrupted after N of M measured requests"), it exits
 128 + the signal's number, and a server it launched is stopped, even when advisor itself is SIGKILLed.
 """
 
@@ -37,6 +37,9 @@ def test_a_signal_saves_the_partial_run_and_exits_with_its_code(fault_server, tm
     assert run.verdict.status == "INVALID"
     reason = run.verdict.reasons[0]
     assert reason.startswith(f"interrupted ({sig.name} after ") and "requests); the results are partial" in reason
+    # measured requests only (issue 40: "after 42 of 96" counted the warm-up where n = 25)
+    n_measured = sum(not r.warmup for r in run.records())
+    assert f"after {run.summary.n_requests} of {n_measured} measured requests)" in reason, reason
     assert run.loadgen.signal == sig.name and run.summary.n_ok >= 3
     assert sum(r.ok for r in run.records()) >= 3
     # measured up to the signal: what it cancelled or never sent is neither a failure nor a queue that grew

@@ -69,3 +69,15 @@ def test_the_summary_bound_never_undercounts():
         for limit in rng.choice(x, size=5):
             assert n_over_bound(dist, float(limit)) >= int((x > limit).sum())
         assert n_over_bound(dist, float(x.max())) == 0
+
+
+def test_failed_requests_decide_a_check_and_say_so():
+    """Half of 200 requests failed, the rest fast (p95 of the successful ones 23 ms): failed by errors (issue 40)."""
+    exact = check_slo("ttft_ms", 95, 800.0, 200, 100, 23.0, n_failed=100)
+    bounded = check_slo("ttft_ms", 95, 800.0, 200, 100, 23.0, n_over_exact=False, n_failed=100)
+    for ch in (exact, bounded):  # the failed count is exact even where the latency count is a bound
+        assert ch.status == "failed" and ch.failed_by_errors and ch.to_dict()["failed_by_errors"] is True
+    # on latency: the measured percentile is over the limit and the few failures alone would not fail it
+    slow = check_slo("ttft_ms", 95, 800.0, 300, 40, 900.0, n_failed=1)
+    assert slow.status == "failed" and not slow.failed_by_errors
+    assert not check_slo("ttft_ms", 95, 800.0, 200, 0, 23.0).failed_by_errors  # met: nothing failed

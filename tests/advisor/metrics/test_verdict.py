@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
 
 from advisor.metrics import Verdict, summarize, verdict
+from advisor.metrics.lag import LagCheck
+from advisor.metrics.saturation import SaturationSignals
+from advisor.metrics.summary import RunSummary
 from scenarios.types import SLOs
 from tests.advisor.metrics.make import MS, open_run
 
@@ -96,7 +100,7 @@ def test_unfinished_requests_are_saturation():
     v = judge(records, window)
     assert v.status == "SATURATED"
     assert "5 requests were still unfinished at the end" in v.reasons[0]
-    assert any("failed" in r for r in v.reasons)  # and the error rate is reported too
+    assert not any("failed" in r for r in v.reasons)  # a queue's unfinished requests did not fail: no error bound
 
 
 def test_requests_a_signal_cut_short_are_neither_failures_nor_saturation():
@@ -142,10 +146,53 @@ def test_more_than_half_failing_is_failed_even_when_the_queue_also_grew():
     assert v.status == "FAILED" and v.reasons[0].startswith("Most requests failed")
 
 
-def test_saturated_whatever_the_error_rate_when_completions_fall_behind():
-    records, window = open_run(120, service_ms=1000.0, fail={5, 50})
+def test_saturated_only_when_the_run_held_its_error_bound():
+    """Issue 40: a run with 25% timeouts was SATURATED, exit 0. Errors over their bound make it INVALID."""
+    records, window = open_run(120, service_ms=1000.0, fail={5})  # 1 of 120: within the 1% bound
     v = judge(records, window)
     assert v.status == "SATURATED" and "saturated at" in v.reasons[0]
+    records, window = open_run(120, service_ms=1000.0, fail={5, 50})  # 2 of 120: over it
+    v = judge(records, window)
+    assert v.status == "INVALID"
+    assert v.reasons[0].startswith("1.7% of measured requests failed (2 of 120: http_5xx x2), over the 1.0% bound")
+    assert "saturated at" in v.reasons[1]  # what it also showed, after what made it INVALID
+
+
+def _summary(*, errors: bool, n_small: bool, saturated: bool, lag: bool, most_failed: bool = False) -> RunSummary:
+    """An open-loop summary with exactly the named problems (each one alone gives its reason)."""
+    n_ok = 50 if n_small else 200
+    n_failed = n_ok + 10 if most_failed else (5 if errors else 0)  # 5 of 205 = 2.4%; 5 of 55 = 9.1%
+    n = n_ok + n_failed
+    signals = SaturationSignals(arrival_rps=10.0, completed_rps=5.0 if saturated else 10.0, ttft_sched_p50_first_third_ms=50.0,
+                                ttft_sched_p50_last_third_ms=50.0, n_unfinished=0, ended_rps=5.0 if saturated else 10.0)
+    lag_check = LagCheck(limit_ms=5.0, n=n, n_late=n if lag else 0, critical=4, ok=not lag)
+    return RunSummary(n_requests=n, n_ok=n_ok, n_errors=n_failed, error_rate=n_failed / n,
+                      errors_by_kind={"timeout": n_failed} if n_failed else {}, mode="open", offered_rps=10.0,
+                      saturation_signals=signals, lag_check=lag_check)
+
+
+COMBINATIONS = list(itertools.product((False, True), repeat=4))
+
+
+@pytest.mark.parametrize(("errors", "n_small", "saturated", "lag"), COMBINATIONS)
+def test_every_combination_of_reasons_gets_the_documented_status(errors, n_small, saturated, lag):
+    """docs/metrics.md: errors over the bound, too few requests or send lag: INVALID whatever else; then SATURATED."""
+    v = verdict(_summary(errors=errors, n_small=n_small, saturated=saturated, lag=lag), mode="open")
+    expected = "INVALID" if errors or n_small or lag else "SATURATED" if saturated else "VALID"
+    assert v.status == expected, v.reasons
+    said = {"errors": any("of measured requests failed" in r for r in v.reasons),
+            "n_small": any(r.startswith("n too small for p95") for r in v.reasons),
+            "saturated": any("saturated at" in r for r in v.reasons),
+            "lag": any("load generator fell behind" in r for r in v.reasons)}
+    assert said == {"errors": errors, "n_small": n_small, "saturated": saturated, "lag": lag}  # every reason, no other
+    if expected == "SATURATED":
+        assert v.reasons[0].startswith("The run saturated")
+
+
+@pytest.mark.parametrize(("errors", "n_small", "saturated", "lag"), COMBINATIONS)
+def test_most_requests_failing_is_failed_whatever_else(errors, n_small, saturated, lag):
+    v = verdict(_summary(errors=errors, n_small=n_small, saturated=saturated, lag=lag, most_failed=True), mode="open")
+    assert v.status == "FAILED" and v.reasons[0].startswith("Most requests failed")
 
 
 def test_closed_loop_skips_the_open_loop_checks():
