@@ -25,7 +25,7 @@ import adapters
 from adapters import json_codec, launch
 from adapters.base import Adapter, EngineInfo, EngineOptions
 from adapters.placement import available_cpus, client_pinned
-from advisor import interrupts, manifest, redact
+from advisor import interrupts, manifest, memory_budget, redact
 from advisor.loadgen import eventloop, worker_spec, workers
 from advisor.loadgen.drive import LoadResult, drive
 from advisor.loadgen.info import LoadgenInfo
@@ -67,6 +67,10 @@ def plan(cfg: BenchConfig) -> Plan:
     """Load the scenario, build its schedule, type the engine options, check the output folder."""
     scenario = load_scenario(cfg.scenario)
     seed = cfg.overrides.seed or 0
+    try:  # from the settings alone, before a schedule of a million requests is drawn
+        memory_budget.check(scenario, cfg.overrides, seed, cfg.memory_budget_gb)
+    except memory_budget.MemoryBudgetError as e:
+        raise BenchError(str(e)) from None
     schedule = build_schedule(scenario, seed=seed, overrides=cfg.overrides)
     if not schedule.requests:
         raise BenchError(f"scenario '{scenario.name}' with these settings schedules no request; raise --duration "

@@ -126,6 +126,9 @@ run_flags = _stack([
                  help="Longest request (prompt + output tokens) to build when the engine states no context "
                       f"length (default {default(BenchConfig, 'max_request_tokens'):,}; at most {MAX_PROMPT_TOKENS:,}). "
                       "An engine's stated context always wins."),
+    click.option("--memory-budget", "memory_budget_gb", type=float, default=None, metavar="GB",
+                 help="The most memory a run's plan may need (requests x their output tokens kept, prompts in "
+                      "flight), checked before anything starts; default: half of this machine's memory."),
 ])
 
 
@@ -195,7 +198,7 @@ def check_engine_options(engine: str, options: dict[str, Any]) -> None:
 def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: tuple[str, ...],
                  threads: int | None, device: str | None, url: str | None, launch: str | None, out_dir: Path,
                  timeout_s: float, workers: str | int | None = None, ray: str | None = None,
-                 max_request_tokens: int | None = None, server_hardware: str | None = None,
+                 max_request_tokens: int | None = None, memory_budget_gb: float | None = None, server_hardware: str | None = None,
                  server_hardware_count: int = 1, server_where: str | None = None, server_metrics: str | None = None,
                  **flags: Any) -> Any:
     """The BenchConfig the shared flags describe; every problem is a usage error before anything starts.
@@ -213,7 +216,7 @@ def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: 
     options = engine_options(opts, threads=threads, device=device, url=url, launch=launch)
     check_engine_options(engine, options)
     try:
-        given = {"workers": workers, "max_request_tokens": max_request_tokens}
+        given = {"workers": workers, "max_request_tokens": max_request_tokens, "memory_budget_gb": memory_budget_gb}
         cfg = BenchConfig(scenario=scenario, engine=engine, model=model, overrides=overrides_from(flags),
                            engine_options=options, out_dir=out_dir, timeout_s=timeout_s, ray_address=ray,
                            server_hardware=served, **{k: v for k, v in given.items() if v is not None})
