@@ -24,8 +24,8 @@ from pathlib import Path
 import adapters
 from adapters import json_codec, launch
 from adapters.base import Adapter, EngineInfo, EngineOptions
-from adapters.placement import client_pinned
-from advisor import interrupts, manifest, redact
+from adapters.placement import available_cpus, client_pinned
+from advisor import interrupts, manifest, memory_budget, redact
 from advisor.loadgen import eventloop, worker_spec, workers
 from advisor.loadgen.drive import LoadResult, drive
 from advisor.loadgen.info import LoadgenInfo
@@ -67,6 +67,10 @@ def plan(cfg: BenchConfig) -> Plan:
     """Load the scenario, build its schedule, type the engine options, check the output folder."""
     scenario = load_scenario(cfg.scenario)
     seed = cfg.overrides.seed or 0
+    try:  # from the settings alone, before a schedule of a million requests is drawn
+        memory_budget.check(scenario, cfg.overrides, seed, cfg.memory_budget_gb)
+    except memory_budget.MemoryBudgetError as e:
+        raise BenchError(str(e)) from None
     schedule = build_schedule(scenario, seed=seed, overrides=cfg.overrides)
     if not schedule.requests:
         raise BenchError(f"scenario '{scenario.name}' with these settings schedules no request; raise --duration "
@@ -82,6 +86,10 @@ def plan(cfg: BenchConfig) -> Plan:
     if worker_spec.several(cfg.workers) and not adapters.adapter_class(cfg.engine).capabilities.served:
         raise BenchError(f"--workers {cfg.workers}: only a served engine (openai) is driven by several processes; "
                          f"'{cfg.engine}' runs in advisor and keeps one driver: use --workers auto or 1")
+    try:
+        worker_spec.check_here(cfg.workers, len(available_cpus()))  # a sweep resumed or a matrix cell: on its machine
+    except worker_spec.WorkersError as e:
+        raise BenchError(str(e)) from None
     if worker_spec.on_ray(cfg.workers) is not None:
         from advisor.loadgen.ray_workers import preflight
 

@@ -48,6 +48,7 @@ class BenchConfig:
     ray_address: str | None = None  # the Ray cluster for `ray:N` (None: auto, advisor.ray_connect)
     max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS  # the ceiling when the engine states no context
     server_hardware: dict[str, Any] | None = None  # a served engine's hardware (`--server-hardware`), into the manifest
+    memory_budget_gb: float | None = None  # the most a run's plan may need (None: advisor.memory_budget's default)
 
     def __post_init__(self) -> None:
         try:
@@ -61,6 +62,9 @@ class BenchConfig:
         if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= MAX_PROMPT_TOKENS:
             raise BenchError(f"--max-request-tokens must be a whole number from 1 to {MAX_PROMPT_TOKENS:,} (the most "
                              f"advisor holds in memory for one request), got {m!r}")
+        b = self.memory_budget_gb
+        if b is not None and (isinstance(b, bool) or not isinstance(b, int | float) or not math.isfinite(b) or b <= 0):
+            raise BenchError(f"--memory-budget must be a finite number of GB > 0, got {b!r}")
         if self.ray_address is not None and worker_spec.on_ray(self.workers) is None:
             raise BenchError(f"--ray {self.ray_address}: the Ray cluster is for --workers ray:N; add it or drop --ray")
         for name in ("timeout_s", "max_run_s", "telemetry_interval_s"):

@@ -29,7 +29,7 @@ from advisor.bench import BenchConfig, RunInterrupted, check_fits, plan, run_ben
 from advisor.capacity import Capacity, SweepPoint, capacity_from_sweep, stop_reason
 from advisor.redact import redact_text
 from advisor.run_config import SweepConfig, SweepError
-from advisor.store import RunResult, item_folder
+from advisor.store import RunNotSaved, RunResult, item_folder
 
 SCHEMA = "advisor.sweep/2"
 READABLE = ("advisor.sweep/1", SCHEMA)
@@ -65,7 +65,7 @@ class SweepResult:
     points: tuple[SweepPoint, ...]
     capacity: Capacity
     stop_reason: str
-    state: Literal["running", "interrupted", "done"] = "done"
+    state: Literal["running", "interrupted", "error", "done"] = "done"  # error: stopped by one (a full disk)
     config: dict[str, Any] = field(default_factory=dict)
     interrupted: dict[str, Any] | None = None  # the step a signal stopped: load, run id, signal
     unit: Literal["rps", "users"] = "rps"
@@ -205,6 +205,8 @@ def _run_locked(cfg: SweepConfig, res: SweepResult, points: list[SweepPoint],
             continue
         try:
             point = _step(cfg, load, measure, adapter, res.sweep_id)
+        except RunNotSaved as e:  # the step was measured but not written: the sweep cannot go on here
+            raise _stopped(cfg, res, points, load, str(e).split(";")[0]) from e
         except RunInterrupted as e:
             res.points, res.state = tuple(points), "interrupted"
             res.interrupted = {"load": load, "run_id": e.result.run_id, "signal": e.name}
@@ -217,12 +219,32 @@ def _run_locked(cfg: SweepConfig, res: SweepResult, points: list[SweepPoint],
             on_step(points[-1])
         why = stop_reason(points) or ""
         res.points, res.capacity = tuple(points), _capacity(points, None, res.sweep_id, cfg.bench.out_dir, cfg.unit)
-        res.save(cfg.bench.out_dir)
+        try:
+            res.save(cfg.bench.out_dir)
+        except OSError as e:
+            raise _stopped(cfg, res, points, load, f"sweep.json could not be saved: {e.strerror or e}") from e
     res.points, res.state = tuple(points), "done"
     res.capacity = _capacity(points, None, res.sweep_id, cfg.bench.out_dir, cfg.unit)
     res.stop_reason = why or f"all {len(cfg.load_plan())} planned steps run"
     res.save(cfg.bench.out_dir)
     return res
+
+
+def _stopped(cfg: SweepConfig, res: SweepResult, points: list[SweepPoint], load: float, why: str) -> SweepError:
+    """A sweep an error stopped at `load` (a full disk): saved as `error` where it still can be, and the error to
+    raise, which says what was kept and how to go on."""
+    res.points, res.state, res.interrupted = tuple(points), "error", None
+    res.capacity = _capacity(points, None, res.sweep_id, cfg.bench.out_dir, cfg.unit)
+    res.stop_reason = f"stopped by an error at {load:g} {cfg.unit}: {why}"
+    try:
+        res.save(cfg.bench.out_dir)
+        saved = f"{Path(cfg.bench.out_dir) / res.sweep_id / SWEEP_FILE} says so"
+    except OSError as e:  # the disk is still full: its last save stands (it says 'running' until a resume)
+        saved = f"{SWEEP_FILE} could not be updated ({e.strerror or e})"
+    n = len(points)
+    return SweepError(f"sweep {res.sweep_id} stopped at {load:g} {'users' if cfg.unit == 'users' else 'req/s'}: "
+                      f"{why}; {n} finished step{'' if n == 1 else 's'} kept, {saved}; free space under --out, then "
+                      f"resume with `{resume_command(res.sweep_id, cfg.bench.out_dir)}`")
 
 
 def _step(cfg: SweepConfig, load: float, measure: Callable[[BenchConfig], RunResult], adapter: Adapter | None,

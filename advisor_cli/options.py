@@ -113,9 +113,10 @@ run_flags = _stack([
     click.option("--timeout", "timeout_s", type=float, default=default(BenchConfig, "timeout_s"), show_default=True,
                  help="Per-request timeout (s)."),
     click.option("--workers", "workers", default=default(BenchConfig, "workers"), show_default=True, metavar="N|auto|ray:N",
-                 help="Load generators for a served engine (one schedule, sharded): N processes here (auto: one "
-                      "while an open loop's peak rate is well within one process's measured capacity, else one "
-                      "per CPU the client may use), or ray:N, N Ray actors spread over a cluster's nodes. "
+                 help="Load generators for a served engine (one schedule, sharded): N processes here, at most one "
+                      "per CPU advisor may use (a worker beyond that only shares a CPU and costs an interpreter) "
+                      "(auto: one while an open loop's peak rate is well within one process's measured capacity, "
+                      "else one per CPU the client may use), or ray:N, N Ray actors spread over a cluster's nodes. "
                       "In-process engines keep one driver."),
     click.option("--ray", "ray", default=None, metavar="ADDRESS|auto",
                  help="With --workers ray:N: the Ray cluster (HOST:PORT, ray://HOST:10001 or auto; default auto: "
@@ -125,6 +126,9 @@ run_flags = _stack([
                  help="Longest request (prompt + output tokens) to build when the engine states no context "
                       f"length (default {default(BenchConfig, 'max_request_tokens'):,}; at most {MAX_PROMPT_TOKENS:,}). "
                       "An engine's stated context always wins."),
+    click.option("--memory-budget", "memory_budget_gb", type=float, default=None, metavar="GB",
+                 help="The most memory a run's plan may need (requests x their output tokens kept, prompts in "
+                      "flight), checked before anything starts; default: half of this machine's memory."),
 ])
 
 
@@ -194,7 +198,7 @@ def check_engine_options(engine: str, options: dict[str, Any]) -> None:
 def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: tuple[str, ...],
                  threads: int | None, device: str | None, url: str | None, launch: str | None, out_dir: Path,
                  timeout_s: float, workers: str | int | None = None, ray: str | None = None,
-                 max_request_tokens: int | None = None, server_hardware: str | None = None,
+                 max_request_tokens: int | None = None, memory_budget_gb: float | None = None, server_hardware: str | None = None,
                  server_hardware_count: int = 1, server_where: str | None = None, server_metrics: str | None = None,
                  **flags: Any) -> Any:
     """The BenchConfig the shared flags describe; every problem is a usage error before anything starts.
@@ -202,6 +206,8 @@ def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: 
     A flag left at None (a caller without it) takes BenchConfig's own default; BenchConfig checks every
     value once (`--workers` included) and its BenchError becomes the usage error.
     """
+    from adapters.placement import available_cpus
+    from advisor.loadgen import worker_spec
     from advisor.run_config import BenchError
 
     if not scenario:
@@ -210,9 +216,11 @@ def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: 
     options = engine_options(opts, threads=threads, device=device, url=url, launch=launch)
     check_engine_options(engine, options)
     try:
-        given = {"workers": workers, "max_request_tokens": max_request_tokens}
-        return BenchConfig(scenario=scenario, engine=engine, model=model, overrides=overrides_from(flags),
+        given = {"workers": workers, "max_request_tokens": max_request_tokens, "memory_budget_gb": memory_budget_gb}
+        cfg = BenchConfig(scenario=scenario, engine=engine, model=model, overrides=overrides_from(flags),
                            engine_options=options, out_dir=out_dir, timeout_s=timeout_s, ray_address=ray,
                            server_hardware=served, **{k: v for k, v in given.items() if v is not None})
-    except BenchError as e:
+        worker_spec.check_here(cfg.workers, len(available_cpus()))  # before anything starts: a usage error
+    except (BenchError, worker_spec.WorkersError) as e:
         fail(str(e))
+    return cfg

@@ -3,7 +3,9 @@
 A file is gzip when its first two bytes say so (whatever its name), so a
 `.csv.gz` trace and a compressed gateway log read like plain text. Lines are
 decoded one at a time, so a byte that is not UTF-8 is reported with its file
-and line instead of as a codec traceback; nothing is read whole into memory.
+and line instead of as a codec traceback; nothing is read whole into memory,
+and no line longer than MAX_LINE_BYTES either (a file of one endless line, or a
+small gzip that inflates to one, is refused at that line, not read to its end).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from scenarios.errors import ScenarioError
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = "\ufeff"
+MAX_LINE_BYTES = 16 << 20  # a trace row is ~100 bytes; a gateway log line with whole prompts a few MB
 
 
 def is_gzip(path: str | Path) -> bool:
@@ -39,7 +42,10 @@ def text_lines(path: str | Path, what: str = "file") -> Iterator[tuple[int, str]
     line_no = 0
     try:
         with open_binary(path) as f:
-            for line_no, raw in enumerate(f, start=1):
+            for line_no, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), start=1):
+                if len(raw) > MAX_LINE_BYTES:
+                    raise ScenarioError(f"{what} {path}, line {line_no}: longer than {MAX_LINE_BYTES >> 20} MiB; "
+                                        "a row of a trace or log is one line of a few KB: check the file's format")
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as e:

@@ -8,7 +8,8 @@ the inverse of llama.cpp's rotary permutation of the Q and K rows (`_unpermute`,
 `gguf._permute`; Qwen2 files are not permuted). The config comes from the `<arch>.*` metadata, the
 tokenizer from the `tokenizer.ggml.*` metadata (`gguf_tokenizer`). Anything the folder could not
 reproduce is refused by name, before anything is written: another architecture, RoPE scaling, a tensor
-with no HF name, a truncated or non-GGUF file.
+with no HF name, a truncated or non-GGUF file, a header whose counts cannot fit the file (`gguf_header`,
+walked before the package reads it).
 
 Provenance (source file, its sha256, the file's quantization, tensor types, the check) goes to
 `gguf_source.json` in the folder and a summary to config.json's `advisor` block. The folder is written
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from adapters.formats import gguf_header
 from adapters.formats.check import ConversionError
 
 ARCHS = {"llama": ("llama", "LlamaForCausalLM"), "qwen2": ("qwen2", "Qwen2ForCausalLM")}  # GGUF arch -> HF
@@ -79,6 +81,10 @@ def open_gguf(path: Path) -> GgufFile:
         magic = fh.read(4)
     if magic != b"GGUF":
         raise GgufImportError(f"{path} is not a GGUF file (it starts with {magic!r}, a GGUF with b'GGUF')")
+    try:
+        gguf_header.check_header(path)  # the package believes every count in the header; refuse one that cannot fit
+    except gguf_header.HeaderError as e:
+        raise GgufImportError(str(e)) from None
     try:
         reader = gguf.GGUFReader(str(path))
     except (ValueError, IndexError, KeyError, OSError, OverflowError, UnicodeDecodeError) as e:

@@ -2,7 +2,7 @@
 
     auto     one process per CPU the client may use (served engines; one driver otherwise, and one while an open
              loop's peak rate is well within one process's measured capacity: advisor.loadgen.workers.count)
-    N        N processes on this machine
+    N        N processes on this machine, at most one per CPU advisor may use (`check_here`)
     ray:N    N Ray actors spread over a Ray cluster's nodes (`advisor.loadgen.ray_workers`)
 
 One parser for every spelling, so the CLI and the matrix plan say the same thing about a bad value.
@@ -50,3 +50,15 @@ def on_ray(workers: Workers) -> int | None:
 def several(workers: Workers) -> bool:
     """Whether the value asks for more than this one driver (ray:N always does: the load runs elsewhere)."""
     return workers not in ("auto", 1)
+
+
+def check_here(workers: Workers, cpus: int, name: str = "--workers") -> None:
+    """Refuse N local workers above `cpus`, the CPUs this process may use (ray:N and auto are not capped here).
+
+    One worker per CPU is what `auto` gives and the most that adds sending capacity: a worker beyond it only
+    shares a CPU with another, and costs an interpreter (~50 MB) and its start (1000 asked of 2 CPUs was 2.6 GB).
+    """
+    if isinstance(workers, int) and workers > cpus:
+        raise WorkersError(f"{name} {workers}: at most {cpus} here, one per CPU advisor may use (a worker beyond "
+                           "one per CPU only shares a CPU and adds an interpreter); use --workers auto, or ray:N "
+                           "to spread the load over several machines")

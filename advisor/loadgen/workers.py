@@ -174,20 +174,22 @@ async def drive_workers(client: WorkerClient, schedule: Schedule, n: int, *, tim
     records, pos = blank_records(schedule)
     inbox: asyncio.Queue[tuple[int, tuple[Any, ...]]] = asyncio.Queue()
     workers: list[_Worker] = []
-    for w, part in enumerate(parts):
-        shard_w = Shard(worker=w, client=client, schedule=part, timeout_s=timeout_s, max_run_s=max_run_s,
-                        cpus=(cpus[w] if cpus and w < len(cpus) else None))
-        proc, mine = start_worker(shard_w)
-        positions = [pos[r.idx] for r in part.requests]
-        for k in positions:
+    positions = [[pos[r.idx] for r in part.requests] for part in parts]
+    for w, mine_pos in enumerate(positions):
+        for k in mine_pos:
             records[k].worker = w
-        workers.append(_Worker(w, proc, mine, positions, set()))
-        threading.Thread(target=_read, args=(mine, w, loop, inbox), name=f"advisor-worker-{w}-reader",
-                         daemon=True).start()
     t0 = 0
     done = 0
     interrupted: str | None = None
     try:
+        for w, part in enumerate(parts):
+            shard_w = Shard(worker=w, client=client, schedule=part, timeout_s=timeout_s, max_run_s=max_run_s,
+                            cpus=(cpus[w] if cpus and w < len(cpus) else None))
+            proc, mine = start_worker()
+            workers.append(_Worker(w, proc, mine, positions[w], set()))
+            threading.Thread(target=_read, args=(mine, w, loop, inbox, shard_w), name=f"advisor-worker-{w}-reader",
+                             daemon=True).start()
+            await asyncio.sleep(0)  # a Ctrl-C while they start lands here, not after the last one has started
         await _until_ready(workers, inbox)
         t0 = time.perf_counter_ns() + int(START_MARGIN_S * 1e9)
         for wk in workers:
@@ -198,9 +200,9 @@ async def drive_workers(client: WorkerClient, schedule: Schedule, n: int, *, tim
                 progress(done, len(records))
     except asyncio.CancelledError:
         interrupted = cancel_handled()
-        for wk in workers:
+        for wk in workers if t0 else ():  # before the start they are killed below (a reader may still be sending)
             _send(wk, ("stop",))
-        deadline = loop.time() + STOP_GRACE_S
+        deadline = loop.time() + (STOP_GRACE_S if t0 else 0.0)
         while not all(wk.gone or wk.report is not None for wk in workers) and loop.time() < deadline:
             try:
                 item = await asyncio.wait_for(inbox.get(), max(0.01, deadline - loop.time()))
@@ -209,12 +211,16 @@ async def drive_workers(client: WorkerClient, schedule: Schedule, n: int, *, tim
             done += _handle(item, workers, records, pos)
     finally:
         for wk in workers:
+            if not t0:  # stopped or failed while they start: nothing was sent, nothing to wait for (was 5 s each)
+                wk.proc.kill()
             try:
                 wk.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 wk.proc.kill()
                 wk.proc.wait(timeout=5)
             wk.conn.close()
+    for never in positions[len(workers):]:  # workers the interrupt came before: their requests were never sent
+        mark_lost(records, never, 0, 0, "not started", stopped=True)
     for wk in workers:
         if wk.report is None:
             _lost(wk, records, t0, stopped=interrupted is not None)
@@ -241,23 +247,28 @@ def blank_records(schedule: Schedule) -> tuple[list[RequestRecord], dict[int, in
     return records, {r.idx: k for k, r in enumerate(schedule.requests)}
 
 
-def start_worker(shard_w: Shard) -> tuple[subprocess.Popen[bytes], Connection]:
+def start_worker() -> tuple[subprocess.Popen[bytes], Connection]:
     """A worker process (`python -m advisor.loadgen.worker_process`) and the driver's end of its socket.
 
     A fresh interpreter, never a fork of this one (it runs an event loop and threads), and not
-    multiprocessing's spawn either, which re-runs the caller's main script in the child.
+    multiprocessing's spawn either, which re-runs the caller's main script in the child. In a process
+    group of its own: a Ctrl-C at the terminal reaches the driver alone, which stops its workers (one
+    still importing would otherwise die of it, and the run would end as a failed start instead of 130).
     """
     mine, theirs = socket.socketpair()
     proc = subprocess.Popen([sys.executable, "-m", "advisor.loadgen.worker_process", str(theirs.fileno())],
-                            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+                            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, process_group=0)
     theirs.close()
-    conn = Connection(mine.detach())
-    conn.send(shard_w)
-    return proc, conn
+    return proc, Connection(mine.detach())
 
 
-def _read(conn: Any, wid: int, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue) -> None:
-    """Reader thread: a worker's messages into the driver's loop; ("gone",) when its pipe closes."""
+def _read(conn: Any, wid: int, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue, shard_w: Shard) -> None:
+    """Reader thread: sends the worker its shard (it blocks until the worker has started to read, so here, not
+    on the loop, and every worker starts at once), then its messages into the driver's loop; ("gone",) at EOF."""
+    try:
+        conn.send(shard_w)
+    except (OSError, ValueError):  # killed before it read its shard; recv below says it is gone
+        pass
     while True:
         try:
             msg = conn.recv()

@@ -64,6 +64,7 @@ def test_workers_is_parsed_once(monkeypatch):
         return parse(value)
 
     monkeypatch.setattr(bench.worker_spec, "parse", counted)
+    monkeypatch.setattr("adapters.placement.available_cpus", lambda: tuple(range(8)))  # 3 workers are allowed
     assert bench_config(**_flags(workers="3")).workers == 3
     assert calls == ["3"]  # BenchConfig's check is the one parse
     assert bench_config(**_flags()).workers == _declared(BenchConfig, "workers")  # not given: the type's default

@@ -42,3 +42,29 @@ def test_a_worker_killed_mid_run_loses_only_its_own_unfinished_requests(fault_se
     assert any("died (exit code -9) while this request was due or in flight" in r.error for r in lost)
     assert any(r.error.startswith("never sent: load-generator worker") for r in lost)  # its later ones
     assert doc["summary"]["errors_by_kind"].get("worker", 0) >= 1
+
+
+def test_ctrl_c_while_the_workers_start_exits_130_at_once_and_saves(fault_server, tmp_path):
+    """The terminal's Ctrl-C goes to the whole process group: the workers must not die of it mid-import (that
+    ended as 'worker N exited while starting', exit 1, nothing saved); the driver stops them and saves."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.faults.conftest import ROOT, run_dirs
+
+    server = fault_server()
+    scenario = write_scenario(tmp_path / "s.yaml", duration_s=5.0)
+    proc = subprocess.Popen([sys.executable, "-c", "from advisor_cli import main; main()", "bench", "--scenario",
+                             str(scenario), "--engine", "openai", "--url", server.url, "--workers", "2", "--out",
+                             str(tmp_path / "runs")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    wait_for(lambda: len(_workers(proc)) == 2, what="the workers to be started")
+    t = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and time.monotonic() - t < 10, err
+    assert "exited while starting" not in err and "KeyboardInterrupt" not in err, err
+    assert len(run_dirs(tmp_path / "runs")) == 1

@@ -195,3 +195,60 @@ def test_sessions_are_dealt_whole_and_send_what_one_process_sends(tmp_path):
     by_prompt = set(sent[1])
     # turn k's prompt starts with turn k-1's whole prompt (then its answer and the new message)
     assert any(len(p) > 12 and any(q == p[:len(q)] for q in by_prompt if len(q) < len(p)) for p in by_prompt)
+
+
+def test_more_local_workers_than_cpus_is_refused_before_anything_starts(tmp_path, monkeypatch):
+    """`--workers 1000` on a 2-CPU machine started ~50 processes (2.6 GB); now one usage error, exit 2."""
+    import adapters.placement
+    from advisor import bench
+
+    monkeypatch.setattr(adapters.placement, "available_cpus", lambda: (0, 1))
+    monkeypatch.setattr(bench, "available_cpus", lambda: (0, 1))
+    res = CliRunner().invoke(cli, ["bench", "--scenario", "chat", "--engine", "openai", "--url", "http://127.0.0.1:9",
+                                   "--workers", "1000", "--out", str(tmp_path / "runs")])
+    errors = [ln for ln in res.output.splitlines() if ln.startswith("Error:")]
+    assert res.exit_code == 2 and len(errors) == 1, res.output
+    assert "--workers 1000: at most 2 here, one per CPU" in errors[0]
+    assert not (tmp_path / "runs").exists()
+    with pytest.raises(BenchError, match="--workers 3: at most 2 here"):  # a resumed sweep or a matrix cell
+        plan(BenchConfig(scenario="chat", engine="openai", engine_options={"url": "http://127.0.0.1:9"},
+                         out_dir=tmp_path, workers=3))
+    plan(BenchConfig(scenario="chat", engine="openai", engine_options={"url": "http://127.0.0.1:9"},
+                     out_dir=tmp_path, workers=2))
+
+
+def test_a_cancel_while_workers_start_returns_at_once_with_nothing_sent(monkeypatch):
+    """Ctrl-C while the workers start: no wait for the rest to start or attach, every process ended, all cancelled."""
+    import asyncio
+    import socket
+    import subprocess
+    import time
+    from multiprocessing.connection import Connection
+
+    procs, peers = [], []
+
+    def slow_start():  # a worker that never says ready, and takes a while to start
+        time.sleep(0.1)
+        mine, theirs = socket.socketpair()
+        peers.append(theirs)
+        procs.append(subprocess.Popen(["sleep", "60"], process_group=0))
+        return procs[-1], Connection(mine.detach())
+
+    monkeypatch.setattr(workers, "start_worker", slow_start)
+
+    async def main():
+        task = asyncio.create_task(workers.drive_workers(None, _schedule(40), 8, timeout_s=5, max_run_s=None))
+        await asyncio.sleep(0.35)
+        t = time.monotonic()
+        task.cancel()
+        return await task, time.monotonic() - t
+
+    try:
+        result, took_s = asyncio.run(main())
+    finally:
+        for s in peers:
+            s.close()
+    assert result.interrupted == "interrupted" and took_s < 2.0, took_s
+    assert 1 <= len(procs) < 8  # the cancel came while they were starting, and stopped the starting
+    assert all(p.poll() is not None for p in procs)
+    assert {r.error_kind for r in result.records} == {"cancelled"} and len(result.records) == 40
