@@ -26,7 +26,7 @@ from adapters import json_codec, launch
 from adapters.base import Adapter, EngineInfo, EngineOptions
 from adapters.placement import available_cpus, client_pinned
 from advisor import interrupts, manifest, memory_budget, redact
-from advisor.loadgen import eventloop, worker_spec, workers
+from advisor.loadgen import eventloop, stall, worker_spec, workers
 from advisor.loadgen.drive import LoadResult, drive
 from advisor.loadgen.info import LoadgenInfo
 from advisor.loadgen.spec_source import spec_source
@@ -238,7 +238,8 @@ async def _measure(cfg: BenchConfig, p: Plan, adapter: Adapter, info: EngineInfo
             progress=progress, cpus=workers.pinning(n_workers, info.placement)))
     else:
         task = asyncio.create_task(drive(adapter, p.schedule, spec_source(p.schedule, info, adapter), timeout_s=cfg.timeout_s,
-                                         max_run_s=_max_run_s(cfg, p.schedule), progress=progress))
+                                         max_run_s=_max_run_s(cfg, p.schedule), progress=progress,
+                                         on_stall=stall.print_stall, stall_every_s=cfg.stall_every_s))
     signum: int | None = None
     try:
         with interrupts.cancelling(task, asyncio.get_running_loop()) as run:

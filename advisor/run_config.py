@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from advisor.loadgen import worker_spec
+from advisor.loadgen import stall, worker_spec
 from advisor.loadgen.worker_spec import Workers
 from scenarios.overrides import Overrides
 from scenarios.prompts import MAX_PROMPT_TOKENS
@@ -49,6 +49,7 @@ class BenchConfig:
     max_request_tokens: int = DEFAULT_MAX_REQUEST_TOKENS  # the ceiling when the engine states no context
     server_hardware: dict[str, Any] | None = None  # a served engine's hardware (`--server-hardware`), into the manifest
     memory_budget_gb: float | None = None  # the most a run's plan may need (None: advisor.memory_budget's default)
+    stall_every_s: float = stall.EVERY_S  # requests open and nothing arriving this long: a line on stderr (at most one per)
 
     def __post_init__(self) -> None:
         try:
@@ -67,7 +68,7 @@ class BenchConfig:
             raise BenchError(f"--memory-budget must be a finite number of GB > 0, got {b!r}")
         if self.ray_address is not None and worker_spec.on_ray(self.workers) is None:
             raise BenchError(f"--ray {self.ray_address}: the Ray cluster is for --workers ray:N; add it or drop --ray")
-        for name in ("timeout_s", "max_run_s", "telemetry_interval_s"):
+        for name in ("timeout_s", "max_run_s", "telemetry_interval_s", "stall_every_s"):
             v = getattr(self, name)
             if v is None and name == "max_run_s":
                 continue

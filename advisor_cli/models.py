@@ -151,6 +151,9 @@ def _import(source: str, name: str | None, dtype: str, force: bool, root: Path |
     from adapters.formats.gguf_import import default_name, import_gguf
     from adapters.formats.gguf_package import resolve_source
 
+    if not source.strip():  # Path("") is the current folder: its .gguf files were offered as the fix
+        raise click.UsageError("the source is empty; give a .gguf file (or a wheel/sdist holding one, or a package "
+                               "name)")
     if name is not None:
         try:
             check_model_name(name)

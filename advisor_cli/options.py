@@ -195,6 +195,17 @@ def check_engine_options(engine: str, options: dict[str, Any]) -> None:
         fail(str(e))
 
 
+def check_scenario(scenario: str) -> None:
+    """An unknown scenario name or a bad scenario file is a usage error (exit 2), as an unknown engine is."""
+    from scenarios.catalog import load_scenario
+    from scenarios.errors import ScenarioError
+
+    try:
+        load_scenario(scenario)  # validation only: a trace file is read when the schedule is built
+    except ScenarioError as e:
+        fail(str(e))
+
+
 def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: tuple[str, ...],
                  threads: int | None, device: str | None, url: str | None, launch: str | None, out_dir: Path,
                  timeout_s: float, workers: str | int | None = None, ray: str | None = None,
@@ -212,6 +223,7 @@ def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: 
 
     if not scenario:
         fail("--scenario is required (see `advisor scenarios`)")
+    check_scenario(scenario)
     served = server_hardware_from(engine, server_hardware, server_hardware_count, server_where, server_metrics)
     options = engine_options(opts, threads=threads, device=device, url=url, launch=launch)
     check_engine_options(engine, options)

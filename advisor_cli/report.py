@@ -36,10 +36,10 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
                    quality_file: Path | None) -> None:
     """Write a procurement report (HTML, opens offline, prints to PDF) for saved runs and sweeps."""
     from advisor.atomic import unfinished_warning
-    from advisor.store import StoreError, item_folder, readable_runs, unfinished
+    from advisor.store import StoreError, item_folder, unfinished
     from reports.costs import price_runs
     from reports.html import write_report
-    from reports.selection import Selection, SelectionError, load_selection, make_recommendation
+    from reports.selection import Selection, SelectionError, load_selection, make_recommendation, saved_runs
 
     for flag, value in (("--price-usd-hour", price_usd_hour), ("--usd-per-kwh", usd_per_kwh)):
         if value is not None and not (math.isfinite(value) and value >= 0):
@@ -50,7 +50,7 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
         if items:
             selection = load_selection(items, root, warn=_warn)
         else:
-            runs = readable_runs(root, _warn) if root.is_dir() else []
+            runs = saved_runs(root, _warn) if root.is_dir() else ()
             if not runs:
                 raise click.UsageError(f"no saved runs under {root}; run `advisor bench` first, "
                                        "or name runs/sweeps (or pass --runs DIR)")

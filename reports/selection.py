@@ -7,12 +7,22 @@ computes a metric: the runs carry their summaries and the recommender its rankin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor.store import RESULT_FILE, RunResult, StoreError, check_records, item_folder, load_run, skip_warning
+from advisor.store import (
+    RECORDS_FILE,
+    RESULT_FILE,
+    RunResult,
+    StoreError,
+    check_records,
+    item_folder,
+    list_runs,
+    load_run,
+    skip_warning,
+)
 
 SWEEP_FILE = "sweep.json"
 
@@ -31,19 +41,21 @@ def load_selection(items: Sequence[str | Path], root: Path = Path("runs"),
                    warn: Callable[[str], None] | None = None) -> Selection:
     """Runs named by id or folder, and every run of each sweep named by id or folder (duplicates dropped).
 
-    A damaged run is skipped with one `warn(line)` naming it and why (without `warn`, it is an error).
+    A run whose result.json cannot be read is skipped with one `warn(line)` naming it and why (without `warn`,
+    it is an error); when that leaves nothing, the error says why each named run cannot be reported. A run
+    whose per-request records are missing or damaged is reported from result.json alone, with a warning.
     """
     runs: dict[str, RunResult] = {}
     sweeps: list[dict[str, Any]] = []
+    skipped: list[str] = []
 
     def add(run_or_id: str | Path, under: Path | None) -> None:
         try:
             run = load_run(run_or_id, root=under) if under is not None else load_run(run_or_id)
-            check_records(run.path or Path(run_or_id))
         except StoreError as e:
             if warn is None:
                 raise
-            warn(skip_warning(Path(str(run_or_id)), str(e)))
+            skipped.append(f"run {Path(str(run_or_id)).name}: {e}")
             return
         runs.setdefault(run.run_id, run)
 
@@ -61,8 +73,37 @@ def load_selection(items: Sequence[str | Path], root: Path = Path("runs"),
             raise SelectionError(f"{item}: no run or sweep there (looked for {folder / RESULT_FILE} and "
                                  f"{folder / SWEEP_FILE}); give a run id or folder from `ls {root}`")
     if not runs:
-        raise SelectionError("no runs selected; name at least one run or sweep")
-    return Selection(tuple(runs.values()), tuple(sweeps))
+        raise SelectionError(f"nothing to report: {'; '.join(skipped)}" if skipped
+                             else "no runs selected; name at least one run or sweep")
+    for line in skipped:
+        assert warn is not None
+        warn(f"warning: skipped {line}")
+    return Selection(with_records_noted(runs.values(), warn), tuple(sweeps))
+
+
+def saved_runs(root: Path, warn: Callable[[str], None]) -> tuple[RunResult, ...]:
+    """Every run under `root` whose result.json reads (a damaged one skipped with one warning line)."""
+    skipped: list[tuple[Path, str]] = []
+    runs = list_runs(root, skipped)
+    for folder, why in skipped:
+        warn(skip_warning(folder, why))
+    return with_records_noted(runs, warn)
+
+
+def with_records_noted(runs: Iterable[RunResult], warn: Callable[[str], None] | None) -> tuple[RunResult, ...]:
+    """The runs, one warning for each whose per-request records cannot be read: the report is drawn from
+    result.json (its summary, verdict, SLOs) and only the latency CDF and exact SLO counts need the records."""
+    out = tuple(runs)
+    for run in out:
+        folder = run.path or Path(run.run_id)
+        try:
+            check_records(folder)
+        except StoreError:
+            what = "is missing" if not (folder / RECORDS_FILE).exists() else "cannot be read"
+            if warn is not None:
+                warn(f"warning: run {run.run_id}: its {RECORDS_FILE} {what}; reported from result.json alone "
+                     "(no latency CDF; SLO checks use its saved percentiles)")
+    return out
 
 
 def _load_sweep(folder: Path) -> dict[str, Any]:

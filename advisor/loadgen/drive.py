@@ -24,7 +24,7 @@ from typing import Any
 
 from adapters.base import Adapter, AdapterError, Chunk, RequestSpec
 from adapters.deadlines import DONE, EXPIRED, Deadlines
-from advisor.loadgen import cpu_wait
+from advisor.loadgen import cpu_wait, stall
 from advisor.loadgen.records import RequestRecord
 from advisor.loadgen.send_loops import (
     PREFETCH_MARGIN_NS,
@@ -56,12 +56,14 @@ class LoadResult:
 
 async def drive(adapter: Adapter, schedule: Schedule, specs: SpecSource | SessionSource, *, timeout_s: float = 600.0,
                 max_run_s: float | None = None, progress: Progress | None = None, start_ns: int | None = None,
-                on_record: Callable[[RequestRecord], None] | None = None, worker: int = 0) -> LoadResult:
+                on_record: Callable[[RequestRecord], None] | None = None, worker: int = 0,
+                on_stall: Callable[[stall.Stall], None] | None = None, stall_every_s: float = stall.EVERY_S) -> LoadResult:
     """Run the whole schedule; never raises for a failed request (it becomes an errored record).
 
     Cancelling the task that runs it stops the run: what was measured comes back with `interrupted` set.
     `start_ns` (perf_counter_ns) is a common start time agreed with other workers (default: now);
-    `on_record` sees each record once its request has ended; `worker` is stamped on every record.
+    `on_record` sees each record once its request has ended; `worker` is stamped on every record;
+    `on_stall` hears, at most once per `stall_every_s`, that requests are open and nothing arrived (advisor.loadgen.stall).
     """
     # the records exist before the collector is frozen: frozen, no young collection during the run walks them
     # (the first one did: ~20 ms with 30,000 records, enough to make a hundred sends late at 2,000 req/s)
@@ -72,15 +74,19 @@ async def drive(adapter: Adapter, schedule: Schedule, specs: SpecSource | Sessio
     cpu_wait.mark()
     try:
         async with _young_gc_only():  # entered before t0: its one full collection must not delay the first send
-            return await _drive(adapter, schedule, records, specs, timeout_s, max_run_s, progress, start_ns, on_record)
+            return await _drive(adapter, schedule, records, specs, timeout_s, max_run_s, progress, start_ns, on_record,
+                                on_stall, stall_every_s)
     finally:
         cpu_wait.close()
 
 
 async def _drive(adapter: Adapter, schedule: Schedule, records: list[RequestRecord], specs: SpecSource | SessionSource,
                  timeout_s: float, max_run_s: float | None, progress: Progress | None, start_ns: int | None,
-                 on_record: Callable[[RequestRecord], None] | None) -> LoadResult:
+                 on_record: Callable[[RequestRecord], None] | None, on_stall: Callable[[stall.Stall], None] | None,
+                 stall_every_s: float) -> LoadResult:
     done = 0
+    in_flight: dict[int, RequestRecord] = {}  # sent and not ended, oldest first (what the stall watch reads)
+    ended_chunks = 0  # chunks of ended requests: with `done` and the open ones' chunks, a count of arrivals
     total = len(records)
     t0 = time.perf_counter_ns() if start_ns is None else start_ns
     if start_ns is not None:
@@ -91,11 +97,12 @@ async def _drive(adapter: Adapter, schedule: Schedule, records: list[RequestReco
     current_task = asyncio.current_task
 
     async def one(rec: RequestRecord, spec: RequestSpec, keep: list[Chunk] | None = None) -> None:
-        nonlocal done
+        nonlocal done, ended_chunks
         task = current_task()
         assert task is not None
         cancelling = task.cancelling()
         deadline = deadlines.add(task)
+        in_flight[rec.idx] = rec
         try:
             await _stream_into(adapter, rec, spec, t0, keep)
         except asyncio.CancelledError:
@@ -112,6 +119,8 @@ async def _drive(adapter: Adapter, schedule: Schedule, records: list[RequestReco
                 task.uncancel()
             deadline[2] = DONE
             rec.t_end_ns = time.perf_counter_ns() - t0
+            del in_flight[rec.idx]
+            ended_chunks += len(rec.chunk_t_ns)
             if rec.error_kind != "cancelled":
                 done += 1
                 if on_record is not None:
@@ -133,6 +142,11 @@ async def _drive(adapter: Adapter, schedule: Schedule, records: list[RequestReco
         while tasks:
             await asyncio.gather(*list(tasks), return_exceptions=True)
 
+    def arrivals() -> int:
+        return done + ended_chunks + sum(len(r.chunk_t_ns) for r in in_flight.values())
+
+    watcher = None if on_stall is None else asyncio.create_task(
+        stall.watch(in_flight, arrivals, t0, timeout_s, on_stall, stall_every_s))
     interrupted = None
     try:
         async with asyncio.timeout_at(None if max_run_s is None else
@@ -143,6 +157,8 @@ async def _drive(adapter: Adapter, schedule: Schedule, records: list[RequestReco
     except asyncio.CancelledError:
         interrupted = cancel_handled()
     finally:
+        if watcher is not None:
+            watcher.cancel()
         for t in tasks:
             t.cancel()
         if tasks:

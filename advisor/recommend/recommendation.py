@@ -42,6 +42,10 @@ class NoRunsError(ValueError):
     """No saved run matches; the message says where it looked and how to make one."""
 
 
+class UnknownScenarioError(ValueError):
+    """Runs were saved but none is of the scenario asked for: a usage error that lists the scenarios they are of."""
+
+
 class MixedScenariosError(ValueError):
     """The runs are of several scenarios: a recommendation is for one traffic; the message says how to pick."""
 
@@ -182,7 +186,11 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
             model_note = (f"{len(other)} run(s) of other models left out: --model-config sizes {model.arch.name}, and "
                           "only runs of its shape (hidden, layers, heads, KV heads, intermediate, vocab) are its rows")
     if constraints.scenario:
+        held = sorted({r.scenario_name or "?" for r in runs})
         runs = [r for r in runs if r.scenario_name == constraints.scenario]
+        if not runs and held and model is None:  # --scenario filters saved runs: the names they carry are the choices
+            raise UnknownScenarioError(f"no saved runs for scenario {constraints.scenario!r}; the saved runs are of "
+                                       f"{', '.join(held)} (--scenario picks saved runs by their scenario's name)")
     if not runs and model is None:
         raise NoRunsError(f"no saved runs{' for scenario ' + repr(constraints.scenario) if constraints.scenario else ''}; "
                           "run `advisor bench` (or `advisor sweep`) first, or point --runs at the folder that holds them")

@@ -1,4 +1,8 @@
-"""One damaged run folder never breaks report, recommend or the dashboard: it is skipped with one warning line."""
+"""One damaged run folder never breaks report, recommend or the dashboard: it is skipped with one warning line.
+
+The report needs only result.json: a run whose per-request records are missing or damaged is reported from it,
+with one warning saying what is left out.
+"""
 
 from __future__ import annotations
 
@@ -44,22 +48,47 @@ def _warnings(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("warning: skipped run")]
 
 
+def _records_warnings(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "reported from result.json alone" in line]
+
+
 def test_report_skips_damaged_runs_with_one_warning_each(tmp_path):
     root = _runs(tmp_path)
     res = CliRunner().invoke(cli, ["report", "--runs", str(root), "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
     warnings = _warnings(res.output)
-    assert len(warnings) == 2
-    assert any("truncated" in w and "requests.parquet" in w for w in warnings)
-    assert any("wrong-types" in w and "summary.n_ok is str" in w for w in warnings)
-    assert "wrote" in res.output and "(2 runs" in res.output
+    assert len(warnings) == 1 and "wrong-types" in warnings[0] and "summary.n_ok is str" in warnings[0]
+    assert _records_warnings(res.output) == ["warning: run truncated: its requests.parquet cannot be read; reported "
+                                             "from result.json alone (no latency CDF; SLO checks use its saved "
+                                             "percentiles)"]
+    assert "wrote" in res.output and "(3 runs" in res.output
 
 
 def test_report_of_named_runs_skips_a_damaged_one(tmp_path):
     root = _runs(tmp_path)
-    res = CliRunner().invoke(cli, ["report", "good-1", "truncated", "--runs", str(root), "-o", str(tmp_path / "r.html")])
+    res = CliRunner().invoke(cli, ["report", "good-1", "wrong-types", "--runs", str(root), "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
     assert len(_warnings(res.output)) == 1 and "(1 runs" in res.output
+
+
+def test_a_named_run_without_its_records_is_reported_from_result_json(tmp_path):
+    # it warned "skipped run" and then said "no runs selected" though a run was named
+    root = _runs(tmp_path)
+    (root / "good-1" / "requests.parquet").unlink()
+    res = CliRunner().invoke(cli, ["report", "good-1", "--runs", str(root), "-o", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    assert _records_warnings(res.output) == ["warning: run good-1: its requests.parquet is missing; reported from "
+                                             "result.json alone (no latency CDF; SLO checks use its saved percentiles)"]
+    assert "(1 runs" in res.output and "good-1" in (tmp_path / "r.html").read_text()
+
+
+def test_a_named_run_that_cannot_be_reported_says_why_in_one_line(tmp_path):
+    root = _runs(tmp_path)
+    res = CliRunner().invoke(cli, ["report", "wrong-types", "--runs", str(root), "-o", str(tmp_path / "r.html")])
+    assert res.exit_code == 2 and not (tmp_path / "r.html").exists()
+    errors = [line for line in res.output.splitlines() if "wrong-types" in line]
+    assert len(errors) == 1 and errors[0].startswith("Error: nothing to report: run wrong-types: ")
+    assert "summary.n_ok is str" in errors[0] and "no runs selected" not in res.output
 
 
 def test_recommend_skips_damaged_runs_with_one_warning_each(tmp_path):

@@ -63,7 +63,17 @@ def test_an_option_given_as_a_flag_is_named_as_the_flag_and_a_flag_and_opt_that_
 
 def test_a_scenario_path_that_is_a_folder_is_named_as_one(tmp_path):
     res = _bench("--scenario", str(tmp_path), "--engine", "fake", tmp_path=tmp_path)
-    assert res.exit_code != 0 and f"scenario file {tmp_path} is a folder, not a file" in str(res.exception)
+    assert res.exit_code == 2 and f"scenario file {tmp_path} is a folder, not a file" in res.output
+
+
+@pytest.mark.parametrize("command", ["bench", "sweep"])
+def test_an_unknown_scenario_is_a_usage_error_as_an_unknown_engine_is(tmp_path, command):
+    # it exited 1 (a runtime error) where `--engine nope` exits 2; both are a mistyped name
+    res = CliRunner().invoke(cli, [command, "--scenario", "nope", "--engine", "fake", "--out", str(tmp_path / "runs")])
+    assert res.exit_code == 2, res.output
+    error = [line for line in res.output.splitlines() if line.startswith("Error:")]
+    assert len(error) == 1 and "unknown scenario 'nope'; choose one of" in error[0] and "copilot" in error[0]
+    assert not (tmp_path / "runs").exists()
 
 
 def test_an_out_folder_that_cannot_be_made_is_found_before_the_run_even_for_root():
@@ -94,7 +104,7 @@ def test_a_scenario_with_an_infinite_duration_is_refused_when_loaded(tmp_path):
                    "workload: {input: {dist: fixed, value: 8}, output: {dist: fixed, value: 4}}\n"
                    "arrival: {process: constant, rate_rps: 1}\nduration_s: .inf\n")
     res = _bench("--scenario", str(bad), "--engine", "fake", tmp_path=tmp_path)
-    assert res.exit_code != 0 and "duration_s" in str(res.exception) and "finite" in str(res.exception)
+    assert res.exit_code == 2 and "duration_s" in res.output and "finite" in res.output
 
 
 def test_a_text_only_server_without_a_tokenizer_stops_at_the_preflight(tmp_path, capsys, monkeypatch):

@@ -53,6 +53,17 @@ def test_cli_unknown_engine_lists_choices():
 
 
 @pytest.mark.engines
+def test_a_gguf_file_as_the_model_says_to_import_it_first(tmp_path):
+    # was: "no model 'm.gguf': no such folder", though the file is there
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    res = CliRunner().invoke(verify_command, ["--model", str(gguf)])
+    assert res.exit_code == 2
+    [line] = [ln for ln in res.output.splitlines() if ln.startswith("Error:")]
+    assert "verify takes a model folder or a cached model name, not a GGUF file" in line
+    assert "`advisor models import FILE.gguf`" in line and "no such folder" not in res.output
+
+
 def test_every_available_fp32_variant_agrees_token_for_token():
     report = verify(tiny_model(), n_tokens=24, n_prompts=2)
     ran = [r for r in report.results if r.status != "unavailable"]

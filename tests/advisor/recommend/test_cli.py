@@ -74,6 +74,13 @@ def test_bad_input_is_one_line_naming_the_fix(runs_dir, args, message):
     assert "Traceback" not in r.output
 
 
+def test_a_scenario_no_saved_run_has_is_a_usage_error_listing_those_they_have(runs_dir):
+    # --scenario filters saved runs: a custom scenario's name is valid there, so the choices are the runs' own
+    r = CliRunner().invoke(recommend_command, ["--runs", str(runs_dir), "--no-measure", "--scenario", "copilt"])
+    assert r.exit_code == 2
+    assert "no saved runs for scenario 'copilt'; the saved runs are of copilot" in " ".join(r.output.split())
+
+
 def test_runs_of_several_scenarios_need_one_named(tmp_path):
     # a capacity measured on chat traffic must not size replicas for code completion
     root = write_runs(tmp_path / "runs", [make_run("c", scenario="copilot", rps=2.0),
