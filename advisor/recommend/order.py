@@ -115,20 +115,24 @@ def rank(rows: list[Row], by_monthly: bool, tie_break: Sequence[str] = ("complex
     parts = ([[r for r in contenders if r.candidate.source == src] for src in ("measured", "estimated")]
              if measured_first else [contenders])
     resolved: list[tuple[Row, list[Row]]] = []
-    for group in (g for part in parts for g in _tie_groups(part, by_monthly)):
-        group.sort(key=lambda r: (*(_criterion(r, n) for n in tie_break), _sort_key(r, by_monthly)))
-        resolved.extend((r, group) for r in group)
+    heads: list[Row] = []  # measured_first: the first row of each part once its ties are resolved
+    for part in parts:
+        for group in _tie_groups(part, by_monthly):
+            group.sort(key=lambda r: (*(_criterion(r, n) for n in tie_break), _sort_key(r, by_monthly)))
+            resolved.extend((r, group) for r in group)
+        if part:
+            heads.append(next(r for r, _ in resolved if r in part))
     out: list[Row] = []
     rank_of = {id(r): i for i, r in enumerate([r for r, _ in resolved] + others, start=1)}
     first = resolved[0][0] if resolved else None
-    heads = [part[0] for part in parts if part]  # measured_first: the first estimate heads its own part
     for r, group in resolved:
         tied = tuple(x.key for x in group if x is not r)
         tied_ranks = _ranks([rank_of[id(x)] for x in group if x is not r])
         head = next((h for h in reversed(heads) if rank_of[id(h)] <= rank_of[id(r)]), first)
-        if r is not first and r is head and not tied:
+        if r is not first and r is head:
+            also = f"; tied on cost with {tied_ranks} (ranges overlap)" if tied else ""
             why = (f"the cheapest estimate meeting every constraint, after the measured rows of this model (an "
-                   f"estimate is not better established): {_money(r, by_monthly)}; {_label(r)}")
+                   f"estimate is not better established){also}: {_money(r, by_monthly)}; {_label(r)}")
         elif r is first:
             why = f"cheapest option meeting every constraint: {_money(r, by_monthly)}; {_label(r)}"
             if len(heads) > 1:

@@ -85,3 +85,7 @@ def test_a_measured_run_of_the_same_shape_comes_first(tmp_path):
     assert all(r["run_id"] != "chat-own-1b" for r in d["rows"])
     assert any("other models left out" in n for n in d["notes"])
     assert any("measured run(s) of this model" in a for r in d["rows"][1:] for a in r["assumptions"])
+    # the first estimate says it comes after the measured row, never that it costs more than a dearer one
+    first_estimate = next(r for r in d["rows"] if r["source"] == "estimated" and r.get("passes", True))
+    assert "after the measured rows of this model" in first_estimate["why"]
+    assert "at a higher cost than #1" not in first_estimate["why"]
