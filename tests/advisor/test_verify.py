@@ -52,7 +52,6 @@ def test_cli_unknown_engine_lists_choices():
     assert res.exit_code != 0 and "llama_cpp" in res.output
 
 
-@pytest.mark.engines
 def test_a_gguf_file_as_the_model_says_to_import_it_first(tmp_path):
     # was: "no model 'm.gguf': no such folder", though the file is there
     gguf = tmp_path / "m.gguf"
@@ -64,6 +63,7 @@ def test_a_gguf_file_as_the_model_says_to_import_it_first(tmp_path):
     assert "`advisor models import FILE.gguf`" in line and "no such folder" not in res.output
 
 
+@pytest.mark.engines
 def test_every_available_fp32_variant_agrees_token_for_token():
     report = verify(tiny_model(), n_tokens=24, n_prompts=2)
     ran = [r for r in report.results if r.status != "unavailable"]
