@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from advisor.metrics.distribution import Distribution
+from advisor.metrics.lag import not_held_why
 from advisor.metrics.turns import SessionStats
 from advisor.run_rates import offered_rps
 from scenarios.overrides import FLAGS, flag
@@ -60,7 +61,8 @@ def goodput_text(s: Any, slo_set: bool) -> str:
     return f"{_fmt(s.goodput_rps, 2)} req/s (SLO attainment {_fmt(100 * (s.slo_attainment or 0))}%)"
 
 
-def print_run(result: Any) -> None:
+def print_run(result: Any, view: bool = False) -> None:
+    """The run's summary tables; `view`: printed again from its folder (`advisor show`), so nothing was saved now."""
     s, e, v, sched = result.summary, result.engine, result.verdict, result.schedule
     status = v.status
     out.print(f"[bold]{escape(result.scenario_name or '?')}[/] on [bold]{escape(e.adapter)}[/] "
@@ -112,6 +114,9 @@ def print_run(result: Any) -> None:
                         f"{_fmt(c, 3)} ms CPU/request" + ("" if w.get("exit") == "done" else f" ({w.get('exit')})")
                         for w, c in zip(per_worker, cpu))
             + ("" if lg.held is None else f"; rate {'held' if lg.held else 'NOT held'}")))
+    if lg.held is False and (offered := offered_rps(result)):
+        out.print(f"[yellow]rate NOT held:[/] {escape(not_held_why(offered, s.requests_per_s, s.n_errors, lg.lag_check))}"
+                  f" (the verdict, {escape(status)}, judges the measurement, not whether the rate held)")
     sources = s.token_sources or {}
     if sources:
         t2.add_row("token counts from", escape(", ".join(f"{k} ({v})" for k, v in sources.items())))
@@ -134,7 +139,7 @@ def print_run(result: Any) -> None:
     for note in result.schedule.notes:  # e.g. a compressed rate profile
         out.print(f"[yellow]note:[/] {escape(str(note))}")
     if result.path is not None:
-        out.print(f"saved: {escape(str(result.path))}")
+        out.print(f"{'folder' if view else 'saved'}: {escape(str(result.path))}")
 
 
 TOKEN_MISMATCH_SHARE = 0.05  # server's and client's output token counts disagree by more than this: say so

@@ -141,6 +141,26 @@ def sweep_lock(folder: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+def abandoned(folder: Path) -> bool:
+    """A sweep saved as running that no process runs (nobody holds its lock): it was killed or its machine went.
+
+    Reads the lock without creating it, so a read-only folder (a copied sweep) can be asked too."""
+    lock = folder / LOCK_FILE
+    if not lock.is_file():
+        return True
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def check_unlocked(folder: Path) -> None:
     """Refuse now (before an engine starts) when another advisor runs this sweep."""
     if folder.is_dir():

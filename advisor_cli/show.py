@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ def show_command(run: str, root: Path, as_json: bool) -> None:
         if as_json:
             click.echo(json.dumps(sweep.to_dict(), default=str))
         else:
-            print_sweep(sweep)
+            print_sweep(sweep, folder)
         return
     if folder in unfinished([folder.parent]):
         click.echo(unfinished_warning(folder), err=True)
@@ -43,16 +44,19 @@ def show_command(run: str, root: Path, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(result.to_dict(), allow_nan=False))
     else:
-        console.print_run(result)
+        console.print_run(result, view=True)
 
 
-def print_sweep(sweep: Any) -> None:
-    """Its steps (each a run `advisor show` prints), the capacity and why it stopped."""
+def print_sweep(sweep: Any, folder: Path) -> None:
+    """Its steps (each a run `advisor show` prints), the capacity and why it stopped (or that it was abandoned)."""
     from advisor.capacity import capacity_text
+    from advisor.sweep import SWEEP_FILE, abandoned, resume_command
     from advisor_cli.sweep import step_line
 
     model = f", model {sweep.model}" if sweep.model else ""
-    click.echo(f"sweep {sweep.sweep_id} ({sweep.state}): {sweep.scenario} on {sweep.engine}{model}")
+    gone = sweep.state == "running" and abandoned(folder)
+    state = "abandoned: saved as running, but no advisor runs it" if gone else sweep.state
+    click.echo(f"sweep {sweep.sweep_id} ({state}): {sweep.scenario} on {sweep.engine}{model}")
     for p in sweep.points:
         click.echo(step_line(p))
     if sweep.interrupted:
@@ -61,4 +65,10 @@ def print_sweep(sweep: Any) -> None:
         click.echo(f"interrupted by {i.get('signal')} at {load} (not counted; its partial run: {i.get('run_id')})")
     cap = sweep.capacity
     click.echo(f"capacity: {capacity_text(cap.capacity_rps, cap.capacity_users)} - {cap.reason}")
-    click.echo(f"stopped: {sweep.stop_reason or 'not yet'}")
+    if gone:
+        hours = (time.time() - (folder / SWEEP_FILE).stat().st_mtime) / 3600
+        click.echo(f"stopped: abandoned after {len(sweep.points)} step(s): its last save was {hours:.1f} h ago and "
+                   f"no process holds it (killed, or its machine went); go on with "
+                   f"`{resume_command(sweep.sweep_id, folder.parent)}`")
+    else:
+        click.echo(f"stopped: {sweep.stop_reason or 'not yet (it is running)'}")

@@ -127,6 +127,22 @@ def check_lag(lags_ms: Sequence[float], ttft_p50_ms: float | None, arrival_rps: 
     return LagCheck(limit_ms=round(limit, 4), n=n, n_late=late, critical=crit, ok=late < crit, n_late_waited=waited)
 
 
+def not_held_why(target_rps: float, achieved_rps: float | None, n_errors: int, lag: LagCheck | None) -> str:
+    """Which part of `held` failed, in words (a run can be VALID and not hold its rate: the engine completed fewer
+    requests than were offered while the sends kept to the schedule, and no saturation signal fired)."""
+    parts = []
+    if lag is None or not lag.ok:
+        parts.append("the load generator sent late (the send-lag rule failed)")
+    if n_errors:
+        parts.append(f"{n_errors} request(s) failed")
+    if achieved_rps is not None and achieved_rps < HELD_RATE_FRACTION * target_rps:
+        parts.append(f"{achieved_rps:.3g} req/s completed of {target_rps:.3g} offered "
+                     f"({achieved_rps / target_rps:.0%}, under {HELD_RATE_FRACTION:.0%})")
+    if lag is not None and lag.ok:
+        parts.append("the sends were on time, so the engine, not the load generator, fell short")
+    return "; ".join(parts)
+
+
 def held(target_rps: float, achieved_rps: float | None, n_errors: int, lag: LagCheck | None) -> bool:
     """Did the load generator hold `target_rps`? Achieved >= 95% of it, no errors, and the send-lag rule passed."""
     return (lag is not None and lag.ok and n_errors == 0 and achieved_rps is not None

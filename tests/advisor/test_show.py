@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
 from advisor.bench import BenchConfig, RunInterrupted
-from advisor.sweep import SweepConfig, run_sweep
+from advisor.sweep import SweepConfig, run_sweep, sweep_lock
 from advisor_cli import cli
 from tests.advisor.test_sweep_interrupted import measure_until_signal
 
@@ -44,3 +48,45 @@ def test_a_file_that_is_not_a_run_is_named_as_such(tmp_path):
     res = CliRunner().invoke(cli, ["show", str(notes), "--runs", str(tmp_path)])
     assert res.exit_code == 2, res.output
     assert f"{notes} is a file, not a saved run or sweep" in res.output and "looked for" not in res.output
+
+
+H200 = Path(__file__).resolve().parents[1] / "data" / "gpu_h200_2026_11_26"
+
+
+def _running_sweep(root: Path) -> Path:
+    """The H200 sweep as if its process had been killed mid-way: saved as running."""
+    folder = root / "20261126-010554-sweep-chat-own-cafe94"
+    shutil.copytree(H200 / folder.name, folder)
+    doc = json.loads((folder / "sweep.json").read_text())
+    doc.update(state="running", stop_reason="")
+    (folder / "sweep.json").write_text(json.dumps(doc))
+    return folder
+
+
+def test_a_sweep_nobody_runs_is_shown_as_abandoned_with_the_command_that_goes_on(tmp_path):
+    # was: "(running) ... stopped: not yet" for a sweep abandoned two days before
+    folder = _running_sweep(tmp_path)
+    res = CliRunner().invoke(cli, ["show", folder.name, "--runs", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "(abandoned: saved as running, but no advisor runs it)" in res.output.splitlines()[0]
+    last = res.output.splitlines()[-1]
+    assert last.startswith("stopped: abandoned after 1 step(s)") and f"advisor sweep --resume {folder.name}" in last
+    assert "not yet" not in res.output
+
+
+def test_a_sweep_whose_process_holds_it_is_running(tmp_path):
+    folder = _running_sweep(tmp_path)
+    with sweep_lock(folder):
+        res = CliRunner().invoke(cli, ["show", folder.name, "--runs", str(tmp_path)])
+    assert "(running)" in res.output.splitlines()[0]
+    assert res.output.splitlines()[-1] == "stopped: not yet (it is running)"
+
+
+def test_a_shown_run_saves_nothing_and_says_why_a_valid_run_did_not_hold_its_rate():
+    res = CliRunner().invoke(cli, ["show", str(H200 / "20261126-010437-chat-own-5881")])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "saved:" not in text and "folder: " in text  # a view, not a save
+    # VALID beside "rate NOT held": which part did not hold, and that the verdict judges something else
+    assert "rate NOT held: 5.18 req/s completed of 5.55 offered (93%, under 95%)" in text
+    assert "the engine, not the load generator, fell short" in text and "the verdict, VALID" in text
