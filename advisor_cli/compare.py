@@ -8,7 +8,9 @@ the command exits 1 on any regression, so a team can gate an engine or configura
 own CI; without it, it only reports. Single runs carry no interval: any difference "differs", so
 gate on repeat groups where run-to-run noise matters. When A and B ran different workloads (scenario or
 its resolved settings: rate, users, lengths, duration, seed) a note says which, since the figures then
-follow the load as much as the engine.
+follow the load as much as the engine. When A and B are different systems (model, engine, precision or
+hardware: `advisor.systems`) the differences are listed first, and a regression gate between them is refused
+(exit 2) unless `--allow-different`, which labels the output "different systems".
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from advisor.metrics.intervals import Interval
 from advisor.repeats import FIGURE_BY_KEY, FIGURES, RepeatGroup, find_group
 from advisor.run_rates import offered_rps
 from advisor.store import RESULT_FILE, RunResult, StoreError, item_folder, list_runs, load_run
+from advisor.systems import system_differences
 from advisor_cli.options import RUNS
 
 COST_KEY = "usd_per_1m_output"
@@ -171,9 +174,12 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
               help=f"Only these figures ({', '.join([*FIGURE_BY_KEY, COST_KEY])}).")
 @click.option("--price-usd-hour", type=click.FloatRange(min=0, min_open=True), default=None, callback=_finite,
               help="Price both sides' hardware at this $/hour for the $/1M figure (default: the catalog's).")
+@click.option("--allow-different", is_flag=True,
+              help="Compare (and gate) A and B even when they are different systems (model, engine, precision or "
+                   "hardware); the output says 'different systems'.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else.")
 def compare_command(a: str, b: str, root: Path, max_regression_pct: float | None, figure_keys: str | None,
-                    price_usd_hour: float | None, as_json: bool) -> None:
+                    price_usd_hour: float | None, allow_different: bool, as_json: bool) -> None:
     """Compare two runs or repeat groups: which figures differ beyond their intervals (A is the baseline)."""
     keys = tuple(k.strip() for k in figure_keys.split(",") if k.strip()) if figure_keys else None
     unknown = [k for k in keys or () if k not in FIGURE_BY_KEY and k != COST_KEY]
@@ -184,8 +190,16 @@ def compare_command(a: str, b: str, root: Path, max_regression_pct: float | None
         ga, gb = resolve(a, root, runs), resolve(b, root, runs)
     except StoreError as e:
         raise click.UsageError(str(e)) from None
+    systems = system_differences(ga.runs[0], gb.runs[0])
+    if systems and max_regression_pct is not None and not allow_different:
+        raise click.UsageError(f"A and B are different systems ({'; '.join(systems)}): a regression between them "
+                               "compares machines, not a change; compare two runs of one system, or pass "
+                               "--allow-different to gate anyway")
     diffs = compare(figures(ga, price_usd_hour), figures(gb, price_usd_hour), max_regression_pct, keys)
     notes = []
+    if systems:
+        notes.append(f"different systems: {'; '.join(systems)}: every figure below compares the two systems, "
+                     "not a change to one")
     differ = workload_differences(ga, gb)
     if differ:
         notes.append(f"A and B ran different workloads ({'; '.join(differ)}): latency, throughput, goodput and "
@@ -205,22 +219,27 @@ def compare_command(a: str, b: str, root: Path, max_regression_pct: float | None
     regressions = [d.key for d in diffs if d.regression]
     if as_json:
         click.echo(json.dumps({"schema": "advisor.compare/1", "a": _side(ga), "b": _side(gb),
+                               "different_systems": systems,
                                "max_regression_pct": max_regression_pct, "figures": [d.to_dict() for d in diffs],
                                "regressions": regressions, "notes": notes}, allow_nan=False))
     else:
-        _print(ga, gb, diffs, notes, max_regression_pct)
+        _print(ga, gb, diffs, notes, max_regression_pct, bool(systems))
     if regressions:
         raise RegressionFound(f"{len(regressions)} regression(s) past {max_regression_pct:g}% beyond the intervals: "
                               f"{', '.join(regressions)}")
 
 
 def _print(ga: RepeatGroup, gb: RepeatGroup, diffs: list[Difference], notes: list[str],
-           threshold: float | None) -> None:
+           threshold: float | None, different: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
     con = Console()
-    t = Table(title=f"A = {ga.group_id} ({ga.n} run{'s' if ga.n > 1 else ''}, {ga.status})  vs  "
+    if different:  # what the reader must know before any figure
+        con.print(f"[bold yellow]{notes[0]}[/]", highlight=False)
+        notes = notes[1:]
+    t = Table(title=("different systems: " if different else "")
+                    + f"A = {ga.group_id} ({ga.n} run{'s' if ga.n > 1 else ''}, {ga.status})  vs  "
                     f"B = {gb.group_id} ({gb.n} run{'s' if gb.n > 1 else ''}, {gb.status})")
     for col in ("figure", "A", "B", "change", "verdict"):
         t.add_column(col, overflow="fold")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -148,3 +150,52 @@ def test_the_same_unsaturated_open_loop_load_says_throughput_is_the_loads(tmp_pa
     note = "an open loop at the same offered load that neither side saturated"
     assert any(n.startswith(note) for n in json.loads(compare(root, "a", "b", "--json").stdout)["notes"])
     assert not any(n.startswith(note) for n in json.loads(compare(root, "a", "sat", "--json").stdout)["notes"])
+
+
+H200_RUN = Path(__file__).resolve().parents[1] / "data" / "gpu_h200_2026_11_26" / "20261126-010437-chat-own-5881"
+
+
+def _as_cpu_tiny(tmp_path: Path) -> Path:
+    """The H200 run as if a tiny model had made it on a 2-vCPU VM (only the system fields edited)."""
+    folder = tmp_path / "cpu-tiny"
+    shutil.copytree(H200_RUN, folder)
+    doc = json.loads((folder / "result.json").read_text())
+    doc["run_id"] = "cpu-tiny"
+    doc["engine"].update(model="/models/tiny", precision="fp32", kv_cache_dtype="fp32")
+    doc["engine"]["extra"].update(n_params=894_000, model_config={**doc["engine"]["extra"]["model_config"],
+                                                                  "hidden_size": 128, "num_hidden_layers": 2})
+    doc["manifest"]["hardware"].update(cpu_model="AMD EPYC", cpu_cores=2, gpus=[])
+    (folder / "result.json").write_text(json.dumps(doc))
+    return folder
+
+
+def test_a_regression_gate_between_two_systems_is_refused(tmp_path):
+    # was: "3 regression(s)" and exit 1 for an H200 llama-1b run against a 2-vCPU tiny run
+    cpu = _as_cpu_tiny(tmp_path)
+    res = CliRunner().invoke(cli, ["compare", str(H200_RUN), str(cpu), "--max-regression", "10"])
+    assert res.exit_code == 2, res.output
+    [line] = [ln for ln in res.output.splitlines() if ln.startswith("Error:")]
+    assert "A and B are different systems (model llama-1b (1.04B parameters) vs tiny (894K parameters)" in line
+    assert "precision bf16, KV bf16 vs fp32, KV fp32" in line and "NVIDIA H200 vs AMD EPYC x 2 cores, no GPU" in line
+    assert "--allow-different" in line
+
+
+def test_allow_different_compares_and_says_so_first(tmp_path):
+    cpu = _as_cpu_tiny(tmp_path)
+    res = CliRunner().invoke(cli, ["compare", str(H200_RUN), str(cpu), "--allow-different", "--json"])
+    doc = json.loads(res.output)
+    assert [d.split(" ")[0] for d in doc["different_systems"]] == ["model", "precision", "hardware"]
+    assert doc["notes"][0].startswith("different systems: model llama-1b")
+    text = CliRunner().invoke(cli, ["compare", str(H200_RUN), str(cpu), "--allow-different"]).output
+    assert text.startswith("different systems: ")
+
+
+def test_two_runs_of_one_system_are_not_different_systems(tmp_path):
+    other = tmp_path / "same-system"
+    shutil.copytree(H200_RUN, other)
+    doc = json.loads((other / "result.json").read_text())
+    doc["run_id"] = "same-system"
+    doc["engine"].update(model="/elsewhere/llama-1b", version="2.0")  # another folder, an engine upgrade: one system
+    (other / "result.json").write_text(json.dumps(doc))
+    res = CliRunner().invoke(cli, ["compare", str(H200_RUN), str(other), "--max-regression", "10", "--json"])
+    assert json.loads(res.output)["different_systems"] == []
