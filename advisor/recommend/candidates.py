@@ -66,7 +66,8 @@ class Candidate(FileForm):
     error_factor: float | None = None  # estimated: the larger of its TTFT / TPOT error factors
     bound: str = ""  # measured: device-bound / host-bound / unclear / cpu (`bound.py`), with its figures
     run_durations_s: tuple[float, ...] = ()  # measured: the measurement window of each run behind the capacity
-    capacity_is_lower_bound: bool = False  # measured: no higher rate was measured to fail, so the limit is unknown
+    capacity_is_lower_bound: bool = False  # measured: no higher rate failed, or the next one failed far above
+    capacity_failed_rps: float | None = None  # measured, open loop: the lowest offered rate above it that failed
 
     @property
     def slo_margin_ms(self) -> dict[str, float]:
@@ -152,6 +153,12 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
             load = f"{above:.0f} users" if _users(best) is not None else f"offered {above:.3g} req/s"
             notes.append(f"capacity = highest measured rate meeting the SLOs ({opt.rate.text()} req/s); "
                          f"{load} did not meet them")
+        loose = (best is not None and above is not None and _users(best) is None and best.rate.value > 0
+                 and above / best.rate.value > LOOSE_BRACKET)
+        if loose:
+            notes.append(f"a loose bracket: met at {opt.rate.value:.3g} req/s, failed at {above:.3g} "
+                         f"({above / opt.rate.value:.1f}x apart, over {LOOSE_BRACKET:g}x): the limit lies between, "
+                         "unmeasured, so the capacity is a lower bound")
         if opt.valid:
             evidence: Evidence = "measured"
             note = f"measured: {runs_txt}, VALID"
@@ -178,7 +185,8 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
             slo_checks=tuple(ch.to_dict() for ch in opt.checks.values()), repeats=opt.n,
             group_id=opt.group_id, scenario=scen, device_class=hw.kind if hw else "", hardware_problem=problem,
             bound=bound.bound, run_durations_s=tuple(float(r.summary.window_s) for r in opt.runs if r.summary.window_s),
-            capacity_is_lower_bound=best is not None and above is None))
+            capacity_is_lower_bound=best is not None and (above is None or loose),
+            capacity_failed_rps=above if loose else None))
     return out
 
 
@@ -191,6 +199,9 @@ def _users(o: MeasuredOption) -> int | None:
     """The closed-loop users an option ran with (None: not every run was a closed loop)."""
     users = [r.schedule.concurrency for r in o.runs]
     return max(users) if users and all(u for u in users) else None  # type: ignore[type-var]
+
+
+LOOSE_BRACKET = 1.5  # a failing rate this far above the passing one leaves the capacity a lower bound (docs/recommend.md)
 
 
 def _failed_above(best: MeasuredOption | None, opts: list[MeasuredOption]) -> float | None:

@@ -8,6 +8,7 @@ Pareto frontier, hosted-API break-even and a roofline backtest.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,7 +24,7 @@ from advisor.recommend.candidates import (
 from advisor.recommend.constraints import Constraints
 from advisor.recommend.error_bars import EstimatorBacktest, estimator_backtest
 from advisor.recommend.estimates import estimated_candidates
-from advisor.recommend.evidence import EvidenceGap, evidence_gap
+from advisor.recommend.evidence import EvidenceGap, evidence_gap, workload_flags
 from advisor.recommend.explain import Advice, advise
 from advisor.recommend.hosted import BreakEven, break_evens
 from advisor.recommend.machines import resolve_runs
@@ -143,7 +144,16 @@ ESTIMATES_SIZED = ("estimated rows are sized from the model config with operator
 MAX_REPLICAS_UNWARNED = 8  # a fleet larger than this rests on one replica's capacity: warned (docs/recommend.md)
 
 
-def capacity_warnings(best: Row) -> tuple[str, ...]:
+def narrowing_sweep(c: Candidate, run: RunResult | None) -> str:
+    """The sweep that finds the limit between a passing rate and the next failing one: three rates between them,
+    evenly spaced in ratio, with the measured run's workload flags so it measures the same workload."""
+    lo, hi = c.capacity_rps or 0.0, c.capacity_failed_rps or 0.0
+    rates = ",".join(f"{lo * (hi / lo) ** (i / 4):.3g}" for i in (1, 2, 3))
+    flags = "".join(f" {f}" for f in workload_flags(run)) if run is not None else ""
+    return f"advisor sweep --scenario {c.scenario} --engine {c.engine} --rates {rates}{flags}"
+
+
+def capacity_warnings(best: Row, runs: Sequence[RunResult] = ()) -> tuple[str, ...]:
     """What the headline's capacity per replica does not show: a large fleet sized from one replica, a lower bound."""
     c, out = best.candidate, []
     cap = f"{c.capacity_rps:.3g} req/s" if c.capacity_rps else "unknown"
@@ -157,7 +167,13 @@ def capacity_warnings(best: Row) -> tuple[str, ...]:
         out.append(f"the headline needs {best.replicas} replicas (more than {MAX_REPLICAS_UNWARNED}): its capacity per "
                    f"replica ({cap}) {basis}; how load spreads over {best.replicas} replicas (load balancing, "
                    "per-replica burstiness) was not measured")
-    if c.capacity_is_lower_bound:
+    if c.capacity_is_lower_bound and c.capacity_failed_rps:
+        run = next((r for r in runs if r.run_id == c.run_id), None)
+        out.append(f"the headline's capacity per replica ({cap}) is a lower bound: it met the SLOs at {cap} and "
+                   f"failed at {c.capacity_failed_rps:.3g} req/s ({c.capacity_failed_rps / (c.capacity_rps or 1):.1f}x "
+                   f"apart), so the replicas are sized with {cap} and may be more than needed; "
+                   f"`{narrowing_sweep(c, run)}` would narrow it")
+    elif c.capacity_is_lower_bound:
         out.append(f"the headline's capacity per replica ({cap}) is a lower bound: no higher rate was measured, so "
                    "the replicas and cost may be more than needed; a sweep to higher rates would find the limit")
     return tuple(out)
@@ -263,5 +279,5 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
                          tuple(break_evens(rows, catalog.hosted)), bt, advice, tuple(notes), gap,
                          tuple(w for w in (workload_note, warning) if w))
     if rec.evidence is None and rec.best is not None:
-        rec = replace(rec, warnings=rec.warnings + capacity_warnings(rec.best))
+        rec = replace(rec, warnings=rec.warnings + capacity_warnings(rec.best, runs))
     return replace(rec, to_settle=settle(rec.rows, rec.best, catalog, runs))
