@@ -78,7 +78,7 @@ def risk_lines(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: Reco
                    + ", ".join(f"{k.removesuffix('_ms').upper()} ({n} option{'s' if n > 1 else ''})"
                                for k, n in not_est.items()))
     single = sum(1 for r in rows if r.get("source") == "measured" and (r.get("repeats") or 1) == 1)
-    if single:
+    if single and not (single == 1 and any("rests on a single run" in w for w in out)):  # the headline's, said
         out.append(f"{single} measured option{'s rest' if single > 1 else ' rests'} on a single run: "
                    "run-to-run noise unknown; repeat to get an interval")
     errs = [r for r in runs if r.summary.n_errors]
@@ -119,7 +119,7 @@ def executive(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: Recom
         kind = "none"
     risks = risk_lines(runs, prices, rec)
     return {"kind": kind, "best": best, "best_money": money(best), "best_price": best_price(rec),
-            "runners_up": runners,
+            "rests_on": d.get("rests_on") or "", "runners_up": runners,
             "runner_money": [money(r) for r in runners], "evidence": gap, "reason": rec.reason,
             "advice": d.get("advice"), "closest": [rows[k] for k in (d.get("advice") or {}).get("closest") or []
                                                    if k in rows][:2],

@@ -33,6 +33,7 @@ from advisor.recommend.no_row import NoRow, no_row_lines
 from advisor.recommend.order import rank
 from advisor.recommend.pareto import Frontier, pareto
 from advisor.recommend.ranking import Row, evaluate
+from advisor.recommend.rests_on import headline_warnings, rests_on
 from advisor.recommend.settle import settle
 from advisor.recommend.workloads import pick_workload
 from advisor.slo_evidence import RunSample
@@ -65,6 +66,7 @@ class Recommendation:
     evidence: EvidenceGap | None = None  # set when the data cannot carry a recommendation yet
     warnings: tuple[str, ...] = ()  # what makes a "passes" weaker than it reads (shown with the headline)
     to_settle: tuple[str, ...] = ()  # cheaper options the evidence keeps out of the headline, and what to measure
+    rests_on: str = ""  # the headline's engine, model and weights, precision, hardware and evidence (rests_on.py)
 
     @property
     def best(self) -> Row | None:
@@ -85,7 +87,7 @@ class Recommendation:
                 "pareto": [f.to_dict() for f in self.frontiers], "break_even": [b.to_dict() for b in self.break_even],
                 "backtest": self.backtest.to_dict(), "advice": self.advice.to_dict() if self.advice else None,
                 "evidence": self.evidence.to_dict() if self.evidence else None, "notes": list(self.notes),
-                "warnings": list(self.warnings), "to_settle": list(self.to_settle)}
+                "warnings": list(self.warnings), "to_settle": list(self.to_settle), "rests_on": self.rests_on}
 
 
 def quality_from_runs(runs: list[RunResult]) -> dict[str, float]:
@@ -279,5 +281,6 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
                          tuple(break_evens(rows, catalog.hosted)), bt, advice, tuple(notes), gap,
                          tuple(w for w in (workload_note, warning) if w))
     if rec.evidence is None and rec.best is not None:
-        rec = replace(rec, warnings=rec.warnings + capacity_warnings(rec.best, runs))
+        rec = replace(rec, warnings=rec.warnings + headline_warnings(rec.best) + capacity_warnings(rec.best, runs),
+                      rests_on=rests_on(rec.best, runs))
     return replace(rec, to_settle=settle(rec.rows, rec.best, catalog, runs))

@@ -75,6 +75,8 @@ def print_headline(rec: Recommendation, con: Console) -> None:
                   f"{best.replicas} replica(s), {_cost_text(best)} - {best.why}", highlight=False)
         if line := price_line(best.candidate.hardware_id, best.usd_per_hour, best.price_source, best.price_as_of):
             con.print(f"  {line}", highlight=False)
+        if rec.rests_on:
+            con.print(f"  [bold]rests on:[/] {rec.rests_on}", highlight=False)
         if best.candidate.evidence == "uncalibrated":  # admitted by --allow-uncalibrated: say what it rests on
             con.print(f"  [yellow]rests on:[/] {best.candidate.evidence_note}", highlight=False)
         for r in rec.runners_up:

@@ -1,0 +1,66 @@
+"""What a recommendation's headline rests on, in one line, and the warnings that weaken it.
+
+The headline names an engine and a GPU; a buyer also needs the model and whether its weights were real, the
+precision, where the figures come from, and what makes them weaker than they read (issue 39): own_engine is
+advisor's built-in reference engine, a model made by `advisor models create` has seeded random weights, a
+host-bound run measured the engine's host path, one run has no interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import PurePath
+
+from advisor.recommend.ranking import Row
+from advisor.store import RunResult
+from model_cache.presets import PRESETS
+
+REFERENCE_ENGINES = ("own", "own-static")
+
+
+def _count(n: float) -> str:
+    return next(f"{n / d:.3g}{u}" for d, u in ((1e9, "B"), (1e6, "M"), (1e3, "K"), (1.0, "")) if n >= d or d == 1.0)
+
+
+def _weights(run: RunResult | None, name: str) -> str:
+    """Whether the weights were real: recorded by the engine where it says, else read from the model's name."""
+    said = (run.engine.extra.get("weights") if run is not None else None) or ""
+    if said:
+        return str(said)
+    if name in PRESETS:
+        return f"seeded random weights, by its name (advisor's preset {name}): speed only, no quality claim"
+    return "weights as supplied (not checked by advisor)"
+
+
+def _evidence(best: Row, run: RunResult | None) -> str:
+    c = best.candidate
+    if c.source == "estimated":
+        return f"estimated: {c.evidence_note}" if c.evidence_note else "estimated"
+    served = run is not None and (run.manifest or {}).get("server_hardware")
+    runs = f"{c.repeats} runs" if c.repeats > 1 else "1 run"
+    return f"measured on declared hardware ({runs})" if served else f"measured ({runs})"
+
+
+def rests_on(best: Row, runs: Sequence[RunResult] = ()) -> str:
+    """'own (advisor's built-in reference engine), model llama-1b (1.04B, seeded random weights ...), bf16, on
+    NVIDIA H200, measured (1 run)'."""
+    c = best.candidate
+    run = next((r for r in runs if r.run_id == c.run_id), None)
+    engine = c.engine + (" (advisor's built-in reference engine, not a production server)"
+                         if c.engine in REFERENCE_ENGINES else "")
+    name = PurePath(c.model).name or c.model
+    size = f"{_count(c.n_params)} parameters, " if c.n_params else ""
+    return (f"{engine}; model {name} ({size}{_weights(run, name)}); {c.precision or c.config}; on "
+            f"{best.hardware_name}; {_evidence(best, run)}")
+
+
+def headline_warnings(best: Row) -> tuple[str, ...]:
+    """Host-bound and single-run: what the headline's measurement is not (capacity_warnings has its size)."""
+    c, out = best.candidate, []
+    if c.source == "measured" and c.bound == "host-bound":
+        why = next((a for a in c.assumptions if a.startswith("host-bound")), "host-bound: it measured the engine's "
+                   "host path, not the GPU")
+        out.append(f"the headline's run was {why}; a faster GPU need not serve more")
+    if c.source == "measured" and c.repeats <= 1:
+        out.append("the headline rests on a single run: its figures have no interval; `--repeats 3` would give one")
+    return tuple(out)

@@ -1,0 +1,46 @@
+"""The headline says what it rests on (issue 39): 'own on H200, 5 replicas' named neither the model, nor that own is
+the built-in reference engine, nor that the run was host-bound (`warnings: []`)."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+from click.testing import CliRunner
+
+from advisor.catalog import load_catalog
+from advisor.recommend import Constraints, recommend
+from advisor_cli import cli
+from tests.advisor.recommend.h200 import CHAT, SATURATED, copy_runs, load, this_cpu_vm
+
+
+@pytest.fixture(autouse=True)
+def _host_is_vm(monkeypatch):
+    monkeypatch.setattr(socket, "gethostname", lambda: "vm")
+
+
+def test_the_headline_names_engine_model_weights_precision_hardware_and_evidence(tmp_path):
+    rec = recommend(load(copy_runs(tmp_path, (CHAT, SATURATED))), Constraints(scenario="chat", peak_rps=20),
+                    load_catalog(), detected=this_cpu_vm())
+    assert rec.rests_on == ("own (advisor's built-in reference engine, not a production server); model llama-1b "
+                            "(1.04B parameters, seeded random weights, by its name (advisor's preset llama-1b): speed "
+                            "only, no quality claim); bf16; on NVIDIA H200 SXM 141GB; measured (1 run)")
+    host, single = rec.warnings[0], rec.warnings[1]
+    assert host.startswith("the headline's run was host-bound (GPU busy 49% of the time") and "faster GPU" in host
+    assert single.startswith("the headline rests on a single run")
+    assert rec.to_dict()["rests_on"] == rec.rests_on and host in rec.to_dict()["warnings"]
+
+
+def test_console_json_and_report_say_the_same(tmp_path):
+    root = copy_runs(tmp_path, (CHAT,))
+    out = CliRunner().invoke(cli, ["recommend", "--runs", str(root), "-s", "chat", "--peak-rps", "20"]).output
+    assert "rests on: own (advisor's built-in reference engine" in " ".join(out.split())
+    doc = json.loads(CliRunner().invoke(cli, ["recommend", "--runs", str(root), "-s", "chat", "--peak-rps", "20",
+                                              "--json"]).output)
+    assert doc["rests_on"].startswith("own (advisor's built-in reference engine")
+    report = tmp_path / "r.html"
+    res = CliRunner().invoke(cli, ["report", str(root / CHAT), "-o", str(report)])
+    assert res.exit_code == 0, res.output
+    html = report.read_text()
+    assert "Rests on: own (advisor&#39;s built-in reference engine" in html and "host-bound (GPU busy 49%" in html
