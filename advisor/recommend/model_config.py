@@ -77,7 +77,7 @@ def _evidence(engine: str, gpu: Gpu, hw: Hardware, basis: str, factor_text: str)
                                               f"{hw.stack} is unknown")
     if engine == "own":  # its host time was measured, its error never backtested end to end
         evidence, note = "uncalibrated", (f"{what}; own_engine has no public end-to-end run to backtest it, so its "
-                                          "range is vLLM's and its error is unknown")
+                                          "range is all engines' and its error is unknown")
     return evidence, note
 
 

@@ -3,8 +3,8 @@
 The evidence is aiconfigurator's `silicon_sample.csv` (ai-dynamo/aiconfigurator, Apache-2.0): TTFT and
 TPOT measured on real GPUs at a fixed concurrency, per engine, model, precision, TP, ISL and OSL. Its
 aggregated dense-model rows ship as `data/silicon_dense_agg.csv`. Each row is predicted from the tables of
-its GPU and engine; the engine's four constants (serving.EngineProfile: GPU scale, host time per step,
-TTFT overhead, wave share) are fitted by a grid search that minimises median + 0.3 x mean |ln(predicted /
+its GPU and engine, whose times are taken as measured; the engine's four constants (serving.EngineProfile:
+host time per step, TTFT overhead, prefill scale, wave share) are fitted by a grid search that minimises median + 0.3 x mean |ln(predicted /
 measured)|, on:
 - all rows of the engine (in-sample: the constants every estimate uses);
 - the rows of the engine on the other GPUs (leave-one-GPU-out: a GPU the buyer does not own);
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from advisor.sizing.architecture import load_architecture
+from advisor.sizing.architecture import Architecture, load_architecture
 from advisor.sizing.errors import SizingError
 from advisor.sizing.memory import memory_fit
 from advisor.sizing.precision import precision
@@ -44,9 +44,8 @@ DATA = Path(__file__).parent / "data"
 SILICON = DATA / "silicon_dense_agg.csv"
 FIT_FILE = DATA / "fit.yaml"
 RANGE_PERCENTILE = 90
-W_MEAN = 0.3 # the fit minimises median + W_MEAN x mean |ln error|: the median, kept from chasing outliers
+W_MEAN = 0.3  # the fit minimises median + W_MEAN x mean |ln error|: the median, kept from chasing outliers
 _PRECISION = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "": "bf16"}
-_G = np.array([1.0])  # the tables are trusted as measured: a free scale fitted worse out of sample (RESULTS.md)
 _H = np.arange(0.0, 6.01, 0.25)
 _O = np.arange(0.0, 401.0, 10.0)
 _S = np.arange(0.0, 1.001, 0.05)
@@ -79,7 +78,7 @@ def _arch_name(model_path: str) -> str:
 
 
 @functools.cache
-def _arch(model_path: str):  # type: ignore[no-untyped-def]
+def _arch(model_path: str) -> Architecture | None:
     for candidate in (model_path, _arch_name(model_path), _arch_name(model_path) + "-Instruct",
                       _arch_name(model_path).removesuffix("-Instruct")):
         try:
@@ -155,23 +154,23 @@ def _score(err: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def fit_profile(engine: str, ts: list[Terms], ttft: list[float], tpot: list[float]) -> EngineProfile:
-    """The engine's constants that best fit (terms, measured) pairs: TPOT first (GPU scale, host time), then TTFT."""
+    """The engine's constants that best fit (terms, measured) pairs: TPOT first (host time), then TTFT.
+
+    The GPU's time is the tables' as measured: a fitted scale on it fitted each engine's rows better and the GPUs
+    left out worse (benchmarks/history/sizing.md)."""
     base = base_profile(engine)
     if not ts:
         return base
     arr = {k: np.array([getattr(t, k) for t in ts], dtype=float) for k in Terms.__dataclass_fields__}
-    floor = base.host_floor_ms + base.host_ms_per_seq * arr["running"]
-    y = np.log(np.array(tpot))
-    # TPOT fixes the GPU scale and the host time ([g, h, row]); TTFT then the overhead and the wave share
-    _, tp, _, _ = latencies(arr, _G[:, None, None], _H[None, :, None], 0.0, 0.0, floor)
-    gi, hi = np.unravel_index(np.argmin(_score(np.log(tp) - y)), tp.shape[:2])
-    g, h = float(_G[gi]), float(_H[hi])
-    tt, _, _, _ = latencies(arr, g, h, _O[None, :, None, None], _S[:, None, None, None], floor,
-                            _P[None, None, :, None])  # [sync, overhead, prefill scale, row]
+    host = (base.host_floor_ms, base.host_ms_per_seq, base.host_ms_per_prompt_token)
+    _, tp, _, _ = latencies(arr, _H[:, None], 0.0, 0.0, 1.0, *host)  # [h, row]
+    h = float(_H[np.argmin(_score(np.log(tp) - np.log(np.array(tpot))))])
+    tt, _, _, _ = latencies(arr, h, _O[None, :, None, None], _S[:, None, None, None], _P[None, None, :, None],
+                            *host)  # [sync, overhead, prefill scale, row]
     sc = _score(np.log(tt) - np.log(np.array(ttft)))
     si, oi, pi = np.unravel_index(np.argmin(sc), sc.shape)
     best = (float(_O[oi]), float(_S[si]), float(_P[pi]))
-    return replace(base, gpu_scale=g, host_ms=h, ttft_ms=best[0], sync=best[1], prefill_scale=best[2])
+    return replace(base, host_ms=h, ttft_ms=best[0], sync=best[1], prefill_scale=best[2])
 
 
 @dataclass(frozen=True)
@@ -306,7 +305,7 @@ def coverage(bt: Backtest, factors: dict[str, dict[str, dict[str, float]]]) -> d
 def write_fit(bt: Backtest, dest: Path = FIT_FILE) -> dict:
     """Save the in-sample constants and the range factors from this one backtest (what estimates read)."""
     factors = range_factors(bt)
-    fields = ("gpu_scale", "host_ms", "ttft_ms", "sync", "prefill_scale")
+    fields = ("host_ms", "ttft_ms", "sync", "prefill_scale")
     src = Path(bt.source)
     doc = {"schema": "advisor.sizing.fit/2",
            "fitted_on": f"advisor/sizing/data/{src.name}" if src.resolve() == SILICON.resolve() else str(src),
@@ -327,14 +326,10 @@ def fitted() -> dict:
 
 
 def profile(engine: str) -> EngineProfile:
-    """The engine's scheduling settings and fitted constants (own_engine: its own measured host time, vLLM's rest)."""
-    base = base_profile(engine)
-    f = fitted()["profiles"].get(engine if engine != "own" else "vllm")
-    if f is None:
-        return base
-    if engine == "own":  # host-bound: its step is its own measured host time (engines.yaml), no fitted constant
-        return replace(base, gpu_scale=f["gpu_scale"])
-    return replace(base, **f)
+    """The engine's scheduling settings and fitted constants (own_engine: its own measured host time, nothing fitted:
+    no public end-to-end run of it exists)."""
+    f = fitted()["profiles"].get(engine)
+    return base_profile(engine) if f is None else replace(base_profile(engine), **f)
 
 
 def range_factor(basis: str, engine: str) -> tuple[dict[str, float], str]:

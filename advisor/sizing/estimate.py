@@ -219,13 +219,16 @@ def estimate(arch: Architecture, gpu: Gpu, tp: int, engine: str, prec: Precision
     error_note = (f"range x/÷{ft:.2f} TTFT, x/÷{fp:.2f} TPOT: the {pct}th percentile of |error| of "
                   + ("leave-one-GPU-out" if basis == "tables" else "transfer") + f" predictions of {whose} among "
                   f"{fitted()['rows']} measured rows (aiconfigurator silicon_sample.csv; advisor estimate --backtest)")
-    notes = [f"{engine}: {declared['source']}",
-             f"engine constants fitted on public measurements: host {e.host_ms:g} ms/step, TTFT +{e.ttft_ms:g} ms, "
-             f"prefill x{e.prefill_scale:g}, wave share {e.sync:g} (GPU time as the tables measured it)"]
+    notes = [f"{engine}: {declared['source']}"]
     if engine == "own":
         notes.append(f"own_engine's host time per step {e.host_floor_ms:g} ms + {e.host_ms_per_seq:g} ms per sequence "
-                     "(measured on an H200): a faster GPU does not make it faster; own has no served run in the "
-                     "public evidence, so its range is vLLM's")
+                     f"+ {e.host_ms_per_prompt_token:g} ms per prompt token (measured on an H200): a faster GPU does "
+                     "not make it faster; own has no served run in the public evidence, so its range is all "
+                     "engines' rows'")
+    else:
+        notes.append(f"engine constants fitted on public measurements: host {e.host_ms:g} ms/step, TTFT "
+                     f"+{e.ttft_ms:g} ms, prefill x{e.prefill_scale:g}, wave share {e.sync:g} (GPU time as the "
+                     "tables measured it)")
     if load.rate is not None:
         notes.append("a rate is sized as the closed loop whose throughput equals it (Little's law); random "
                      "arrivals queue more than that, so read TTFT as a lower bound at that rate")

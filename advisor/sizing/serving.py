@@ -9,7 +9,7 @@ steps are mixed, and:
     TTFT  = t_overhead + half a step + the steps until its wave of prompts has its first tokens
     rate  = n / (TTFT + (osl - 1) x TPOT)            (Little's law)
 
-where t = gpu_scale x (the step's GPU time from step.py) + host_ms. Requests beyond what the KV cache
+where t = the step's GPU time from step.py (the tables as measured) + host_ms. Requests beyond what the KV cache
 holds wait for a slot, which adds to TTFT only. Prompts do not arrive evenly: requests of one length
 that start together finish together, so new prompts come in waves of 1 + sync x (n - 1), prefilled
 together (`latencies`).
@@ -34,7 +34,6 @@ class EngineProfile:
     name: str
     token_budget: int  # prompt + decode tokens per step (vLLM max_num_batched_tokens, TRT-LLM max_num_tokens)
     max_batch: int  # sequences per step at most (vLLM max_num_seqs, TRT-LLM max_batch_size)
-    gpu_scale: float = 1.0  # measured step / table step
     host_ms: float = 0.0  # per step, not hidden behind the GPU
     ttft_ms: float = 0.0  # per request: tokenising, scheduling, the first token's way out
     sync: float = 0.0  # share of the other in-flight requests whose prompts arrive in the same wave
@@ -101,18 +100,20 @@ def terms(ops: Ops, p: Parallel, e: EngineProfile, isl: int, osl: int, concurren
                  gpu(prefill=full, chunk=chunk), prefill * chunk_len, chunk, full * chunk)
 
 
-def latencies(t: dict, g: Any, h: Any, ttft_ms: Any, sync: Any, floor: Any, prefill_scale: Any = 1.0,
-              per_token: float = 0.0) -> tuple[Any, Any, Any, Any]:
+def latencies(t: dict, host_ms: Any, ttft_ms: Any = 0.0, sync: Any = 0.0, prefill_scale: Any = 1.0,
+              floor_ms: float = 0.0, per_seq: float = 0.0, per_token: float = 0.0) -> tuple[Any, Any, Any, Any]:
     """TTFT, TPOT, requests/s and the slowest step (ms, ms, 1/s, ms) from terms `t` (a Terms' fields as numbers
     or numpy arrays) and the engine constants (numbers or arrays that broadcast): the one formula the
-    estimate and the fit share.
+    estimate and the fit share. A host-bound engine's step takes at least floor_ms + per_seq x running +
+    per_token x its prompt tokens, overlapped with the GPU's time.
 
     A wave of W = 1 + sync x (running - 1) prompts arrives together; it needs k = ceil(W x isl / budget) steps,
     and its average prompt has its first token after (k + k1) / 2 of them (k1: one prompt's own chunks); a
     wave that fits one step waits for that one step, whose time grows with its prompt tokens between a step
     with one prompt and a full one."""
     tokens = {"decode_ms": 0.0, "mixed_ms": t["mixed_tokens"], "one_ms": t["one_tokens"], "full_ms": t["full_tokens"]}
-    step = {k: np.maximum(g * t[k] + h, floor + per_token * q) for k, q in tokens.items()}
+    floor = floor_ms + per_seq * t["running"]
+    step = {k: np.maximum(t[k] + host_ms, floor + per_token * q) for k, q in tokens.items()}
     tpot = (1.0 - t["mixed_share"]) * step["decode_ms"] + t["mixed_share"] * step["mixed_ms"]
     isl, budget = t["isl"], t["budget"]
     q1 = np.minimum(isl, budget)
@@ -130,9 +131,9 @@ def latencies(t: dict, g: Any, h: Any, ttft_ms: Any, sync: Any, floor: Any, pref
 
 def combine(t: Terms, e: EngineProfile) -> Serving:
     """The steady state of `t` on engine `e` (see the module docstring)."""
-    floor = e.host_floor_ms + e.host_ms_per_seq * t.running  # the host's own time per step, overlapped with the GPU's
-    ttft, tpot, rate, slowest = (float(x) for x in latencies(vars(t), e.gpu_scale, e.host_ms, e.ttft_ms, e.sync,
-                                                                floor, e.prefill_scale, e.host_ms_per_prompt_token))
+    ttft, tpot, rate, slowest = (float(x) for x in latencies(
+        vars(t), e.host_ms, e.ttft_ms, e.sync, e.prefill_scale, e.host_floor_ms, e.host_ms_per_seq,
+        e.host_ms_per_prompt_token))
     return Serving(concurrency=t.concurrency, running=t.running, ttft_ms=ttft, tpot_ms=tpot, itl_p99_ms=slowest,
                    requests_per_s=rate, output_tok_s=rate * t.osl, total_tok_s=rate * (t.isl + t.osl),
                    mixed_share=t.mixed_share)
