@@ -16,7 +16,8 @@ SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_ke
               "vocab_size")
 
 
-def _count(n: float) -> str:
+def param_count(n: float) -> str:
+    """1.04e9 -> '1.04B', 894000 -> '894K'."""
     return next(f"{n / d:.3g}{u}" for d, u in ((1e9, "B"), (1e6, "M"), (1e3, "K"), (1.0, "")) if n >= d or d == 1.0)
 
 
@@ -25,7 +26,7 @@ def _model(run: RunResult) -> tuple[str, str]:
     cfg = run.engine.extra.get("model_config") or {}
     name = PurePath(str(run.engine.model or "?")).name
     n = run.engine.extra.get("n_params")
-    shown = f"{name} ({_count(float(n))} parameters)" if n else name
+    shown = f"{name} ({param_count(float(n))} parameters)" if n else name
     shape = tuple(cfg.get(k) for k in SHAPE_KEYS)
     return (repr(shape) if any(shape) else name), shown
 

@@ -69,15 +69,9 @@ def capacity(arch: Architecture, gpu: Gpu, tp: int, engine: str, prec: str, isl:
         return Capacity(first, False, 1)
     cap, tried = max(1, first.max_concurrency), 1
     good, good_c, bad_c = first, 1, None
-    while bad_c is None and good_c < cap:
-        c = min(good_c * 2, cap)
-        e, tried = at(c), tried + 1
-        if meets(e, lim):
-            good, good_c = e, c
-        else:
-            bad_c = c
-    while bad_c is not None and bad_c - good_c > 1:
-        c = (good_c + bad_c) // 2
+    # doubling until a concurrency fails (or the cap), then bisection between the last pass and that failure
+    while (good_c < cap) if bad_c is None else (bad_c - good_c > 1):
+        c = min(good_c * 2, cap) if bad_c is None else (good_c + bad_c) // 2
         e, tried = at(c), tried + 1
         if meets(e, lim):
             good, good_c = e, c

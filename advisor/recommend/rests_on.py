@@ -13,13 +13,10 @@ from pathlib import PurePath
 
 from advisor.recommend.ranking import Row
 from advisor.store import RunResult
+from advisor.systems import param_count
 from model_cache.presets import PRESETS
 
 REFERENCE_ENGINES = ("own", "own-static")
-
-
-def _count(n: float) -> str:
-    return next(f"{n / d:.3g}{u}" for d, u in ((1e9, "B"), (1e6, "M"), (1e3, "K"), (1.0, "")) if n >= d or d == 1.0)
 
 
 def _weights(run: RunResult | None, name: str) -> str:
@@ -49,7 +46,7 @@ def rests_on(best: Row, runs: Sequence[RunResult] = ()) -> str:
     engine = c.engine + (" (advisor's built-in reference engine, not a production server)"
                          if c.engine in REFERENCE_ENGINES else "")
     name = PurePath(c.model).name or c.model
-    size = f"{_count(c.n_params)} parameters, " if c.n_params else ""
+    size = f"{param_count(c.n_params)} parameters, " if c.n_params else ""
     return (f"{engine}; model {name} ({size}{_weights(run, name)}); {c.precision or c.config}; on "
             f"{best.hardware_name}; {_evidence(best, run)}")
 
