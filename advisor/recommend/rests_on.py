@@ -1,7 +1,7 @@
 """What a recommendation's headline rests on, in one line, and the warnings that weaken it.
 
 The headline names an engine and a GPU; a buyer also needs the model and whether its weights were real, the
-precision, where the figures come from, and what makes them weaker than they read (issue 39): own_engine is
+precision, where the figures come from, and what makes them weaker than they read: own_engine is
 advisor's built-in reference engine, a model made by `advisor models create` has seeded random weights, a
 host-bound run measured the engine's host path, one run has no interval.
 """
