@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from advisor.recommend.rests_on import model_name
 from advisor.store import RunResult
 from reports.costs import RunPrice
 from reports.labels import is_valid, lag_ms, status
@@ -120,6 +121,7 @@ def executive(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: Recom
     risks = risk_lines(runs, prices, rec)
     return {"kind": kind, "best": best, "best_money": money(best), "best_price": best_price(rec),
             "rests_on": d.get("rests_on") or "", "runners_up": runners,
+            "best_model": model_name(str(best.get("model") or "")) if best else "",
             "runner_money": [money(r) for r in runners], "evidence": gap, "reason": rec.reason,
             "advice": d.get("advice"), "closest": [rows[k] for k in (d.get("advice") or {}).get("closest") or []
                                                    if k in rows][:2],

@@ -32,6 +32,9 @@ from fileform import FileForm
 UNKNOWN_SERVER = "unknown hardware"  # a served run whose server hardware was not declared
 UNLISTED_CPU = "unlisted-cpu"  # a CPU machine the catalog lacks (and not this one)
 Evidence = Literal["measured", "calibrated", "uncalibrated", "invalid"]
+# where a row's figures come from, as the headline names it (docs/recommend.md)
+EvidenceClass = Literal["measured here", "measured on declared hardware", "estimated from tables", "transferred",
+                        "extrapolated from a run"]
 HEADLINE_EVIDENCE: tuple[Evidence, ...] = ("measured", "calibrated")
 
 
@@ -68,6 +71,7 @@ class Candidate(FileForm):
     run_durations_s: tuple[float, ...] = ()  # measured: the measurement window of each run behind the capacity
     capacity_is_lower_bound: bool = False  # measured: no higher rate failed, or the next one failed far above
     capacity_failed_rps: float | None = None  # measured, open loop: the lowest offered rate above it that failed
+    evidence_class: EvidenceClass = "measured here"
 
     @property
     def slo_margin_ms(self) -> dict[str, float]:
@@ -153,12 +157,16 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
             load = f"{above:.0f} users" if _users(best) is not None else f"offered {above:.3g} req/s"
             notes.append(f"capacity = highest measured rate meeting the SLOs ({opt.rate.text()} req/s); "
                          f"{load} did not meet them")
-        loose = (best is not None and above is not None and _users(best) is None and best.rate.value > 0
-                 and above / best.rate.value > LOOSE_BRACKET)
-        if loose:
+        far = best is not None and far_inside(opt, slos)
+        ratio = above / best.rate.value if best is not None and above is not None and best.rate.value > 0 else None
+        loose = (best is not None and ratio is not None and _users(best) is None
+                 and ratio > (FAR_INSIDE_BRACKET if far else LOOSE_BRACKET))
+        if loose and ratio is not None:
+            why = (f"over {LOOSE_BRACKET:g}x" if ratio > LOOSE_BRACKET else
+                   f"and every latency under {FAR_INSIDE:.0%} of its limit at {opt.rate.value:.3g} req/s")
             notes.append(f"a loose bracket: met at {opt.rate.value:.3g} req/s, failed at {above:.3g} "
-                         f"({above / opt.rate.value:.1f}x apart, over {LOOSE_BRACKET:g}x): the limit lies between, "
-                         "unmeasured, so the capacity is a lower bound")
+                         f"({ratio:.1f}x apart, {why}): the limit lies between, unmeasured, so the capacity is a "
+                         "lower bound")
         if opt.valid:
             evidence: Evidence = "measured"
             note = f"measured: {runs_txt}, VALID"
@@ -186,8 +194,16 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
             group_id=opt.group_id, scenario=scen, device_class=hw.kind if hw else "", hardware_problem=problem,
             bound=bound.bound, run_durations_s=tuple(float(r.summary.window_s) for r in opt.runs if r.summary.window_s),
             capacity_is_lower_bound=best is not None and (above is None or loose),
-            capacity_failed_rps=above if loose else None))
+            capacity_failed_rps=above if loose else None,
+            evidence_class="measured on declared hardware" if members[0].served else "measured here"))
     return out
+
+
+def far_inside(o: MeasuredOption, slos: Mapping[str, float | None]) -> bool:
+    """Every set latency limit met with its percentile under FAR_INSIDE of the limit: the step says little about
+    where the limit is."""
+    pairs = [(iv.value, lim) for k, lim in slos.items() if lim and (iv := o.latency.get(k)) is not None]
+    return bool(pairs) and all(v <= FAR_INSIDE * lim for v, lim in pairs)
 
 
 def _offered(o: MeasuredOption) -> float:
@@ -202,6 +218,8 @@ def _users(o: MeasuredOption) -> int | None:
 
 
 LOOSE_BRACKET = 1.5  # a failing rate this far above the passing one leaves the capacity a lower bound (docs/recommend.md)
+FAR_INSIDE = 0.25  # a passing step whose latencies are all under this share of their limits is far inside its SLOs,
+FAR_INSIDE_BRACKET = 1.1  # and then a failing rate this far above it already leaves the capacity a lower bound
 
 
 def _failed_above(best: MeasuredOption | None, opts: list[MeasuredOption]) -> float | None:

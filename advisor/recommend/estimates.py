@@ -190,4 +190,5 @@ def _estimated(engine: str, model: str, config: str, base: RunResult, shape: Mod
                      output_tokens_per_request=wl.n_out, precision=str(base.engine.precision or ""),
                      assumptions=notes, n_params=shape.n_params, evidence=evidence, evidence_note=note,
                      capacity_range=cap_range, latency_range_ms=ranges, repeats=0, scenario=base.scenario_name or "",
-                     device_class=hw.kind, tested_there=tested, error_factor=bar.rate_factor)
+                     device_class=hw.kind, tested_there=tested, error_factor=bar.rate_factor,
+                     evidence_class="extrapolated from a run")

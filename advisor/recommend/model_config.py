@@ -132,7 +132,8 @@ def _candidate(ask: ModelConfigAsk, hw: Hardware, gpu: Gpu, engine: str, prec: s
                      capacity_range=(Interval.from_range(e.requests_per_s, r_lo, r_hi, e.error_note)
                                      if cap.passes else None),
                      latency_range_ms=ranges, repeats=0, scenario=ask.scenario.name, device_class="gpu",
-                     tested_there=tested, error_factor=max(ft, fp))
+                     tested_there=tested, error_factor=max(ft, fp),
+                     evidence_class="estimated from tables" if e.basis == "tables" else "transferred")
 
 
 def _merged(subject: str, hw_id: str, whys: list[tuple[int, str]]) -> list[NoRow]:

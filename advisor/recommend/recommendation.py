@@ -87,7 +87,8 @@ class Recommendation:
                 "pareto": [f.to_dict() for f in self.frontiers], "break_even": [b.to_dict() for b in self.break_even],
                 "backtest": self.backtest.to_dict(), "advice": self.advice.to_dict() if self.advice else None,
                 "evidence": self.evidence.to_dict() if self.evidence else None, "notes": list(self.notes),
-                "warnings": list(self.warnings), "to_settle": list(self.to_settle), "rests_on": self.rests_on}
+                "warnings": list(self.warnings), "to_settle": list(self.to_settle), "rests_on": self.rests_on,
+                "evidence_class": self.best.candidate.evidence_class if self.best else None}
 
 
 def quality_from_runs(runs: list[RunResult]) -> dict[str, float]:

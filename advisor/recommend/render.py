@@ -10,6 +10,7 @@ from rich.table import Table
 from advisor.catalog import Catalog
 from advisor.recommend.ranking import Row
 from advisor.recommend.recommendation import Recommendation
+from advisor.recommend.rests_on import model_name
 
 MAX_LEFT_OUT_LINES = 8
 
@@ -71,7 +72,8 @@ def print_headline(rec: Recommendation, con: Console) -> None:
         for n in rec.evidence.notes:
             con.print(f"  [dim]{n}[/]", highlight=False)
     elif best:
-        con.print(f"[bold green]Recommended:[/] {best.candidate.engine} on {best.hardware_name} ({best.candidate.config}), "
+        con.print(f"[bold green]Recommended:[/] {best.candidate.engine} serving {model_name(best.candidate.model)} on "
+                  f"{best.hardware_name} ({best.candidate.config}), "
                   f"{best.replicas} replica(s), {_cost_text(best)} - {best.why}", highlight=False)
         if line := price_line(best.candidate.hardware_id, best.usd_per_hour, best.price_source, best.price_as_of):
             con.print(f"  {line}", highlight=False)

@@ -29,26 +29,32 @@ def _weights(run: RunResult | None, name: str) -> str:
     return "weights as supplied (not checked by advisor)"
 
 
-def _evidence(best: Row, run: RunResult | None) -> str:
+def _evidence(best: Row) -> str:
+    """The evidence class first (`Candidate.evidence_class`), then how many runs or what the estimate rests on."""
     c = best.candidate
     if c.source == "estimated":
-        return f"estimated: {c.evidence_note}" if c.evidence_note else "estimated"
-    served = run is not None and (run.manifest or {}).get("server_hardware")
+        base = f" {c.run_id}" if c.evidence_class == "extrapolated from a run" and c.run_id else ""
+        return f"{c.evidence_class}{base}: {c.evidence_note}" if c.evidence_note else c.evidence_class + base
     runs = f"{c.repeats} runs" if c.repeats > 1 else "1 run"
-    return f"measured on declared hardware ({runs})" if served else f"measured ({runs})"
+    return f"{c.evidence_class} ({runs})"
+
+
+def model_name(model: str) -> str:
+    """A model as the headline names it: a folder's last part (a hub id or preset name as it is)."""
+    return PurePath(model).name or model
 
 
 def rests_on(best: Row, runs: Sequence[RunResult] = ()) -> str:
     """'own (advisor's built-in reference engine), model llama-1b (1.04B, seeded random weights ...), bf16, on
-    NVIDIA H200, measured (1 run)'."""
+    NVIDIA H200, measured here (1 run)'."""
     c = best.candidate
     run = next((r for r in runs if r.run_id == c.run_id), None)
     engine = c.engine + (" (advisor's built-in reference engine, not a production server)"
                          if c.engine in REFERENCE_ENGINES else "")
-    name = PurePath(c.model).name or c.model
+    name = model_name(c.model)
     size = f"{param_count(c.n_params)} parameters, " if c.n_params else ""
     return (f"{engine}; model {name} ({size}{_weights(run, name)}); {c.precision or c.config}; on "
-            f"{best.hardware_name}; {_evidence(best, run)}")
+            f"{best.hardware_name}; {_evidence(best)}")
 
 
 def headline_warnings(best: Row) -> tuple[str, ...]:

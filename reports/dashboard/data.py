@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.metrics.distribution import Distribution
+from advisor.recommend.rests_on import model_name as headline_model
 from advisor.store import RunResult, readable_runs
 from reports.costs import price_runs
 from reports.html import render_report
@@ -184,7 +185,8 @@ def headline(rec: RecommendationResult) -> tuple[str, str, list[str]]:
     if best:
         from reports.executive import money
 
-        return ("recommended", f"Recommended: {best['engine']} on {best['hardware_name']} ({best['config']}), "
+        return ("recommended", f"Recommended: {best['engine']} serving {headline_model(str(best.get('model') or ''))} on "
+                f"{best['hardware_name']} ({best['config']}), "
                 f"{best['replicas']} replica(s), {money(best)}: {best['why']}", [])
     gap = d.get("evidence")
     if gap:

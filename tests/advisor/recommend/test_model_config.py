@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from advisor.catalog import load_catalog
+from advisor.sizing.estimate import resolve_gpu
 from advisor_cli.recommend import recommend_command
 from tests.advisor.recommend.h200 import CHAT, write_edited
 
@@ -41,7 +42,8 @@ def sized(tmp_path_factory) -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("model", ["Llama 3.1 8B", "Llama 3.3 70B"])
 def test_every_catalog_hardware_has_rows_or_a_reason(sized, model):
     d = sized[model]
-    assert d["rows"] and d["best"] is not None
+    assert d["rows"] and d["best"] is not None and d["evidence_class"] in ("estimated from tables", "transferred")
+    assert d["rests_on"].endswith(d["evidence_class"]) or f"; {d['evidence_class']}:" in d["rests_on"]
     with_rows = {r["hardware"] for r in d["rows"]}
     for hw in load_catalog().hardware.values():
         said = any(n.split(": no row", 1)[0].split(", ").count(hw.id) for n in d["notes"] if ": no row" in n)
@@ -50,7 +52,10 @@ def test_every_catalog_hardware_has_rows_or_a_reason(sized, model):
     assert json.loads(json.dumps(d, allow_nan=False)) == d
     for r in d["rows"]:
         assert r["source"] == "estimated" and r["run_id"] is None
-        assert any("estimated from tables" in a or "transferred" in a for a in r["assumptions"])
+        assert any(r["evidence_class"] in a for a in r["assumptions"])
+        # a GPU with its own tables is estimated from them; one without borrows the nearest GPU's
+        own_tables = resolve_gpu(r["hardware"], load_catalog()).table is not None
+        assert r["evidence_class"] == ("estimated from tables" if own_tables else "transferred"), r["hardware"]
         assert any("high end" in a for a in r["assumptions"])
         assert r["capacity_rps_per_replica"] is None or r["latency_range_ms"]["tpot_ms"]["high"] <= 100 + 1e-6
 

@@ -1,4 +1,4 @@
-"""The headline says what it rests on (issue 39): 'own on H200, 5 replicas' named neither the model, nor that own is
+"""The headline says what it rests on: 'own on H200, 5 replicas' named neither the model, nor that own is
 the built-in reference engine, nor that the run was host-bound (`warnings: []`)."""
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ def test_the_headline_names_engine_model_weights_precision_hardware_and_evidence
                     load_catalog(), detected=this_cpu_vm())
     assert rec.rests_on == ("own (advisor's built-in reference engine, not a production server); model llama-1b "
                             "(1.04B parameters, seeded random weights, by its name (advisor's preset llama-1b): speed "
-                            "only, no quality claim); bf16; on NVIDIA H200 SXM 141GB; measured (1 run)")
+                            "only, no quality claim); bf16; on NVIDIA H200 SXM 141GB; measured here (1 run)")
+    assert rec.to_dict()["evidence_class"] == "measured here"
     host, single = rec.warnings[0], rec.warnings[1]
     assert host.startswith("the headline's run was host-bound (GPU busy 49% of the time") and "faster GPU" in host
     assert single.startswith("the headline rests on a single run")
@@ -36,6 +37,7 @@ def test_console_json_and_report_say_the_same(tmp_path):
     root = copy_runs(tmp_path, (CHAT,))
     out = CliRunner().invoke(cli, ["recommend", "--runs", str(root), "-s", "chat", "--peak-rps", "20"]).output
     assert "rests on: own (advisor's built-in reference engine" in " ".join(out.split())
+    assert "Recommended: own serving llama-1b on NVIDIA H200" in " ".join(out.split())  # the model, in it
     doc = json.loads(CliRunner().invoke(cli, ["recommend", "--runs", str(root), "-s", "chat", "--peak-rps", "20",
                                               "--json"]).output)
     assert doc["rests_on"].startswith("own (advisor's built-in reference engine")
@@ -44,3 +46,4 @@ def test_console_json_and_report_say_the_same(tmp_path):
     assert res.exit_code == 0, res.output
     html = report.read_text()
     assert "Rests on: own (advisor&#39;s built-in reference engine" in html and "host-bound (GPU busy 49%" in html
+    assert "<strong>own</strong> serving <strong>llama-1b</strong> on" in html
