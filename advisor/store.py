@@ -7,10 +7,12 @@ same objects they were saved from.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import secrets
 import time
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,16 +38,21 @@ SCHEMA = "advisor.run/1"
 RESULT_FILE = "result.json"
 RECORDS_FILE = "requests.parquet"
 
-_RECORD_SCHEMA = pa.schema([
-    ("idx", pa.int64()), ("request_id", pa.string()), ("t_sched_ns", pa.int64()), ("t_send_ns", pa.int64()),
-    ("chunk_t_ns", pa.list_(pa.int64())), ("chunk_tokens", pa.list_(pa.int32())),
-    ("chunk_t_engine_ns", pa.list_(pa.int64())), ("t_end_ns", pa.int64()),
-    ("n_in", pa.int64()), ("n_in_client", pa.int64()), ("n_out", pa.int64()), ("n_out_client", pa.int64()),
-    ("max_tokens", pa.int64()), ("warmup", pa.bool_()), ("token_source", pa.string()),
-    ("error_kind", pa.string()), ("error", pa.string()), ("worker", pa.int32()),
-    ("session_id", pa.int64()), ("turn", pa.int32()), ("n_in_shared", pa.int64()), ("turns_dropped", pa.int32()),
-    ("client_wait_ns", pa.int64()),
-])
+_ARROW = {int: pa.int64(), str: pa.string(), bool: pa.bool_(), "int32": pa.int32()}
+
+
+def _arrow_type(f: dataclasses.Field) -> pa.DataType:
+    """A RequestRecord field's Parquet column type, from its annotation (X | None is X, nullable)."""
+    hint = typing.get_type_hints(RequestRecord)[f.name]
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) is list:
+        return pa.list_(_ARROW[f.metadata.get("parquet", args[0])])
+    base = args[0] if args else hint
+    return _ARROW[f.metadata.get("parquet", base)]
+
+
+# requests.parquet's columns: RequestRecord's fields, in their order, typed from their annotations
+_RECORD_SCHEMA = pa.schema([(f.name, _arrow_type(f)) for f in dataclasses.fields(RequestRecord)])
 class RunNotSaved(RuntimeError):
     """The run was measured but could not be written (a full disk); `result` holds it all, `path` is None."""
 

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 
 from fileform import FileForm
 
+# a field's integers fit 32 bits: its requests.parquet column is int32 (every other int is int64; advisor.store)
+INT32 = {"parquet": "int32"}
+
 
 @dataclass(slots=True)
 class RequestRecord(FileForm):
@@ -22,7 +25,7 @@ class RequestRecord(FileForm):
     # before this send, or the previous send, to this send (advisor.loadgen.cpu_wait; None: not known here)
     client_wait_ns: int | None = None
     chunk_t_ns: list[int] = field(default_factory=list)  # arrival time of each chunk
-    chunk_tokens: list[int] = field(default_factory=list)  # output tokens carried by each chunk
+    chunk_tokens: list[int] = field(default_factory=list, metadata=INT32)  # output tokens carried by each chunk
     chunk_t_engine_ns: list[int] = field(default_factory=list)  # engine's own stamp per chunk, where it gives one
     t_end_ns: int | None = None  # when the request ended: last chunk, error, timeout or cancel (None: never sent)
     n_in: int = 0  # prompt tokens as the engine/server counted them (else as sent)
@@ -33,12 +36,12 @@ class RequestRecord(FileForm):
     warmup: bool = False  # sent during warm-up: excluded from measurement
     token_source: str | None = None  # where the per-chunk token counts came from (adapters.base.TokenSource)
     session_id: int | None = None  # multi-turn sessions: which conversation, and which turn of it (0 first)
-    turn: int | None = None
+    turn: int | None = field(default=None, metadata=INT32)
     n_in_shared: int = 0  # prompt tokens repeated verbatim from the previous turn's prompt + answer
-    turns_dropped: int = 0  # earlier turns dropped from this prompt to fit the context (advisor.loadgen.sessions)
+    turns_dropped: int = field(default=0, metadata=INT32)  # earlier turns dropped from this prompt to fit the context (advisor.loadgen.sessions)
     error_kind: str | None = None
     error: str | None = None
-    worker: int = 0  # the load-generator worker that sent it (advisor.loadgen.workers; 0 with one driver)
+    worker: int = field(default=0, metadata=INT32)  # the load-generator worker that sent it (advisor.loadgen.workers; 0 with one driver)
 
     @property
     def ok(self) -> bool:

@@ -9,6 +9,8 @@ Throughput counts work that happened inside the measurement window (see
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,8 +41,6 @@ PER_REQUEST: dict[str, Callable[[RequestRecord], float | None]] = {
     "ntpot_ms": pr.ntpot_ms,
     "interactivity_tps": pr.interactivity_tps,
 }
-DISTRIBUTION_KEYS = ("ttft_ms", "ttft_sched_ms", "e2e_ms", "e2e_sched_ms", "tpot_ms", "ntpot_ms", "itl_ms",
-                     "client_queue_ms", "interactivity_tps", "tpot_n_minus_1_ms")
 # How `tpot_ms` was computed: since the first chunk's tokens are left out, "after_first_chunk"; a summary written
 # before (no `tpot_n_minus_1_ms` in it) holds the (n_out - 1) form under `tpot_ms`, and says so when loaded.
 TpotDefinition = Literal["after_first_chunk", "n_out_minus_1"]
@@ -113,6 +113,11 @@ class RunSummary(FileForm):
         if "tpot_n_minus_1_ms" in d or "tpot_ms" not in d:
             return d
         return {**d, "tpot_n_minus_1_ms": d["tpot_ms"], "tpot_definition": "n_out_minus_1"}
+
+
+# the summary's distributions: RunSummary's fields of type Distribution (computed together in `_distributions`)
+DISTRIBUTION_KEYS = tuple(f.name for f in dataclasses.fields(RunSummary)
+                          if typing.get_type_hints(RunSummary)[f.name] is Distribution)
 
 
 def _rate(count: float, window_s: float | None) -> float | None:

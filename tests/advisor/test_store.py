@@ -159,3 +159,52 @@ def test_a_damaged_section_names_itself(tmp_path):
         (folder / "result.json").write_text(json.dumps(d))
         with pytest.raises(StoreError, match=text):
             load_run(folder)
+
+
+def test_the_parquet_columns_are_the_record_fields_typed_from_their_annotations():
+    import dataclasses
+
+    import pyarrow as pa
+
+    from advisor.store import _RECORD_SCHEMA
+
+    assert _RECORD_SCHEMA.names == [f.name for f in dataclasses.fields(RequestRecord)]
+    assert _RECORD_SCHEMA.field("chunk_t_ns").type == pa.list_(pa.int64())
+    assert _RECORD_SCHEMA.field("chunk_tokens").type == pa.list_(pa.int32())  # declared int32 on the field
+    assert _RECORD_SCHEMA.field("worker").type == pa.int32() and _RECORD_SCHEMA.field("n_out").type == pa.int64()
+    assert _RECORD_SCHEMA.field("error").type == pa.string() and _RECORD_SCHEMA.field("warmup").type == pa.bool_()
+
+
+@pytest.mark.parametrize("folder", sorted(p.parent for p in H200_DIR.glob("*/requests.parquet")),
+                         ids=lambda p: p.name)
+def test_every_saved_run_reads_writes_and_reads_back_the_same(folder, tmp_path):
+    import pyarrow.parquet as pq
+
+    from advisor.store import RECORDS_FILE, RESULT_FILE, read_records, write_records
+
+    records = read_records(folder / RECORDS_FILE)
+    write_records(tmp_path / RECORDS_FILE, records)
+    assert read_records(tmp_path / RECORDS_FILE) == records
+    old, new = pq.read_schema(folder / RECORDS_FILE), pq.read_schema(tmp_path / RECORDS_FILE)
+    new_types = {f.name: f.type for f in new}
+    assert all(new_types[f.name] == f.type for f in old)  # every old column, its type kept (newer ones added)
+    again = json.loads(json.dumps(load_run(folder).to_dict()))
+    assert _kept(json.loads((folder / RESULT_FILE).read_text()), again)  # every saved value kept; newer keys added
+    assert RunResult.from_dict(again).to_dict() == again  # and once read as today's, a save and load changes nothing
+
+
+# what older files wrote and a load drops on purpose: a copy of summary.offered_rps, and the arrival's target rate
+# under a name that meant the offered rate (advisor/run_schedule.py, scenarios/settings.py)
+# and a figure read as today's (RunSummary.upgrade: an older goodput above the throughput reads as the throughput)
+DROPPED = {".schedule.offered_rps", ".schedule.effective.offered_rps", ".summary.goodput_rps"}
+
+
+def _kept(old, new, where="") -> bool:
+    if isinstance(old, dict):
+        assert isinstance(new, dict), where
+        return all(_kept(v, new.get(k), f"{where}.{k}") for k, v in old.items() if f"{where}.{k}" not in DROPPED)
+    if isinstance(old, list):
+        assert isinstance(new, list) and len(old) == len(new), where
+        return all(_kept(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(old, new)))
+    assert old == new or (isinstance(old, float) and new == pytest.approx(old, rel=1e-12)), (where, old, new)
+    return True
