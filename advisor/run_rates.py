@@ -1,6 +1,6 @@
 """The rate a saved run was driven at, read one way by every reader (console, report, recommender, sweep).
 
-The offered rate is computed once, by `advisor.run_window.offered_rps` when the run ends, and saved once,
+The offered rate is computed once, by `advisor.run_window.compute_offered_rps` when the run ends, and saved once,
 as result.json's `summary.offered_rps` (docs/metrics.md, "The real window"): the measured requests
 scheduled inside the real window, per second of it; None for closed loop and offline. Files made before
 2026-11-26 also held a copy as `schedule.offered_rps` (the same number, dropped on load) and the arrival
