@@ -31,16 +31,18 @@ MARKERS = {
 }
 
 # A date that is data, not journal: the day a source was read (a price, a paper, a project's code) is written
-# "read DATE" or "as known on DATE", beside the source it dates. Text in `code` (paths of saved measurements,
-# file-name and timestamp examples) and in fenced blocks is an example, not prose, and is not read.
+# "read DATE" or "as known on DATE", beside the source it dates, and a quoted timestamp is a format's example.
+# Text in `code` (paths of saved measurements, run ids, file names) and in fenced blocks is not prose and is
+# not read for any marker.
 SOURCE_DATE = re.compile(r"\b(read|as known on|retrieved)\s+20\d\d-[01]\d(-[0-3]\d)?\b", re.I)
 CODE_SPAN = re.compile(r"`[^`\n]*`")
 QUOTED = re.compile(r"""(['"])[^'"\n]*\d[^'"\n]*\1""")  # a quoted example: '2023-11-16 18:15:00'
 
 
-def prose(text: str) -> str:
-    text = SOURCE_DATE.sub("", text)
-    return QUOTED.sub('""', CODE_SPAN.sub("``", text))
+def prose(text: str, what: str) -> str:
+    """The text a marker reads: code spans out; for dates also a source's date and quoted examples."""
+    text = CODE_SPAN.sub("``", text)
+    return QUOTED.sub('""', SOURCE_DATE.sub("", text)) if what == "a date" else text
 
 
 def markdown_lines(path: Path):
@@ -72,7 +74,7 @@ def journal_hits(lines, shown: str) -> list[str]:
     hits = []
     for n, text in lines:
         for what, marker in MARKERS.items():
-            if m := marker.search(prose(text)):
+            if m := marker.search(prose(text, what)):
                 hits.append(f"{shown}:{n}: {what} ({m.group(0)!r}): {text.strip()[:120]}")
     return hits
 
@@ -93,8 +95,8 @@ def test_docstrings_and_comments_are_reference_not_journal():
 
 def test_the_markers_catch_a_journal_and_pass_reference():
     journal = ["Until 2026-11-27 it also counted late requests.", "Before issue 40 SATURATED beat INVALID.",
-               "(see #12)", "A review found that before any GPU ran it.", "Before, each token was a call.",
-               "it used to import the probes", "Each backend now has one decode route.", "the lead's run"]
+               "(see #12)", "\"fixed in issue 40\"", "A review found that before any GPU ran it.",
+               "Before, each token was a call.", "it used to import the probes", "Each backend now has one decode route.", "the lead's run"]
     reference = ["prices read 2026-11-28 from the vendor's page", "the runs in `shared/gpu-runs/h200-2026-11-26`",
                  "like '2023-11-16 18:17:03.979'", "the server used to decode ids",
                  "a signal while it was being saved: stop now", "cuDNN's plan cache (sglang#4650)"]
