@@ -2,7 +2,8 @@
 event loop got to them.
 
 A busy client wakes late: a read stamped with `perf_counter_ns()` when its callback runs carries that
-wake-up delay, and it lands in the ITL tail (+13% at p99 at 40-100 req/s on a 2-core machine, issue 30).
+wake-up delay, and it lands in the ITL tail (+13% at p99 at 40-100 req/s on a 2-core machine;
+benchmarks/history/arrival_stamps.md).
 Linux stamps every received packet when `SO_TIMESTAMPNS` is on for its socket; `recvmsg` returns the stamp
 of the last packet a read consumed. `StampedTransport` reads a plain TCP socket that way from the loop's
 reader callback (`loop.add_reader`: asyncio's and uvloop's transports give no ancillary data) and hands

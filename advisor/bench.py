@@ -36,7 +36,7 @@ from advisor.metrics.summary import cut_by_stop
 from advisor.metrics.verdict import Verdict
 from advisor.run_config import DEFAULT_MAX_REQUEST_TOKENS, BenchConfig, BenchError
 from advisor.run_schedule import RunSchedule
-from advisor.run_window import capped, offered_rps, real_window_ns
+from advisor.run_window import capped, compute_offered_rps, real_window_ns
 from advisor.store import RunNotSaved, RunResult, new_run_id
 from advisor.telemetry import Telemetry
 from scenarios.catalog import load_scenario
@@ -277,7 +277,8 @@ def _finish(cfg: BenchConfig, p: Plan, info: EngineInfo, load: LoadResult, telem
     # A signal stops the run where the user chose: it is measured up to there (docs/metrics.md, "interrupted").
     stopped_ns = int(load.wall_s * 1e9) if signum is not None else None
     real_ns = real_window_ns(window_ns, load.records, stopped_ns, capped(schedule))
-    offered = offered_rps(schedule, load.records, real_ns)  # every rate, the offered one too, over the real window
+    # every rate, the offered one too, over the real window
+    offered = compute_offered_rps(schedule, load.records, real_ns)
     if real_ns is not None:
         window_ns = real_ns
     summary = summarize(load.records, mode=schedule.mode, slos=schedule.slos, window_ns=window_ns, offered_rps=offered,

@@ -1,10 +1,10 @@
 """The rate a saved run was driven at, read one way by every reader (console, report, recommender, sweep).
 
-The offered rate is computed once, by `advisor.run_window.offered_rps` when the run ends, and saved once,
+The offered rate is computed once, by `advisor.run_window.compute_offered_rps` when the run ends, and saved once,
 as result.json's `summary.offered_rps` (docs/metrics.md, "The real window"): the measured requests
-scheduled inside the real window, per second of it; None for closed loop and offline. Files made before
-2026-11-26 also held a copy as `schedule.offered_rps` (the same number, dropped on load) and the arrival
-process's mean rate as `schedule.effective.offered_rps` (another quantity, the target, not read).
+scheduled inside the real window, per second of it; None for closed loop and offline. Older files may also
+hold a copy as `schedule.offered_rps` (the same number, dropped on load) and the arrival process's mean rate
+as `schedule.effective.offered_rps` (another quantity, the target, not read).
 
 Not the offered rate: the rate asked with `--rate` (`schedule.overrides`), the arrival process's mean
 (`Settings.target_rps`), nor the achieved `requests_per_s`. A reader that wants "the load this run was at"

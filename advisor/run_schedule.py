@@ -6,8 +6,8 @@ from (`Settings.from_dict` reads a saved one back, and loads an arrival or sessi
 today's scenario schema would refuse rather than refuse a run that was valid when it was made).
 
 The offered rate is not here: it is saved once, as the summary's `offered_rps`, and read through
-`advisor.run_rates`. Older files also wrote it as `schedule.offered_rps` (always the same number:
-`advisor.bench` passed one variable to both since the first version); `from_dict` drops that copy.
+`advisor.run_rates`. Older files may also hold it as `schedule.offered_rps` (always the same number:
+one variable fed both); `from_dict` drops that copy.
 """
 
 from __future__ import annotations

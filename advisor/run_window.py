@@ -41,7 +41,8 @@ def real_window_ns(window_ns: tuple[int, int] | None, records: Sequence[RequestR
     return start, end
 
 
-def offered_rps(schedule: Schedule, records: Sequence[RequestRecord], real_ns: tuple[int, int] | None) -> float | None:
+def compute_offered_rps(schedule: Schedule, records: Sequence[RequestRecord],
+                        real_ns: tuple[int, int] | None) -> float | None:
     """The run's offered rate, computed here once (docs/metrics.md, "The real window"); saved once, as the
     summary's `offered_rps`, and read through `advisor.run_rates.offered_rps`.
 

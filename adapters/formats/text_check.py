@@ -124,9 +124,9 @@ _RESULT = "text_check result: "  # the child's last stdout line starts with this
 
 def check(model_path: Path, fmt: str, out_dir: Path) -> TextCheck:
     """The text check of `fmt`'s tokenizer in the converted folder `out_dir` (the format module's `tokenizer_fn`),
-    in a child process: the engines' tokenizers are native code, and onnxruntime-genai's crashed the whole
-    process (SIGSEGV in `og.Tokenizer(og.Model(dir))`) in about 1 of 3 CI runs of the engines group on
-    2026-11-26, killing the conversion or `advisor verify` that ran it. A crash is run again once (`crashes`
+    in a child process: the engines' tokenizers are native code, and onnxruntime-genai's can crash the whole
+    process (SIGSEGV in `og.Tokenizer(og.Model(dir))`, seen in about 1 of 3 runs of the engines group on a
+    2-core CI machine), which would kill the conversion or `advisor verify` that runs it. A crash is run again once (`crashes`
     says so); a second one is a ConversionError naming the signal."""
     from adapters.formats.check import ConversionError
     from adapters.formats.tokenizer_family import detect

@@ -104,8 +104,7 @@ def client_cpus(placement: dict[str, Any] | None) -> list[int]:
 
 
 # The open-loop rate one worker process held against the zero-work server (benchmarks/history/loadgen.md, "load
-# generator": 2,000 req/s in 3 of 4 runs with the client of 2026-11-23, 16 one-token chunks per request, client
-# on one core). `auto` gives a schedule whose peak stays under a quarter of it one worker: a margin for servers
+# generator": 2,000 req/s in 3 of 4 runs, 16 one-token chunks per request, client on one core). `auto` gives a schedule whose peak stays under a quarter of it one worker: a margin for servers
 # that stream each token in a read of its own (every read is work for the client) and for a slower client CPU.
 # Above it, and for closed loops (their rate is whatever the server allows), `auto` is one worker per client CPU.
 ONE_WORKER_HELD_RPS = 2000.0

@@ -14,7 +14,7 @@ bound) is then tested with the sample it has: the run fails the check only
 when the count of late sends is so high that, were only 1% late, a count this
 high would happen less than 5% of the time (exact one-sided binomial test).
 With 118 requests that takes 4 late sends, with 1,000 it takes 16: a single
-slow send in a short run no longer flips the verdict, and a long run is held
+slow send in a short run does not flip the verdict, and a long run is held
 close to the 1% line.
 
 A load generator *holds* a rate (`held`) when it achieved at least 95% of it,

@@ -41,8 +41,8 @@ PER_REQUEST: dict[str, Callable[[RequestRecord], float | None]] = {
     "ntpot_ms": pr.ntpot_ms,
     "interactivity_tps": pr.interactivity_tps,
 }
-# How `tpot_ms` was computed: since the first chunk's tokens are left out, "after_first_chunk"; a summary written
-# before (no `tpot_n_minus_1_ms` in it) holds the (n_out - 1) form under `tpot_ms`, and says so when loaded.
+# How `tpot_ms` was computed: "after_first_chunk" (the first chunk's tokens left out); a summary saved without
+# `tpot_n_minus_1_ms` holds the (n_out - 1) form under `tpot_ms`, and says so when loaded.
 TpotDefinition = Literal["after_first_chunk", "n_out_minus_1"]
 SLO_METRICS = (("ttft", "ttft_ms"), ("tpot", "tpot_ms"), ("e2e", "e2e_ms"))
 
@@ -98,14 +98,14 @@ class RunSummary(FileForm):
 
     @classmethod
     def upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
-        """Older summaries, read as today's.
+        """A summary saved by an older version, read in the current form.
 
-        - Written before `tpot_n_minus_1_ms` existed, a summary computed its `tpot_ms` that way: both names read
-          it, and `tpot_definition` says that `tpot_ms` is the (n_out - 1) form (its records give the new one).
-        - Written before 2026-11-27, its goodput also counted good requests that finished after the window, which
+        - Without `tpot_n_minus_1_ms`, a summary's `tpot_ms` is the (n_out - 1) form: both names read it, and
+          `tpot_definition` says so (its records give the current one).
+        - A goodput above `requests_per_s` counted good requests that finished after the window, which
           `requests_per_s` leaves out (docs/metrics.md): it reads as at most `requests_per_s`, so that no report,
-          cost or comparison shows goodput above throughput (the H200 chat run: 5.55 against 5.18 req/s). That is
-          a bound, exact when every request was good; the run's records give the exact figure.
+          cost or comparison shows goodput above throughput. That is a bound, exact when every request was good;
+          the run's records give the exact figure.
         """
         good, done = d.get("goodput_rps"), d.get("requests_per_s")
         if isinstance(good, int | float) and isinstance(done, int | float) and good > done:
