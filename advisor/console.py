@@ -13,6 +13,7 @@ from rich.table import Table
 
 from advisor.metrics.distribution import Distribution
 from advisor.metrics.lag import not_held_why
+from advisor.metrics.registry import METRICS
 from advisor.metrics.turns import SessionStats
 from advisor.run_rates import offered_rps
 from scenarios.overrides import FLAGS, flag
@@ -82,10 +83,9 @@ def print_run(result: Any, view: bool = False) -> None:
     t = Table(title="latency (ms; interactivity in tokens/s per user)", title_justify="left")
     for col in ("metric", "n", "mean", "p50", "p90", "p95", "p99"):
         t.add_column(col, justify="right" if col != "metric" else "left")
-    for key, label in (("ttft_ms", "TTFT"), ("ttft_sched_ms", "TTFT from schedule"), ("tpot_ms", "TPOT"),
-                       ("itl_ms", "ITL"), ("e2e_ms", "E2E"), ("interactivity_tps", "interactivity"),
-                       ("client_queue_ms", "client lag")):
-        _dist_row(t, label, getattr(s, key))
+    for m in METRICS:
+        if m.console:
+            _dist_row(t, m.header, getattr(s, m.key))
     out.print(t)
     if s.sessions:
         print_turns(s.sessions)

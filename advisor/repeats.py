@@ -15,13 +15,12 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 from advisor.metrics.intervals import DEFAULT_CONFIDENCE, Interval, median_interval
+from advisor.metrics.registry import METRICS, Better
 from advisor.run_schedule import RepeatTag
 from advisor.store import RunResult
-
-Better = Literal["lower", "higher"]
 
 
 @dataclass(frozen=True)
@@ -34,16 +33,10 @@ class Figure:
     percentile: float | None = None  # of a distribution; None: the field is the figure
 
 
+# per-request figures from the metric registry (its `percentiles`), then the run's rates
 FIGURES: tuple[Figure, ...] = (
-    Figure("ttft_p50_ms", "TTFT p50", "ms", "lower", "ttft_ms", 50.0),
-    Figure("ttft_p95_ms", "TTFT p95", "ms", "lower", "ttft_ms", 95.0),
-    Figure("ttft_p99_ms", "TTFT p99", "ms", "lower", "ttft_ms", 99.0),
-    Figure("tpot_p50_ms", "TPOT p50", "ms", "lower", "tpot_ms", 50.0),
-    Figure("tpot_p95_ms", "TPOT p95", "ms", "lower", "tpot_ms", 95.0),
-    Figure("itl_p50_ms", "ITL p50", "ms", "lower", "itl_ms", 50.0),
-    Figure("itl_p95_ms", "ITL p95", "ms", "lower", "itl_ms", 95.0),
-    Figure("itl_p99_ms", "ITL p99", "ms", "lower", "itl_ms", 99.0),
-    Figure("e2e_p95_ms", "E2E p95", "ms", "lower", "e2e_ms", 95.0),
+    *(Figure(m.figure_key(p), f"{m.header} p{p:g}", m.unit, m.better, m.key, float(p))
+      for m in METRICS for p in m.percentiles),
     Figure("output_tokens_per_s", "output tokens/s", "tok/s", "higher", "output_tokens_per_s"),
     Figure("requests_per_s", "requests/s", "req/s", "higher", "requests_per_s"),
     Figure("goodput_rps", "goodput", "req/s", "higher", "goodput_rps"),

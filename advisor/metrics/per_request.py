@@ -54,6 +54,20 @@ def e2e_sched_ms(rec: RequestRecord) -> float | None:
     return (t_last - rec.t_sched_ns) / _NS_PER_MS
 
 
+def ttst_ms(rec: RequestRecord) -> float | None:
+    """t_second - t_send: when the second output token arrived (the first chunk's when it carried two or more);
+    None for a request with fewer than two tokens in its chunks. TTFT plus the first decode step, as a user sees
+    the answer start to move."""
+    if rec.t_send_ns is None:
+        return None
+    seen = 0
+    for t, n in zip(rec.chunk_t_ns, rec.chunk_tokens):
+        seen += max(n, 0)
+        if seen >= 2:
+            return (t - rec.t_send_ns) / _NS_PER_MS
+    return None
+
+
 def first_chunk_tokens(rec: RequestRecord) -> int:
     """Tokens the first token-carrying chunk held (0: no such chunk)."""
     for n in rec.chunk_tokens:

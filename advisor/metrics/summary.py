@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ from advisor.metrics import per_request as pr
 from advisor.metrics import throughput as tp
 from advisor.metrics.distribution import Distribution
 from advisor.metrics.lag import LagCheck, check_lag
+from advisor.metrics.registry import METRIC_BY_KEY, METRICS
 from advisor.metrics.saturation import UNFINISHED_KINDS, SaturationSignals, saturation_signals
 from advisor.metrics.turns import SessionStats, session_stats
 from fileform import FileForm
@@ -30,17 +31,6 @@ from scenarios.types import Mode, SLOs
 
 NOT_SENT = "not_sent"  # error kind for a measured request the load generator never sent
 
-# Distributions over successful measured requests, one value per request (ITL and client queue are special).
-PER_REQUEST: dict[str, Callable[[RequestRecord], float | None]] = {
-    "ttft_ms": pr.ttft_ms,
-    "ttft_sched_ms": pr.ttft_sched_ms,
-    "e2e_ms": pr.e2e_ms,
-    "e2e_sched_ms": pr.e2e_sched_ms,
-    "tpot_ms": pr.tpot_ms,
-    "tpot_n_minus_1_ms": pr.tpot_n_minus_1_ms,
-    "ntpot_ms": pr.ntpot_ms,
-    "interactivity_tps": pr.interactivity_tps,
-}
 # How `tpot_ms` was computed: "after_first_chunk" (the first chunk's tokens left out); a summary saved without
 # `tpot_n_minus_1_ms` holds the (n_out - 1) form under `tpot_ms`, and says so when loaded.
 TpotDefinition = Literal["after_first_chunk", "n_out_minus_1"]
@@ -73,6 +63,7 @@ class RunSummary(FileForm):
     itl_ms: Distribution = EMPTY
     client_queue_ms: Distribution = EMPTY
     interactivity_tps: Distribution = EMPTY
+    ttst_ms: Distribution = EMPTY  # time to second token (a summary saved before it existed reads it empty)
     requests_per_s: float | None = None
     input_tokens_per_s: float | None = None
     output_tokens_per_s: float | None = None
@@ -125,13 +116,10 @@ def _rate(count: float, window_s: float | None) -> float | None:
 
 
 def _distributions(ok: Sequence[RequestRecord], measured: Sequence[RequestRecord]) -> dict[str, Distribution]:
-    dists = {name: Distribution.from_values(v for r in ok if (v := fn(r)) is not None)
-             for name, fn in PER_REQUEST.items()}
-    dists["itl_ms"] = Distribution.from_values(v for r in ok for v in pr.itl_ms(r))  # pooled over tokens
-    # Every sent request, failed ones too: this measures the load generator, not the engine.
-    dists["client_queue_ms"] = Distribution.from_values(v for r in measured if (v := pr.client_queue_ms(r)) is not None)
-    assert set(dists) == set(DISTRIBUTION_KEYS)
-    return dists
+    """One distribution per registered metric (`registry.METRICS`): over the successful measured requests, or,
+    for the load generator's own lag, every sent one (this measures the load generator, not the engine)."""
+    return {m.key: Distribution.from_values(v for r in (measured if m.over_sent else ok) for v in m.values(r))
+            for m in METRICS}
 
 
 def _slo_checks(ok: Sequence[RequestRecord], slos: SLOs) -> tuple[dict[str, bool | None], dict[str, float | None]]:
@@ -139,8 +127,7 @@ def _slo_checks(ok: Sequence[RequestRecord], slos: SLOs) -> tuple[dict[str, bool
     margin: dict[str, float | None] = {}
     for short, key in SLO_METRICS:
         limit = getattr(slos, key)
-        fn = PER_REQUEST[key]
-        values = [v for r in ok if (v := fn(r)) is not None]
+        values = [v for r in ok for v in METRIC_BY_KEY[key].values(r)]
         if limit is None or not values:
             met[short], margin[key] = None, None
             continue
