@@ -121,3 +121,18 @@ def test_a_scenario_with_no_run_is_one_clear_line(mixed: Path, tmp_path: Path):
     assert res.exit_code == 2
     assert "scenario 'rag' has no run here; the runs given are of chat, chat-closed" in res.output
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_run_that_is_not_valid_is_drawn_but_sets_no_frontier():
+    from reports.figures import pareto_figure
+    from tests.advisor.recommend.runs import dist, loaded, make_run
+
+    def run(run_id: str, rps: float, tpot_ms: float, status: str = "VALID") -> dict:
+        d = make_run(run_id, rps=rps, tpot_ms=tpot_ms, status=status)
+        d["summary"]["interactivity_tps"] = dist(1000.0 / tpot_ms)
+        return d
+
+    slow, fast, bad = loaded([run("slow", 2.0, 40.0), run("fast", 4.0, 80.0), run("bad", 8.0, 20.0, "INVALID")])
+    points, line = pareto_figure([slow, fast, bad]).data  # "bad" beats both on both axes
+    assert len(points.x) == 3 and list(points.marker.symbol) == ["circle", "circle", "x-open"]
+    assert sorted(zip(line.x, line.y, strict=True)) == sorted(zip(points.x[:2], points.y[:2], strict=True))
