@@ -39,7 +39,14 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
     from advisor.store import StoreError, item_folder, unfinished
     from reports.costs import price_runs
     from reports.html import write_report
-    from reports.selection import Selection, SelectionError, load_selection, make_recommendation, saved_runs
+    from reports.selection import (
+        Selection,
+        SelectionError,
+        load_selection,
+        make_recommendation,
+        saved_runs,
+        shown_runs,
+    )
 
     for flag, value in (("--price-usd-hour", price_usd_hour), ("--usd-per-kwh", usd_per_kwh)):
         if value is not None and not (math.isfinite(value) and value >= 0):
@@ -79,12 +86,18 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
         except QualityFileError as e:
             raise click.UsageError(str(e)) from None
     rec = make_recommendation(selection.runs, constraints)
-    prices = price_runs(selection.runs, usd_per_hour=price_usd_hour)
+    chosen = shown_runs(selection.runs, rec)  # the runs `advisor recommend` ranks; the rest are listed with why
+    if not chosen.included:
+        raise click.UsageError(f"{constraints_file}: scenario {rec.constraints.get('scenario')!r} has no run here; the "
+                               f"runs given are of {', '.join(chosen.held_scenarios)}: name one of them, or runs "
+                               "of that scenario")
+    prices = price_runs(chosen.included, usd_per_hour=price_usd_hour)
     path = write_report(output, selection.runs, prices=prices, recommendation=rec, sweeps=selection.sweeps,
                         title=title, usd_per_kwh=usd_per_kwh, quality=quality)
-    flagged = sum(1 for r in selection.runs if r.verdict.status != "VALID")
+    flagged = sum(1 for r in chosen.included if r.verdict.status != "VALID")
     note = f"; {flagged} not VALID, flagged in the report" if flagged else ""
-    click.echo(f"wrote {path} ({len(selection.runs)} runs{note})")
+    left = f"; {len(chosen.left_out)} left out, listed with why in the report" if chosen.left_out else ""
+    click.echo(f"wrote {path} ({len(chosen.included)} runs{note}{left})")
 
 
 def _warn(line: str) -> None:

@@ -8,7 +8,7 @@ hold: this module picks, formats and flags.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.metrics.lag import LAG_FLOOR_MS  # the send-lag rule's floor; the rule itself is in the verdict
 from advisor.run_rates import offered_rps
@@ -17,8 +17,21 @@ from reports.costs import RunPrice
 from reports.executive import executive
 from reports.gpu import gpu_table
 from reports.groups import option_rows
-from reports.labels import engine_name, is_valid, lag_ms, load_text, model_name, run_labels, scenario_name, status
+from reports.labels import (
+    engine_name,
+    is_valid,
+    lag_ms,
+    load_text,
+    model_name,
+    run_label,
+    run_labels,
+    scenario_name,
+    status,
+)
 from reports.selection import RecommendationResult
+
+if TYPE_CHECKING:
+    from advisor.recommend.run_selection import RunSelection
 
 METRIC_DEFINITIONS = (
     ("TTFT", "t_first - t_send: time to the first output token, from when the request was sent"),
@@ -182,6 +195,12 @@ def build_context(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: R
             "recommendation": rec.recommendation, "rec_reason": rec.reason, "constraints": rec.constraints,
             "sweeps": [sweep_row(s) for s in sweeps], "statistics": statistics_notes(),
             "turns": turn_tables(runs, labels), "gpu": gpu_table(runs, labels, usd_per_kwh)}
+
+
+def left_out_rows(chosen: RunSelection, runs: Sequence[RunResult]) -> list[dict[str, str]]:
+    """Each run given but not shown (`advisor recommend` leaves it out too), with its label and why."""
+    by_id = {r.run_id: r for r in runs}
+    return [{"run_id": x.run_id, "label": run_label(by_id[x.run_id]), "reason": x.reason} for x in chosen.left_out]
 
 
 def statistics_notes() -> dict[str, Any]:

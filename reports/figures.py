@@ -165,7 +165,8 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
 
 
 def pareto_figure(runs: Sequence[RunResult], prices: dict[str, RunPrice] | None = None) -> go.Figure:
-    """Throughput (output tokens/s) against interactivity (p50 tokens/s/user), coloured by $/1M output tokens."""
+    """Throughput (output tokens/s) against interactivity (p50 tokens/s/user), coloured by $/1M output tokens;
+    the frontier is drawn through VALID runs only (a run not VALID is drawn, flagged, and sets none)."""
     labels = run_labels(runs)
     prices = prices or {}
     pts, kept = [], []
@@ -187,7 +188,8 @@ def pareto_figure(runs: Sequence[RunResult], prices: dict[str, RunPrice] | None 
                 "colorscale": "Viridis_r", "showscale": have_cost,
                 "colorbar": {"title": "$/1M out"} if have_cost else None},
         hovertemplate="%{text}<br>%{x:.3g} tok/s/user, %{y:.4g} tok/s<br>%{customdata} per 1M output tokens<extra></extra>")
-    front = pareto_front(pts)
+    valid = [i for i, r in enumerate(kept) if is_valid(r)]  # as the recommender's frontier: only VALID runs set it
+    front = [valid[i] for i in pareto_front([pts[i] for i in valid])]
     if len(front) > 1:
         fig.add_scatter(x=[pts[i][0] for i in front], y=[pts[i][1] for i in front], mode="lines",
                         name="Pareto frontier", line={"dash": "dot", "color": "grey"}, hoverinfo="skip")

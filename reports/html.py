@@ -23,11 +23,11 @@ from advisor import __version__
 from advisor.atomic import write_atomic
 from advisor.redact import redact_text
 from advisor.store import RunResult
-from reports.context import build_context
+from reports.context import build_context, left_out_rows
 from reports.costs import RunPrice, price_runs
 from reports.figures import report_figures
 from reports.quality import quality_context
-from reports.selection import RecommendationResult
+from reports.selection import RecommendationResult, shown_runs
 
 TEMPLATES = Path(__file__).parent / "templates"
 MAX_RECOMMENDATION_ROWS = 25
@@ -100,9 +100,14 @@ def render_report(runs: Sequence[RunResult], *, prices: dict[str, RunPrice] | No
     such as `z.key=function(...)` looks like a secret assignment and redacting it broke every chart."""
     if not runs:
         raise ValueError("a report needs at least one saved run; run `advisor bench` first")
-    prices = price_runs(runs) if prices is None else prices
     rec = recommendation or RecommendationResult(None, "no constraints were given")
+    chosen = shown_runs(runs, rec)  # what `advisor recommend` ranks: charts and costs show these runs only
+    if not chosen.included:
+        raise ValueError(f"no run to report: {'; '.join(x.line() for x in chosen.left_out)}")
+    every, runs = runs, chosen.included
+    prices = price_runs(runs) if prices is None else {r.run_id: prices[r.run_id] for r in runs if r.run_id in prices}
     ctx = build_context(runs, prices, rec, sweeps, usd_per_kwh)
+    ctx["left_out"] = left_out_rows(chosen, every)
     figures = [{"id": f.id, "title": f.title, "json": figure_json(f.figure)} for f in report_figures(runs, prices)]
     generated = generated_utc or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     html = environment().get_template("report.html.j2").render(

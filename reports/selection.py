@@ -1,8 +1,11 @@
 """What a report or the dashboard shows: saved runs (from run and sweep folders) and their recommendation.
 
 `load_selection` resolves each argument of `advisor report RUN_OR_SWEEP...` to runs;
-`make_recommendation` calls `advisor.recommend` on exactly those runs. Neither
-computes a metric: the runs carry their summaries and the recommender its ranking.
+`make_recommendation` calls `advisor.recommend` on exactly those runs, and `shown_runs`
+picks the ones the report draws and prices with the recommender's own selection
+(`advisor.recommend.run_selection`), so the report and `advisor recommend` rest on the
+same runs and name the same runs left out. None computes a metric: the runs carry their
+summaries and the recommender its ranking.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.store import (
     RECORDS_FILE,
@@ -23,6 +26,9 @@ from advisor.store import (
     load_run,
     skip_warning,
 )
+
+if TYPE_CHECKING:
+    from advisor.recommend.run_selection import RunSelection
 
 SWEEP_FILE = "sweep.json"
 
@@ -147,6 +153,14 @@ def make_recommendation(runs: Sequence[RunResult], constraints: Any | None = Non
     except (ConstraintsError, StoreError, ValueError) as e:
         return RecommendationResult(None, str(e), _dump(constraints))
     return RecommendationResult(rec.to_dict(), "", _dump(constraints))
+
+
+def shown_runs(runs: Sequence[RunResult], rec: RecommendationResult) -> RunSelection:
+    """The runs the report shows and each run it leaves out with why: the recommender's selection for the
+    recommendation's scenario (every scenario when none is named)."""
+    from advisor.recommend.run_selection import select_runs
+
+    return select_runs(runs, (rec.constraints or {}).get("scenario"))
 
 
 def _dump(constraints: Any) -> dict[str, Any]:

@@ -28,14 +28,14 @@ from advisor.recommend.evidence import EvidenceGap, evidence_gap, workload_flags
 from advisor.recommend.explain import Advice, advise
 from advisor.recommend.hosted import BreakEven, break_evens
 from advisor.recommend.machines import resolve_runs
-from advisor.recommend.model_config import ModelConfigAsk, same_shape, sized_candidates
+from advisor.recommend.model_config import ModelConfigAsk, sized_candidates
 from advisor.recommend.no_row import NoRow, no_row_lines
 from advisor.recommend.order import rank
 from advisor.recommend.pareto import Frontier, pareto
 from advisor.recommend.ranking import Row, evaluate
 from advisor.recommend.rests_on import headline_warnings, rests_on
+from advisor.recommend.run_selection import TEST_ENGINES, LeftOut, select_runs
 from advisor.recommend.settle import settle
-from advisor.recommend.workloads import pick_workload
 from advisor.slo_evidence import RunSample
 from advisor.store import RunResult
 
@@ -67,6 +67,8 @@ class Recommendation:
     warnings: tuple[str, ...] = ()  # what makes a "passes" weaker than it reads (shown with the headline)
     to_settle: tuple[str, ...] = ()  # cheaper options the evidence keeps out of the headline, and what to measure
     rests_on: str = ""  # the headline's engine, model and weights, precision, hardware and evidence (rests_on.py)
+    runs_used: tuple[str, ...] = ()  # the run ids ranked (run_selection.py: the report shows the same)
+    left_out: tuple[LeftOut, ...] = ()  # every other run given, with why
 
     @property
     def best(self) -> Row | None:
@@ -88,7 +90,8 @@ class Recommendation:
                 "backtest": self.backtest.to_dict(), "advice": self.advice.to_dict() if self.advice else None,
                 "evidence": self.evidence.to_dict() if self.evidence else None, "notes": list(self.notes),
                 "warnings": list(self.warnings), "to_settle": list(self.to_settle), "rests_on": self.rests_on,
-                "evidence_class": self.best.candidate.evidence_class if self.best else None}
+                "evidence_class": self.best.candidate.evidence_class if self.best else None,
+                "runs_used": list(self.runs_used), "left_out": [x.to_dict() for x in self.left_out]}
 
 
 def quality_from_runs(runs: list[RunResult]) -> dict[str, float]:
@@ -101,19 +104,6 @@ def quality_from_runs(runs: list[RunResult]) -> dict[str, float]:
         if agreement is not None:
             out.setdefault(f"{e.adapter or e.engine}/{e.precision or ''}", 1.0 - float(agreement))
     return out
-
-
-TEST_ENGINES = ("fake",)  # no model behind it: never a deployment to buy
-
-
-def _drop_test_engine(runs: list[RunResult]) -> tuple[list[RunResult], str | None]:
-    """Leave the test engine out when real engines were measured; say so either way."""
-    real = [r for r in runs if r.engine.adapter not in TEST_ENGINES]
-    if len(real) == len(runs):
-        return runs, None
-    if real:
-        return real, f"{len(runs) - len(real)} run(s) of the test engine 'fake' left out: it serves no model"
-    return runs, "only runs of the test engine 'fake': this ranking shows how the tool works, not what to buy"
 
 
 def no_slo_warning(cands: list[Candidate]) -> str | None:
@@ -193,33 +183,26 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
     from the operator tables (`model_config.py`) instead of extrapolated from runs; no run is needed.
     """
     every = list(runs)  # all scenarios: the estimator's backtest and calibration may use any of them
-    model_note = None
     if model is not None:
         if constraints.scenario not in (None, model.scenario.name):
             raise ValueError(f"--model-config sizes scenario {model.scenario.name!r}, the constraints name "
                              f"{constraints.scenario!r}: give one")
         constraints = constraints.model_copy(update={"scenario": model.scenario.name})
-        other = [r for r in runs if not same_shape(r, model.arch)]
-        runs = [r for r in runs if same_shape(r, model.arch)]
-        if other:
-            model_note = (f"{len(other)} run(s) of other models left out: --model-config sizes {model.arch.name}, and "
-                          "only runs of its shape (hidden, layers, heads, KV heads, intermediate, vocab) are its rows")
-    if constraints.scenario:
-        held = sorted({r.scenario_name or "?" for r in runs})
-        runs = [r for r in runs if r.scenario_name == constraints.scenario]
-        if not runs and held and model is None:  # --scenario filters saved runs: the names they carry are the choices
-            raise UnknownScenarioError(f"no saved runs for scenario {constraints.scenario!r}; the saved runs are of "
-                                       f"{', '.join(held)} (--scenario picks saved runs by their scenario's name)")
+    chosen = select_runs(runs, constraints.scenario, model.arch if model is not None else None)
+    runs = list(chosen.included)
+    if constraints.scenario and not runs and chosen.held_scenarios and model is None:
+        # --scenario filters saved runs: the names they carry are the choices
+        raise UnknownScenarioError(f"no saved runs for scenario {constraints.scenario!r}; the saved runs are of "
+                                   f"{', '.join(chosen.held_scenarios)} (--scenario picks saved runs by their "
+                                   "scenario's name)")
     if not runs and model is None:
         raise NoRunsError(f"no saved runs{' for scenario ' + repr(constraints.scenario) if constraints.scenario else ''}; "
                           "run `advisor bench` (or `advisor sweep`) first, or point --runs at the folder that holds them")
-    scenarios = sorted({r.scenario_name or "?" for r in runs})
-    if len(scenarios) > 1:  # a capacity measured on one traffic would size replicas for another
-        raise MixedScenariosError(f"the runs are of {len(scenarios)} scenarios ({', '.join(scenarios)}); a "
+    if len(chosen.scenarios) > 1:  # a capacity measured on one traffic would size replicas for another
+        raise MixedScenariosError(f"the runs are of {len(chosen.scenarios)} scenarios ({', '.join(chosen.scenarios)}); a "
                                   "recommendation is for one traffic: pick one (`advisor recommend --scenario NAME`, "
                                   "or `scenario: NAME` in the constraints file)")
-    runs, test_note = _drop_test_engine(runs) if runs else (runs, None)
-    runs, workload_note, workload_left = pick_workload(runs)
+    workload_note = chosen.workload_notes[0] if chosen.workload_notes else None
     if detected is not None and detected.catalog_id == "custom":
         catalog = catalog.with_hardware(detected.hardware)
     if constraints.hardware:
@@ -260,11 +243,11 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
              ESTIMATES_SIZED if model is not None else ESTIMATES_ROOFLINE,
              "an SLO is met only when the run's requests establish it (MLPerf early stopping, 99%); options whose "
              f"cost ranges overlap are a tie, broken by {', then '.join(constraints.tie_break) or 'cost'}"]
-    notes += [n for n in (model_note, *sized_notes) if n]
-    if test_note:
-        notes.append(test_note)
+    notes += [n for n in (chosen.model_note, *sized_notes) if n]
+    if chosen.test_note:
+        notes.append(chosen.test_note)
     if workload_note:
-        notes += [workload_note, *workload_left]
+        notes += [workload_note, *chosen.lines("workload")]
     if constraints.max_quality_drift is not None and not quality:
         notes.append("quality drift unknown for every engine (no verify results given): not checked")
     unmapped = sorted({str((mr.run.manifest or {}).get('hardware', {}).get('cpu_model')) for mr in resolved
@@ -280,7 +263,8 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
     advice = advise(rows, constraints, lambda cons: evaluated(cons)[0])
     rec = Recommendation(constraints, design_rps, basis, tuple(rows), tuple(pareto(rows, by_monthly)),
                          tuple(break_evens(rows, catalog.hosted)), bt, advice, tuple(notes), gap,
-                         tuple(w for w in (workload_note, warning) if w))
+                         tuple(w for w in (workload_note, warning) if w),
+                         runs_used=chosen.included_ids, left_out=chosen.left_out)
     if rec.evidence is None and rec.best is not None:
         rec = replace(rec, warnings=rec.warnings + headline_warnings(rec.best) + capacity_warnings(rec.best, runs),
                       rests_on=rests_on(rec.best, runs))

@@ -145,6 +145,10 @@ def print_recommendation(rec: Recommendation, console: Console | None = None, to
     print_backtest(rec, con)
     for n in rec.notes:
         con.print(f"[dim]note: {n}[/]")
+    other = [x.run_id for x in rec.left_out if x.kind == "scenario"]  # the other kinds are in the notes
+    if other:
+        con.print(f"[dim]note: {len(other)} run(s) of other scenarios left out (scenario {rec.constraints.scenario!r} "
+                  f"asked for): {', '.join(other)}[/]", highlight=False)
 
 
 def print_backtest(rec: Recommendation, con: Console) -> None:

@@ -74,18 +74,13 @@ def group_workloads(runs: list[RunResult]) -> list[WorkloadGroup]:
     return out
 
 
-def pick_workload(runs: list[RunResult]) -> tuple[list[RunResult], str | None, list[str]]:
-    """The runs of the workload to size, a note naming it (None: only one workload), and one line per run left out."""
+def pick_workload(runs: list[RunResult]) -> tuple[list[RunResult], str | None, list[tuple[RunResult, str]]]:
+    """The runs of the workload to size, a note naming it (None: only one workload), and each run left out with why."""
     groups = group_workloads(runs)
     if len(groups) <= 1:
         return runs, None, []
     chosen = min(groups, key=lambda g: (g.overrides, -len(g.runs), -max(_created(r) for r in g.runs)))
-    left = []
-    for g in groups:
-        if g is chosen:
-            continue
-        for r in g.runs:
-            left.append(f"run {r.run_id} left out: it ran {g.describe()}, not the sized workload")
+    left = [(r, f"it ran {g.describe()}, not the sized workload") for g in groups if g is not chosen for r in g.runs]
     note = (f"sized for one workload: {chosen.describe()}, {len(chosen.runs)} run(s); capacity and cost are never "
             f"pooled across workloads ({len(groups)} in these runs; pick another with --runs)")
     return list(chosen.runs), note, left

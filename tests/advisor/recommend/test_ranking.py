@@ -135,11 +135,12 @@ def test_estimated_rows_are_labelled_with_assumptions(catalog):
 
 
 def test_the_test_engine_is_never_recommended_next_to_real_engines():
-    from advisor.recommend.recommendation import _drop_test_engine
+    from advisor.recommend.run_selection import select_runs
 
     fake, own = loaded([make_run("f", engine="fake"), make_run("o", engine="own")])
-    kept, note = _drop_test_engine([fake, own])
-    assert kept == [own] and "left out" in note
-    kept, note = _drop_test_engine([fake])
-    assert kept == [fake] and "not what to buy" in note
-    assert _drop_test_engine([own]) == ([own], None)
+    both = select_runs([fake, own])
+    assert both.included_ids == ("o",) and "left out" in str(both.test_note)
+    assert [(x.run_id, x.reason) for x in both.left_out] == [("f", "a run of the test engine 'fake': it serves no model")]
+    alone = select_runs([fake])
+    assert alone.included_ids == ("f",) and "not what to buy" in str(alone.test_note) and not alone.left_out
+    assert select_runs([own]).included_ids == ("o",) and select_runs([own]).test_note is None
