@@ -49,7 +49,7 @@ def _layout(fig: go.Figure, title: str, height: int = _HEIGHT, legend_title: str
     fig.update_layout(title=chart_text(title), template="plotly_white", height=height,
                       margin={"l": 60, "r": 20, "t": 60, "b": 50}, hoverlabel={"namelength": -1},
                       showlegend=True,  # plotly hides a one-trace legend; a reader still needs the run's name
-                      legend={"orientation": "h", "y": -0.2, "yanchor": "top", "title": {"text": legend_title, "side": "top"}})
+                      legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "title": {"text": legend_title}})
     return fig
 
 
@@ -95,7 +95,7 @@ def _slo_lines(fig: go.Figure, limits: dict[float, list[str]], col: int, vertica
         if vertical:
             fig.add_vline(x=limit, line_dash="dash", line_color="red", row=1, col=col)
             fig.add_annotation(x=limit, xref=f"x{ref}", y=1, yref=f"y{ref} domain", xanchor="left", yanchor="top",
-                               yshift=-18 * i, **style)
+                               yshift=-20 * i, **style)
         else:
             fig.add_hline(y=limit, line_dash="dash", line_color="red", row=1, col=col)
             fig.add_annotation(x=i / n, xref=f"x{ref} domain", y=limit, yref=f"y{ref}", xanchor="left",
@@ -177,7 +177,7 @@ def load_figure(runs: Sequence[RunResult]) -> go.Figure:
         _slo_lines(fig, _slo_limits([r for m in groups.values() for r in m], key), col, vertical=False)
         fig.update_xaxes(title_text="load (req/s offered)", row=1, col=col)
         fig.update_yaxes(title_text="ms at the SLO percentile", row=1, col=col)
-    return _layout(fig, "TTFT and TPOT against load (x: run not VALID)", legend_title="engine · model · scenario:")
+    return _layout(fig, "TTFT and TPOT against load (x: run not VALID)")
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
