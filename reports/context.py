@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.metrics.lag import LAG_FLOOR_MS  # the send-lag rule's floor; the rule itself is in the verdict
 from advisor.run_rates import offered_rps
 from advisor.store import RunResult
+from reports.constraints_text import constraints_text
 from reports.costs import RunPrice
 from reports.executive import executive
 from reports.gpu import gpu_table
@@ -28,6 +29,7 @@ from reports.labels import (
     scenario_name,
     status,
 )
+from reports.machines import machines
 from reports.selection import RecommendationResult
 
 if TYPE_CHECKING:
@@ -156,18 +158,12 @@ def methodology(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str, 
 
 
 def environments(runs: Sequence[RunResult], labels: dict[str, str]) -> dict[str, Any]:
-    """Each distinct machine manifest (with the runs made on it) and each run's engine."""
-    machines: dict[str, dict[str, Any]] = {}
-    for run in runs:
-        m = run.manifest or {}
-        key = repr(sorted((m.get("hardware") or {}).items())) + str(m.get("hostname")) + repr(m.get("software"))
-        entry = machines.setdefault(key, {"manifest": m, "runs": []})
-        entry["runs"].append(labels[run.run_id])
+    """Each machine (one per fingerprint, `reports.machines`) with the runs made on it, and each run's engine."""
     engines = [{"label": labels[r.run_id], "run_id": r.run_id, "created_utc": r.created_utc,
                 **{k: v for k, v in r.engine.to_dict().items() if k not in ("extra", "notes")},
                 "notes": list(r.engine.notes),
                 "engine_stats": r.telemetry.engine_stats} for r in runs]
-    return {"machines": list(machines.values()), "engines": engines}
+    return {"machines": machines(runs, labels), "engines": engines}
 
 
 def turn_tables(runs: Sequence[RunResult], labels: dict[str, str]) -> list[dict[str, Any]]:
@@ -193,6 +189,8 @@ def build_context(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: R
             "risks": risks(runs, labels, prices, rec), "estimated": estimated_items(prices, rec),
             "methodology": methodology(runs, labels), "environment": environments(runs, labels),
             "recommendation": rec.recommendation, "rec_reason": rec.reason, "constraints": rec.constraints,
+            "constraints_text": constraints_text(rec.constraints, [r.get("slos") or {} for r in
+                                                                   (rec.recommendation or {}).get("rows") or []]),
             "sweeps": [sweep_row(s) for s in sweeps], "statistics": statistics_notes(),
             "turns": turn_tables(runs, labels), "gpu": gpu_table(runs, labels, usd_per_kwh)}
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
-from plotly.colors import qualitative
+from plotly.colors import qualitative, sample_colorscale
 from plotly.subplots import make_subplots
 
 from advisor.loadgen.records import RequestRecord
@@ -26,13 +26,14 @@ from advisor.run_rates import load_rps
 from advisor.store import RunResult, StoreError
 from advisor.telemetry.record import TelemetrySummary
 from reports.costs import RunPrice
-from reports.labels import chart_text, group_key, is_valid, run_labels
+from reports.labels import chart_text, group_key, is_valid, run_labels, scenario_name
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 LATENCY_METRICS = (("ttft_ms", "TTFT (ms)"), ("tpot_ms", "TPOT (ms)"), ("e2e_ms", "E2E latency (ms)"))
 _CDF_FUNCS: dict[str, Callable[[RequestRecord], float | None]] = {
     "ttft_ms": per_request.ttft_ms, "tpot_ms": per_request.tpot_ms, "e2e_ms": per_request.e2e_ms}
 _HEIGHT = 400
+_COST_SCALE = "Viridis_r"
 
 
 @dataclass(frozen=True)
@@ -44,10 +45,11 @@ class NamedFigure:
     figure: go.Figure
 
 
-def _layout(fig: go.Figure, title: str, height: int = _HEIGHT) -> go.Figure:
+def _layout(fig: go.Figure, title: str, height: int = _HEIGHT, legend_title: str = "") -> go.Figure:
     fig.update_layout(title=chart_text(title), template="plotly_white", height=height,
-                      margin={"l": 60, "r": 20, "t": 60, "b": 50}, legend={"orientation": "h", "y": -0.2},
-                      hoverlabel={"namelength": -1})
+                      margin={"l": 60, "r": 20, "t": 60, "b": 50}, hoverlabel={"namelength": -1},
+                      showlegend=True,  # plotly hides a one-trace legend; a reader still needs the run's name
+                      legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "title": {"text": legend_title}})
     return fig
 
 
@@ -64,6 +66,40 @@ def _marker(run: RunResult, color: str) -> dict:
 def _slo(run: RunResult, key: str) -> float | None:
     value = getattr(run.slos, key)
     return None if value is None else float(value)
+
+
+def _slo_limits(runs: Sequence[RunResult], key: str) -> dict[float, list[str]]:
+    """Each distinct SLO limit of `key` among the runs, with the scenarios that set it."""
+    limits: dict[float, list[str]] = {}
+    for run in runs:
+        if (limit := _slo(run, key)) is not None:
+            names = limits.setdefault(limit, [])
+            if scenario_name(run) not in names:
+                names.append(scenario_name(run))
+    return dict(sorted(limits.items()))
+
+
+def _slo_lines(fig: go.Figure, limits: dict[float, list[str]], col: int, vertical: bool) -> None:
+    """One dashed red line per distinct SLO limit in subplot `col`, each with one label that no other label covers.
+
+    Labels of vertical lines sit at the top of their line, each a row lower than the last; labels of
+    horizontal lines sit on their line, each in its own slice of the plot's width. So two limits close
+    together (1,000 and 2,000 ms on a 40,000 ms axis) still read as two labels."""
+    ref = "" if col == 1 else str(col)
+    n = len(limits)
+    for i, (limit, scenarios) in enumerate(limits.items()):
+        text = f"SLO {limit:,.0f} ms" if limit >= 10 else f"SLO {limit:g} ms"
+        hover = chart_text(f"SLO {limit:g} ms of {', '.join(scenarios)}")
+        style = {"text": text, "hovertext": hover, "showarrow": False, "font": {"size": 11, "color": "#b71c1c"},
+                 "bgcolor": "rgba(255,255,255,0.85)", "name": "slo"}
+        if vertical:
+            fig.add_vline(x=limit, line_dash="dash", line_color="red", row=1, col=col)
+            fig.add_annotation(x=limit, xref=f"x{ref}", y=1, yref=f"y{ref} domain", xanchor="left", yanchor="top",
+                               yshift=-20 * i, **style)
+        else:
+            fig.add_hline(y=limit, line_dash="dash", line_color="red", row=1, col=col)
+            fig.add_annotation(x=i / n, xref=f"x{ref} domain", y=limit, yref=f"y{ref}", xanchor="left",
+                               yanchor="bottom", **style)
 
 
 def _at_slo_percentile(run: RunResult, key: str) -> float | None:
@@ -85,10 +121,8 @@ def percentiles_figure(runs: Sequence[RunResult]) -> go.Figure:
                         legendgroup=chart_text(run.run_id),
                         showlegend=col == 1, marker=_marker(run, color[run.run_id]), row=1, col=col,
                         hovertemplate=f"%{{x}}: %{{y:.4g}} ms (n={d.n})<extra>%{{fullData.name}}</extra>")
-        for limit in sorted({lim for run in runs if (lim := _slo(run, key)) is not None}):
-            fig.add_hline(y=limit, line_dash="dash", line_color="red", row=1, col=col,
-                          annotation_text=f"SLO {limit:g} ms", annotation_position="top left")
-    return _layout(fig, "Latency percentiles per run (missing bars: n too small for that percentile)")
+        _slo_lines(fig, _slo_limits(runs, key), col, vertical=False)
+    return _layout(fig, "Latency percentiles per run (missing bars: n too small for that percentile)", legend_title="run:")
 
 
 def measured_values(run: RunResult, key: str) -> list[float]:
@@ -104,7 +138,6 @@ def cdf_figure(runs: Sequence[RunResult]) -> go.Figure:
     metrics = LATENCY_METRICS[:2]
     fig = make_subplots(rows=1, cols=2, subplot_titles=[t for _, t in metrics])
     for col, (key, _) in enumerate(metrics, start=1):
-        limits: set[float] = set()
         for run in runs:
             try:
                 values = measured_values(run, key)
@@ -115,15 +148,11 @@ def cdf_figure(runs: Sequence[RunResult]) -> go.Figure:
                             name=chart_text(labels[run.run_id]), legendgroup=chart_text(run.run_id), showlegend=col == 1,
                             line={"dash": "solid" if is_valid(run) else "dot", "color": color[run.run_id]},
                             hovertemplate="%{x:.4g} ms: %{y:.1%} of requests<extra>%{fullData.name}</extra>")
-            if (limit := _slo(run, key)) is not None:
-                limits.add(limit)
-        for limit in sorted(limits):
-            fig.add_vline(x=limit, line_dash="dash", line_color="red", row=1, col=col,
-                          annotation_text=f"SLO {limit:g} ms")
+        _slo_lines(fig, _slo_limits(runs, key), col, vertical=True)
         fig.update_xaxes(title_text="ms", row=1, col=col)
     fig.update_yaxes(tickformat=".0%")
     fig.update_yaxes(title_text="fraction of requests", row=1, col=1)
-    return _layout(fig, "Latency CDF per run (successful measured requests)")
+    return _layout(fig, "Latency CDF per run (successful measured requests)", legend_title="run:")
 
 
 def load_figure(runs: Sequence[RunResult]) -> go.Figure:
@@ -136,7 +165,6 @@ def load_figure(runs: Sequence[RunResult]) -> go.Figure:
             groups.setdefault(group_key(run), []).append(run)
     color = colors([" · ".join(k) for k in groups])
     for col, (key, _) in enumerate(metrics, start=1):
-        limits: set[float] = set()
         for gkey, members in groups.items():
             members = sorted(members, key=lambda r: load_rps(r) or 0.0)
             ys = [_at_slo_percentile(run, key) for run in members]
@@ -146,10 +174,7 @@ def load_figure(runs: Sequence[RunResult]) -> go.Figure:
                             line={"color": color[" · ".join(gkey)]},
                             text=[chart_text(f"{r.run_id} [{r.verdict.status}]") for r in members],
                             hovertemplate="%{x:.3g} req/s: %{y:.4g} ms<br>%{text}<extra>%{fullData.name}</extra>")
-            limits.update(lim for r in members if (lim := _slo(r, key)) is not None)
-        for limit in sorted(limits):
-            fig.add_hline(y=limit, line_dash="dash", line_color="red", row=1, col=col,
-                          annotation_text=f"SLO {limit:g} ms", annotation_position="top left")
+        _slo_lines(fig, _slo_limits([r for m in groups.values() for r in m], key), col, vertical=False)
         fig.update_xaxes(title_text="load (req/s offered)", row=1, col=col)
         fig.update_yaxes(title_text="ms at the SLO percentile", row=1, col=col)
     return _layout(fig, "TTFT and TPOT against load (x: run not VALID)")
@@ -177,17 +202,25 @@ def pareto_figure(runs: Sequence[RunResult], prices: dict[str, RunPrice] | None 
             pts.append((float(x), float(y)))
             kept.append(run)
     costs = [_usd_out(prices.get(r.run_id)) for r in kept]
-    have_cost = any(c is not None for c in costs)
+    known = [c for c in costs if c is not None]
+    lo, hi = (min(known), max(known)) if known else (0.0, 0.0)
+    color = colors([r.run_id for r in kept])
     fig = go.Figure()
-    fig.add_scatter(
-        x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers", name="runs",
-        text=[chart_text(labels[r.run_id]) for r in kept],
-        customdata=[("n/a" if c is None else f"${c:.3g}") for c in costs],
-        marker={"size": 14, "symbol": ["circle" if is_valid(r) else "x-open" for r in kept],
-                "color": [c if c is not None else 0.0 for c in costs] if have_cost else "#1f77b4",
-                "colorscale": "Viridis_r", "showscale": have_cost,
-                "colorbar": {"title": "$/1M out"} if have_cost else None},
-        hovertemplate="%{text}<br>%{x:.3g} tok/s/user, %{y:.4g} tok/s<br>%{customdata} per 1M output tokens<extra></extra>")
+    for run, (x, y), cost in zip(kept, pts, costs):  # one trace per run, so the legend names each run
+        if not known:
+            dot = color[run.run_id]
+        else:  # colour is the cost, drawn as a plain colour so the legend's marker matches the point
+            dot = "#bbb" if cost is None else sample_colorscale(_COST_SCALE, (cost - lo) / (hi - lo) if hi > lo else 0.5)[0]
+        fig.add_scatter(
+            x=[x], y=[y], mode="markers", name=chart_text(labels[run.run_id]),
+            marker={"size": 14, "color": dot, "symbol": "circle" if is_valid(run) else "x-open"},
+            customdata=["n/a" if cost is None else f"${cost:.3g}"],
+            hovertemplate="%{fullData.name}<br>%{x:.3g} tok/s/user, %{y:.4g} tok/s<br>%{customdata} per 1M output "
+                          "tokens<extra></extra>")
+    if known:  # the colour bar alone: a trace with no points, left out of the legend
+        fig.add_scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
+                        marker={"color": [lo, hi], "colorscale": _COST_SCALE, "cmin": lo, "cmax": hi,
+                                "showscale": True, "colorbar": {"title": {"text": "$/1M out"}}})
     valid = [i for i, r in enumerate(kept) if is_valid(r)]  # as the recommender's frontier: only VALID runs set it
     front = [valid[i] for i in pareto_front([pts[i] for i in valid])]
     if len(front) > 1:
@@ -195,7 +228,8 @@ def pareto_figure(runs: Sequence[RunResult], prices: dict[str, RunPrice] | None 
                         name="Pareto frontier", line={"dash": "dot", "color": "grey"}, hoverinfo="skip")
     fig.update_xaxes(title_text="interactivity: p50 tokens/s per user")
     fig.update_yaxes(title_text="throughput: output tokens/s")
-    return _layout(fig, "Throughput vs interactivity (Pareto frontier dotted; colour: $/1M output tokens)")
+    colour = "$/1M output tokens, grey: no price" if known else "run"
+    return _layout(fig, f"Throughput vs interactivity (Pareto frontier dotted; colour: {colour})", legend_title="run:")
 
 
 def _usd_out(price: RunPrice | None) -> float | None:

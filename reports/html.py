@@ -108,7 +108,9 @@ def render_report(runs: Sequence[RunResult], *, prices: dict[str, RunPrice] | No
     prices = price_runs(runs) if prices is None else {r.run_id: prices[r.run_id] for r in runs if r.run_id in prices}
     ctx = build_context(runs, prices, rec, sweeps, usd_per_kwh)
     ctx["left_out"] = left_out_rows(chosen, every)
-    figures = [{"id": f.id, "title": f.title, "json": figure_json(f.figure)} for f in report_figures(runs, prices)]
+    # each chart's box is given its figure's height: plotly's resize on a window change fits the figure to its box
+    figures = [{"id": f.id, "title": f.title, "json": figure_json(f.figure), "height": f.figure.layout.height or 400}
+               for f in report_figures(runs, prices)]
     generated = generated_utc or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     html = environment().get_template("report.html.j2").render(
         **ctx, figures=figures, title=title, generated_utc=generated, version=__version__,

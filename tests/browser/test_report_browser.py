@@ -95,3 +95,95 @@ def test_h200_report_first_screen_names_the_gpu_and_its_measured_cost(page, arti
     assert "NVIDIA H200" in decision and "$16,571/month" in decision and "host-bound" in decision
     assert _above_the_fold(page, "#decision")
     assert page.errors == []
+
+
+_SLO_BOXES = """() => Array.from(document.querySelectorAll("div.chart")).map(chart => ({
+    id: chart.id,
+    boxes: Array.from(chart.querySelectorAll("g.annotation")).filter(a => a.textContent.trim().startsWith("SLO"))
+        .map(a => { const r = a.getBoundingClientRect(); return [a.textContent.trim(), r.left, r.top, r.right, r.bottom]; })
+}))"""
+
+_TABLES = """() => Array.from(document.querySelectorAll("table")).map(t => {
+    const box = t.parentElement;
+    return {section: t.closest("section").id, id: t.id, scrolls: getComputedStyle(box).overflowX === "auto",
+            table: t.getBoundingClientRect().width, box: box.clientWidth, scroll_width: box.scrollWidth};
+})"""
+
+
+_LEGEND_CLASHES = """() => Array.from(document.querySelectorAll("div.chart")).flatMap(c => {
+    const box = c.getBoundingClientRect(), svg = c.querySelector(".main-svg").getBoundingClientRect();
+    const out = svg.height > box.height + 1 ? [c.id + ": drawn taller than its box, over the next chart"] : [];
+    const legend = c.querySelector("g.legend");
+    if (!legend) return out.concat([c.id + ": no legend"]);
+    const l = legend.getBoundingClientRect();
+    const axis = Array.from(c.querySelectorAll('g[class*="xtitle"] text, g[class*="xtick"] text'));
+    return out.concat(axis.filter(t => { const r = t.getBoundingClientRect();
+        return r.left < l.right && l.left < r.right && r.top < l.bottom && l.top < r.bottom; })
+        .map(t => c.id + ": legend over the x axis's " + JSON.stringify(t.textContent)));
+})"""
+
+
+def _overlap(a: list, b: list) -> bool:
+    return a[1] < b[3] and b[1] < a[3] and a[2] < b[4] and b[2] < a[4]
+
+
+def test_charts_and_tables_read_at_1280_and_1400_px(page, browser_runs, artifacts, tmp_path, monkeypatch):
+    """SLO labels of runs with different SLOs never cover each other, each run is named in the legends, no table is
+    cut off, one Environment heading per machine, and the constraints in words. Screenshots: first screen at
+    1280x800, the charts at 1400 px."""
+    import shutil
+    import socket
+
+    from advisor.recommend import Constraints
+    from advisor.store import list_runs
+    from reports.labels import run_labels
+    from tests.advisor.recommend.h200 import H200_DIR
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "vm")
+    root, _ = browser_runs
+    mixed = tmp_path / "runs"
+    shutil.copytree(root, mixed)  # the fake engine's copilot runs (SLOs 400 / 40 ms) on this machine ...
+    for run_dir in H200_DIR.iterdir():  # ... and the H200 chat runs (2,000 / 100 ms) on another host also called vm
+        if run_dir.is_dir():
+            shutil.copytree(run_dir, mixed / run_dir.name)
+    runs = list_runs(mixed)
+    chat = [r for r in runs if r.scenario_name == "chat"]
+    rec = make_recommendation(chat, Constraints(scenario="chat", peak_rps=20, budget_usd_month=20000))
+    path = write_report(artifacts / "report-layout.html", runs, prices=price_runs(runs), recommendation=rec)
+
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(path.as_uri())
+    page.locator("#fig-memory .main-svg").first.wait_for(state="attached", timeout=20_000)
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(artifacts / "layout-first-screen-1280x800.png"))  # the first screen only
+    for width in (1280, 1400):
+        page.set_viewport_size({"width": width, "height": 1000})
+        page.wait_for_timeout(800)  # plotly redraws responsive charts on resize
+        charts = page.evaluate(_SLO_BOXES)
+        labels = {c["id"]: [b[0].replace(",", "") for b in c["boxes"]] for c in charts}
+        assert "SLO 400 ms" in labels["fig-cdf"] and "SLO 2000 ms" in labels["fig-cdf"], labels
+        boxes = [b for c in charts for b in c["boxes"]]
+        clashes = [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1:] if _overlap(a, b)]
+        assert clashes == [], f"SLO labels print on top of each other at {width} px: {clashes}"
+        assert page.evaluate(_LEGEND_CLASHES) == [], width
+        for t in page.evaluate(_TABLES):  # each table fits its box, or its box scrolls (never cut off)
+            assert t["scrolls"] or t["table"] <= t["box"] + 1, t
+        cut = [t for t in page.evaluate(_TABLES) if t["section"] == "comparison" and t["scroll_width"] > t["box"]]
+        assert width == 1280 or cut == [], f"the comparison does not fit at 1400 px: {cut}"
+    page.locator("#charts").screenshot(path=str(artifacts / "layout-charts-1400.png"))
+    page.locator("#comparison").screenshot(path=str(artifacts / "layout-comparison-1400.png"))
+    page.locator("#environment").screenshot(path=str(artifacts / "layout-environment-1400.png"))
+
+    names = run_labels(runs)
+    for fig in ("fig-percentiles", "fig-cdf", "fig-pareto"):  # a legend entry naming each run
+        legend = page.locator(f"#{fig} .legendtext").all_text_contents()
+        missing = [n for n in names.values() if n not in legend]
+        assert missing == [], (fig, missing)
+    headings = page.locator("#environment h3").all_text_contents()
+    machines = [h for h in headings if h.startswith("Machine ")]
+    assert len(machines) == 2, headings  # this machine, and the H200 host (also called vm)
+    assert sum(h == "Machine vm: Intel(R) Xeon(R) Processor, 16 cores, 135 GB, 1 x NVIDIA H200" for h in machines) == 1
+    constraints = page.locator("#recommendation p.constraints").inner_text()
+    assert constraints.startswith("Constraints: p95 TTFT <= 2,000 ms, p95 TPOT <= 100 ms (the scenario's SLOs), "
+                                  "peak 20 req/s, budget $20,000/month."), constraints
+    assert page.errors == []
