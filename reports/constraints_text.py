@@ -33,8 +33,9 @@ def slo_phrases(constraints: Mapping[str, Any], row_slos: Sequence[Mapping[str, 
             {float(v) for s in row_slos if (v := s.get(key)) is not None})
         if len(values) == 1:
             phrases.append((f"{pct} {name} <= {_ms(values[0])}", given is None))
-        elif values:  # scenarios with different limits: each option is held to its own scenario's
-            phrases.append((f"{pct} {name} <= {' or '.join(_ms(v) for v in values)} by scenario", False))
+        elif values:  # runs made under different limits: each option is held to its own runs'
+            phrases.append((f"{pct} {name} <= {' or '.join(_ms(v) for v in values)}, each option by its runs' SLOs",
+                            False))
     unsaid = [scenario for _, scenario in phrases]
     if len(phrases) > 1 and all(unsaid):
         return [t for t, _ in phrases[:-1]] + [phrases[-1][0] + " (the scenario's SLOs)"]

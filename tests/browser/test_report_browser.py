@@ -131,24 +131,25 @@ def test_charts_and_tables_read_at_1280_and_1400_px(page, browser_runs, artifact
     """SLO labels of runs with different SLOs never cover each other, each run is named in the legends, no table is
     cut off, one Environment heading per machine, and the constraints in words. Screenshots: first screen at
     1280x800, the charts at 1400 px."""
-    import shutil
     import socket
 
     from advisor.recommend import Constraints
     from advisor.store import list_runs
     from reports.labels import run_labels
-    from tests.advisor.recommend.h200 import H200_DIR
+    from tests.advisor.recommend.h200 import CHAT, copy_runs, write_edited
+
+    def on_a_cpu_box_with_tighter_slos(d: dict) -> None:
+        d["manifest"]["hardware"].update(gpus=[], cpu_cores=16)
+        d["manifest"]["hostname"] = "cpu-box"
+        d["engine"]["device"] = "cpu"
+        d["telemetry"].pop("gpu", None)
+        d["slos"].update(ttft_ms=400.0, tpot_ms=40.0)
 
     monkeypatch.setattr(socket, "gethostname", lambda: "vm")
-    root, _ = browser_runs
-    mixed = tmp_path / "runs"
-    shutil.copytree(root, mixed)  # the fake engine's copilot runs (SLOs 400 / 40 ms) on this machine ...
-    for run_dir in H200_DIR.iterdir():  # ... and the H200 chat runs (2,000 / 100 ms) on another host also called vm
-        if run_dir.is_dir():
-            shutil.copytree(run_dir, mixed / run_dir.name)
+    mixed = copy_runs(tmp_path / "runs")  # the H200 chat runs (SLOs 2,000 / 100 ms) on host vm ...
+    write_edited(mixed, CHAT, "20261126-020000-chat-own-c0c0", on_a_cpu_box_with_tighter_slos)  # ... one at 400 / 40
     runs = list_runs(mixed)
-    chat = [r for r in runs if r.scenario_name == "chat"]
-    rec = make_recommendation(chat, Constraints(scenario="chat", peak_rps=20, budget_usd_month=20000))
+    rec = make_recommendation(runs, Constraints(scenario="chat", peak_rps=20, budget_usd_month=20000))
     path = write_report(artifacts / "report-layout.html", runs, prices=price_runs(runs), recommendation=rec)
 
     page.set_viewport_size({"width": 1280, "height": 800})
@@ -181,9 +182,10 @@ def test_charts_and_tables_read_at_1280_and_1400_px(page, browser_runs, artifact
         assert missing == [], (fig, missing)
     headings = page.locator("#environment h3").all_text_contents()
     machines = [h for h in headings if h.startswith("Machine ")]
-    assert len(machines) == 2, headings  # this machine, and the H200 host (also called vm)
+    assert len(machines) == 2, headings  # the H200 host, and the CPU box
     assert sum(h == "Machine vm: Intel(R) Xeon(R) Processor, 16 cores, 135 GB, 1 x NVIDIA H200" for h in machines) == 1
     constraints = page.locator("#recommendation p.constraints").inner_text()
-    assert constraints.startswith("Constraints: p95 TTFT <= 2,000 ms, p95 TPOT <= 100 ms (the scenario's SLOs), "
-                                  "peak 20 req/s, budget $20,000/month."), constraints
+    assert constraints.startswith("Constraints: p95 TTFT <= 400 ms or 2,000 ms, each option by its runs' SLOs, p95 "
+                                  "TPOT <= 40 ms or 100 ms, each option by its runs' SLOs, peak 20 req/s, budget "
+                                  "$20,000/month."), constraints
     assert page.errors == []

@@ -31,7 +31,7 @@ def test_slos_left_to_the_scenario_are_the_applied_ones_and_say_where_they_came_
 
 def test_scenarios_with_different_slos_are_both_named():
     rows = [{"ttft_ms": 400.0}, {"ttft_ms": 2000.0}, {"ttft_ms": 400.0}]
-    assert _words(rows).startswith("p95 TTFT <= 400 ms or 2,000 ms by scenario, no load given (one replica), no budget.")
+    assert _words(rows).startswith("p95 TTFT <= 400 ms or 2,000 ms, each option by its runs' SLOs, no load given (one replica), no budget.")
     assert _words([{"tpot_ms": 100.0}]).startswith("p95 TPOT <= 100 ms (the scenario's), no load")
 
 
