@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import adapters
 from advisor.catalog import Catalog
 from advisor.cost import BLEND_INPUT_PER_OUTPUT, HOURS_PER_MONTH, OUTPUT_TOKEN_WEIGHT
 from advisor.hardware_detect import Detected
@@ -102,17 +103,21 @@ def quality_from_runs(runs: list[RunResult]) -> dict[str, float]:
     return out
 
 
-TEST_ENGINES = ("fake",)  # no model behind it: never a deployment to buy
+def is_test_engine(adapter: str) -> bool:
+    """An engine with no model behind it (`Capabilities.model_source` "none"): never a deployment to buy."""
+    caps = adapters.capabilities(adapter)
+    return caps is not None and caps.model_source == "none"
 
 
 def _drop_test_engine(runs: list[RunResult]) -> tuple[list[RunResult], str | None]:
     """Leave the test engine out when real engines were measured; say so either way."""
-    real = [r for r in runs if r.engine.adapter not in TEST_ENGINES]
+    real = [r for r in runs if not is_test_engine(r.engine.adapter)]
     if len(real) == len(runs):
         return runs, None
+    names = ", ".join(f"'{n}'" for n in sorted({r.engine.adapter for r in runs if is_test_engine(r.engine.adapter)}))
     if real:
-        return real, f"{len(runs) - len(real)} run(s) of the test engine 'fake' left out: it serves no model"
-    return runs, "only runs of the test engine 'fake': this ranking shows how the tool works, not what to buy"
+        return real, f"{len(runs) - len(real)} run(s) of the test engine {names} left out: it serves no model"
+    return runs, f"only runs of the test engine {names}: this ranking shows how the tool works, not what to buy"
 
 
 def no_slo_warning(cands: list[Candidate]) -> str | None:
@@ -226,7 +231,7 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
         if unknown:
             raise ValueError(f"unknown hardware {', '.join(unknown)}; known: {', '.join(sorted(catalog.hardware))}")
     in_scope = {r.run_id for r in runs}
-    resolved_all = resolve_runs([r for r in every if r.engine.adapter not in TEST_ENGINES], catalog, detected)
+    resolved_all = resolve_runs([r for r in every if not is_test_engine(r.engine.adapter)], catalog, detected)
     resolved = [mr for mr in resolved_all if mr.run.run_id in in_scope] or resolve_runs(runs, catalog, detected)
     sized_notes: list[str] = []
     for hw in {mr.hardware.id: mr.hardware for mr in resolved if mr.hardware is not None and mr.hardware.unlisted}.values():
