@@ -163,7 +163,7 @@ class Capabilities:
     served: bool  # reached over the network (openai); else the engine is loaded by advisor itself
     per_chunk_tokens: bool  # every chunk carries the engine's own exact token count
     own_process: bool = False  # loaded by advisor and run in a child process of its own (adapters.engine_process)
-    model_source: ModelSource = "folder"
+    model_source: ModelSource | None = None  # None: "served" for a served adapter, else "folder"
     # offers `open_channel(send)`, `submit(rid, spec)`, `cancel(rid)`: its engine process sends one message per
     # engine step instead of running an event loop (adapters.engine_worker)
     batched_channel: bool = False
@@ -171,6 +171,8 @@ class Capabilities:
     verify: tuple[VerifyCase, ...] = ()  # what `advisor verify` checks it in, in this order
 
     def __post_init__(self) -> None:
+        if self.model_source is None:
+            object.__setattr__(self, "model_source", "served" if self.served else "folder")
         assert self.served == (self.model_source == "served"), self
 
 

@@ -85,7 +85,7 @@ class OpenAIOptions(EngineOptions):
 class OpenAIAdapter(Adapter[OpenAIOptions]):
     name: ClassVar[str] = "openai"
     Options: ClassVar[type[OpenAIOptions]] = OpenAIOptions
-    capabilities: ClassVar[Capabilities] = Capabilities(served=True, per_chunk_tokens=False, model_source="served")
+    capabilities: ClassVar[Capabilities] = Capabilities(served=True, per_chunk_tokens=False)
     warm_up_together: ClassVar[bool] = False  # some servers (llama-cpp-python's) drop a second concurrent stream
 
     def __init__(self, model: str | None, options: OpenAIOptions | None = None) -> None:

@@ -50,3 +50,12 @@ def test_options_of_another_type_are_refused_once_with_the_type_to_use():
     with pytest.raises(TypeError, match="the fake adapter takes FakeOptions, not EngineOptions"):
         FakeAdapter(None, EngineOptions())
     assert FakeAdapter(None).options == FakeOptions()  # none given: the adapter's defaults
+
+
+def test_a_served_adapter_need_not_repeat_where_its_model_comes_from():
+    from adapters.base import Capabilities
+
+    assert Capabilities(served=True, per_chunk_tokens=False).model_source == "served"
+    assert Capabilities(served=False, per_chunk_tokens=True).model_source == "folder"
+    with pytest.raises(AssertionError):
+        Capabilities(served=True, per_chunk_tokens=False, model_source="hub")
