@@ -7,11 +7,12 @@ metric is computed later, once, in `advisor.metrics`.
 
 `Adapter` is a base class, not a protocol to probe: `start()` is idempotent,
 keeps `info` and times the cold start; every adapter declares its typed
-`Options` (the type parameter of `Adapter[OptionsT]`, checked once when it is built)
-and its `capabilities` (what callers need to know: where its model comes from, whether it
-offers a batched channel, which formats `advisor verify` checks it in); one warm-up (which is also the preflight
-request that proves the engine can serve) and one refusal check serve all.
-Nothing outside an adapter calls getattr/hasattr on it or compares its name.
+`Options` (the type parameter of `Adapter[OptionsT]`, checked once when it is
+built) and its `capabilities` (what callers need to know: where its model comes
+from, whether it offers a batched channel, which formats `advisor verify`
+checks it in); one warm-up (which is also the preflight request that proves
+the engine can serve) and one refusal check serve all. Nothing outside an
+adapter calls getattr/hasattr on it or compares its name.
 """
 
 from __future__ import annotations
