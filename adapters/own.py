@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import Field, field_validator
 
@@ -80,7 +80,7 @@ class OwnOptions(OwnStaticOptions):
 OwnOptionsT = TypeVar("OwnOptionsT", bound=OwnStaticOptions)
 
 
-class _OwnEngineAdapter(Adapter[OwnOptionsT], Generic[OwnOptionsT]):
+class _OwnEngineAdapter(Adapter[OwnOptionsT]):
     """What own and own-static share: everything but the engine they build (`_make_engine`)."""
 
     capabilities: ClassVar[Capabilities] = Capabilities(
