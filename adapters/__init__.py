@@ -8,6 +8,9 @@ validates the options against the adapter's typed `Options` (an unknown key
 is an error naming the valid ones) and, for engines advisor loads itself,
 returns them wrapped in `EngineProcess`, so the engine runs in its own
 process and never on the client's interpreter.
+
+Callers learn what an engine is from its declared `Capabilities` (`capabilities(name)`), never by
+comparing its name; the few names other packages need are the constants below.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from adapters.base import Adapter, EngineOptions, EngineUnavailable, InProcessOptions, WorkerClient
+from adapters.base import Adapter, Capabilities, EngineOptions, EngineUnavailable, InProcessOptions, WorkerClient
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,10 @@ def _missing(modules: tuple[str, ...]) -> list[str]:
 
 
 REGISTRY: dict[str, Entry] = {}
+
+BUILTIN_ENGINE = "own"  # advisor's own engine, continuous batching: what runs when no engine is named
+BUILTIN_STATIC_ENGINE = "own-static"  # the same engine batching statically (selftest compares the two)
+TEST_ENGINE = "fake"  # no model: delays only, for tests and the dashboard's demonstration runs
 
 
 def register(entry: Entry) -> None:
@@ -73,6 +80,11 @@ def adapter_class(name: str) -> type[Adapter]:
     cls = getattr(importlib.import_module(module_name), cls_name)
     assert issubclass(cls, Adapter), cls
     return cls
+
+
+def capabilities(name: str) -> Capabilities | None:
+    """What the adapter `name` declares; None for a name this install does not register (a run from elsewhere)."""
+    return adapter_class(name).capabilities if name in REGISTRY else None
 
 
 def attach(client: WorkerClient) -> Adapter:

@@ -7,9 +7,12 @@ metric is computed later, once, in `advisor.metrics`.
 
 `Adapter` is a base class, not a protocol to probe: `start()` is idempotent,
 keeps `info` and times the cold start; every adapter declares its typed
-`Options` and its `capabilities`; one warm-up (which is also the preflight
-request that proves the engine can serve) and one refusal check serve all.
-Nothing outside an adapter calls getattr/hasattr on it.
+`Options` (the type parameter of `Adapter[OptionsT]`, checked once when it is
+built) and its `capabilities` (what callers need to know: where its model comes
+from, whether it offers a batched channel, which formats `advisor verify`
+checks it in); one warm-up (which is also the preflight request that proves
+the engine can serve) and one refusal check serve all. Nothing outside an
+adapter calls getattr/hasattr on it or compares its name.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -138,13 +141,40 @@ class EngineInfo(FileForm):
     notes: tuple[str, ...] = ()
 
 
+# Where an adapter's model comes from: "folder": a model folder or a model-cache name on this machine
+# (model_cache.resolve; none given is the default model); "hub": a folder or a hub id the engine fetches itself;
+# "served": the name a server serves it under; "none": no model at all (a test engine).
+ModelSource = Literal["folder", "hub", "served", "none"]
+REFERENCE_FORMAT = "hf-safetensors"  # the model folder as it is: what the fp32 reference (adapters.formats.oracle) reads
+
+
+@dataclass(frozen=True)
+class VerifyCase:
+    """One format and precision `advisor verify` checks an adapter in, against the fp32 reference."""
+
+    format: str  # adapters.formats format name; REFERENCE_FORMAT: the folder as it is, no conversion
+    precision: str
+    strict: bool = False  # must agree token for token: fp32, and fp16 where the engine computes in fp32
+
+
 @dataclass(frozen=True)
 class Capabilities:
-    """What an adapter is, declared once per class."""
+    """What an adapter is, declared once per class; callers ask this, never the adapter's name."""
 
     served: bool  # reached over the network (openai); else the engine is loaded by advisor itself
     per_chunk_tokens: bool  # every chunk carries the engine's own exact token count
     own_process: bool = False  # loaded by advisor and run in a child process of its own (adapters.engine_process)
+    model_source: ModelSource | None = None  # None: "served" for a served adapter, else "folder"
+    # offers `open_channel(send)`, `submit(rid, spec)`, `cancel(rid)`: its engine process sends one message per
+    # engine step instead of running an event loop (adapters.engine_worker)
+    batched_channel: bool = False
+    builtin: bool = False  # advisor's own engine (own_engine): the reference, not a production server
+    verify: tuple[VerifyCase, ...] = ()  # what `advisor verify` checks it in, in this order
+
+    def __post_init__(self) -> None:
+        if self.model_source is None:
+            object.__setattr__(self, "model_source", "served" if self.served else "folder")
+        assert self.served == (self.model_source == "served"), self
 
 
 @dataclass(frozen=True)
@@ -182,13 +212,19 @@ class InProcessOptions(EngineOptions):
                                             "interpreter, only to compare; send lag suffers)")
 
 
+OptionsT = TypeVar("OptionsT", bound=EngineOptions)
+
 WARMUP_PROMPTS: tuple[tuple[int, ...], ...] = ((5, 6, 7, 8, 9, 10, 11, 12), (13, 14, 15))
 WARMUP_TOKENS = 4
 WARMUP_TIMEOUT_S = 600.0
 
 
-class Adapter(ABC):
-    """Every engine wrapper. Created by the registry (`adapters.create`); heavy imports happen in `_start`."""
+class Adapter(ABC, Generic[OptionsT]):
+    """Every engine wrapper. Created by the registry (`adapters.create`); heavy imports happen in `_start`.
+
+    Generic in its options type: `class XAdapter(Adapter[XOptions])` with `Options = XOptions`, so
+    `self.options` is an `XOptions` without a check in every adapter.
+    """
 
     name: ClassVar[str]
     Options: ClassVar[type[EngineOptions]] = EngineOptions
@@ -196,10 +232,13 @@ class Adapter(ABC):
     # warm-up requests together (the batched paths); one after another for servers that may not queue
     warm_up_together: ClassVar[bool] = True
 
-    def __init__(self, model: str | None, options: EngineOptions | None = None) -> None:
+    def __init__(self, model: str | None, options: OptionsT | None = None) -> None:
         self.model = model
-        self.options = options if options is not None else self.Options()
-        assert isinstance(self.options, self.Options), (type(self.options), self.Options)
+        opts = options if options is not None else self.Options()
+        if not isinstance(opts, self.Options):  # the one check of the options' type, for every way in
+            raise TypeError(f"the {self.name} adapter takes {self.Options.__name__}, not {type(opts).__name__}: "
+                            f"build them with adapters.parse_options('{self.name}', {{...}})")
+        self.options: OptionsT = cast(OptionsT, opts)
         self._info: EngineInfo | None = None
         self._notes: list[str] = []  # learned while serving (a server that refused a field, ...)
 
@@ -251,6 +290,11 @@ class Adapter(ABC):
     def stats(self) -> dict[str, float]:
         """Engine-side gauges if any (kv_blocks_used, kv_blocks_total, running, waiting, preemptions)."""
         return {}
+
+    @classmethod
+    def verify_options(cls, case: VerifyCase) -> dict[str, Any]:
+        """The options `advisor verify` builds this adapter with for `case` (adapters add what agreement needs)."""
+        return {"precision": case.precision}
 
     # ---- load-generator workers (advisor.loadgen.workers) --------------------------------------
     def worker_client(self) -> WorkerClient | None:

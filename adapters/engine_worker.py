@@ -11,12 +11,13 @@ writes back `("chunk", rid, t_engine_ns, n_tokens, text, n_prompt, ids)`,
 closed it or died, even by SIGKILL) or `("close",)` closes the engine and
 ends the process, so an engine never outlives its client.
 
-An adapter that offers a batched channel (`open_channel(send)`, `submit(rid, spec)`, `cancel(rid)`: own
-and own-static) is served without an event loop instead (`_serve_batched`): a reader thread takes the
-parent's messages, and the engine's own thread sends one `("step", t_engine_ns, [(rid, ids, finished), ...],
-stats | None)` message per engine step, as vLLM's EngineCore process sends one batched output per step (no
-per-token task, pickle or write, nothing else in this process competing with the step for the GIL). A
-request's first `step` item carries its first token; its item with `finished` ends it.
+An adapter that offers a batched channel (`Capabilities.batched_channel`: `open_channel(send)`,
+`submit(rid, spec)`, `cancel(rid)`; own and own-static) is served without an event loop instead
+(`_serve_batched`): a reader thread takes the parent's messages, and the engine's own thread sends one
+`("step", t_engine_ns, [(rid, ids, finished), ...], stats | None)` message per engine step, as vLLM's
+EngineCore process sends one batched output per step (no per-token task, pickle or write, nothing else in
+this process competing with the step for the GIL). A request's first `step` item carries its first token;
+its item with `finished` ends it.
 
 Frames are a 4-byte big-endian length and a pickle: both ends are this
 package on one machine (the channel is private to the two processes).
@@ -209,7 +210,7 @@ def main(fd: int) -> int:
         return 1
     sock.sendall(frame(("info", info)))
     try:
-        if hasattr(adapter, "open_channel"):
+        if type(adapter).capabilities.batched_channel:
             _serve_batched(adapter, sock)
         else:
             asyncio.run(_serve(adapter, sock))

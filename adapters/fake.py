@@ -38,16 +38,14 @@ class FakeOptions(EngineOptions):
     echo_ids: bool = Field(False, description="chunks carry token ids, a deterministic function of the prompt")
 
 
-class FakeAdapter(Adapter):
+class FakeAdapter(Adapter[FakeOptions]):
     name: ClassVar[str] = "fake"
     Options: ClassVar[type[FakeOptions]] = FakeOptions
-    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, model_source="none")
 
     def __init__(self, model: str | None = None, options: FakeOptions | None = None) -> None:
         super().__init__(model, options)
-        o = self.options
-        assert isinstance(o, FakeOptions)
-        self.o = o
+        o = self.o = self.options
         self._count = 0
         self._running = 0
         self._rng = random.Random(o.seed)

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
+from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec, VerifyCase
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
 from adapters.formats import checked_precision, limits
 
@@ -54,15 +54,23 @@ class LlamaCppOptions(InProcessOptions):
         return checked_precision("gguf", v)
 
 
-class LlamaCppAdapter(EngineThreadMixin, Adapter):
+class LlamaCppAdapter(EngineThreadMixin, Adapter[LlamaCppOptions]):
     name: ClassVar[str] = "llama_cpp"
     Options: ClassVar[type[LlamaCppOptions]] = LlamaCppOptions
-    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        served=False, per_chunk_tokens=True, own_process=True,
+        # ggml rounds activations to fp16 for fp16 weights: drift allowed there
+        verify=(VerifyCase("gguf", "fp32", strict=True), VerifyCase("gguf", "fp16"), VerifyCase("gguf", "q8_0"),
+                VerifyCase("gguf", "q4_0")))
+
+    @classmethod
+    def verify_options(cls, case: VerifyCase) -> dict[str, Any]:
+        # agreement is about the weights' format, not a lossy KV cache
+        return {"precision": case.precision, "kv_cache_precision": "f32"}
 
     def __init__(self, model: str | None = None, options: LlamaCppOptions | None = None) -> None:
         super().__init__(model, options)
         o = self.options
-        assert isinstance(o, LlamaCppOptions)
         if o.device.lower() not in ("cpu", "auto"):
             raise ValueError(f"the llama_cpp adapter runs on the CPU here (device='cpu'), got device={o.device!r}")
         self.precision = o.precision

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
+from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec, VerifyCase
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
 from adapters.formats import checked_precision, limits
 
@@ -46,15 +46,16 @@ class OnnxRuntimeOptions(InProcessOptions):
         return checked_precision("onnx", v)
 
 
-class OnnxRuntimeAdapter(EngineThreadMixin, Adapter):
+class OnnxRuntimeAdapter(EngineThreadMixin, Adapter[OnnxRuntimeOptions]):
     name: ClassVar[str] = "onnxruntime"
     Options: ClassVar[type[OnnxRuntimeOptions]] = OnnxRuntimeOptions
-    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        served=False, per_chunk_tokens=True, own_process=True,
+        verify=(VerifyCase("onnx", "fp32", strict=True), VerifyCase("onnx", "int8"), VerifyCase("onnx", "int4")))
 
     def __init__(self, model: str | None = None, options: OnnxRuntimeOptions | None = None) -> None:
         super().__init__(model, options)
         o = self.options
-        assert isinstance(o, OnnxRuntimeOptions)
         provider = o.provider
         if o.device.lower() != "auto":  # `advisor bench --device` maps onto the provider
             provider = "cuda" if o.device.lower().startswith("cuda") else o.device.lower()

@@ -82,7 +82,7 @@ class OpenAIOptions(EngineOptions):
                                         "(Linux, plain HTTP; else the loop's) or when the event loop ran them")
 
 
-class OpenAIAdapter(Adapter):
+class OpenAIAdapter(Adapter[OpenAIOptions]):
     name: ClassVar[str] = "openai"
     Options: ClassVar[type[OpenAIOptions]] = OpenAIOptions
     capabilities: ClassVar[Capabilities] = Capabilities(served=True, per_chunk_tokens=False)
@@ -91,7 +91,6 @@ class OpenAIAdapter(Adapter):
     def __init__(self, model: str | None, options: OpenAIOptions | None = None) -> None:
         super().__init__(model, options)
         o = self.options
-        assert isinstance(o, OpenAIOptions)
         if not o.url:
             raise ValueError("the openai engine needs the server's address: --url http://HOST:PORT "
                              "(with --launch \"COMMAND\" when advisor should start the server)")

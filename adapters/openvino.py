@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec
+from adapters.base import Adapter, AdapterError, Capabilities, EngineInfo, InProcessOptions, RequestSpec, VerifyCase
 from adapters.engine_thread import DONE, EngineThreadMixin, Pending, convert_on_first_use, load_tokenizer
 from adapters.formats import checked_precision, limits
 
@@ -44,15 +44,22 @@ class OpenVINOOptions(InProcessOptions):
         return checked_precision("openvino", v)
 
 
-class OpenVINOAdapter(EngineThreadMixin, Adapter):
+class OpenVINOAdapter(EngineThreadMixin, Adapter[OpenVINOOptions]):
     name: ClassVar[str] = "openvino"
     Options: ClassVar[type[OpenVINOOptions]] = OpenVINOOptions
-    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        served=False, per_chunk_tokens=True, own_process=True,
+        # fp16 weights, fp32 compute (INFERENCE_PRECISION_HINT): must agree token for token too
+        verify=(VerifyCase("openvino", "fp32", strict=True), VerifyCase("openvino", "fp16", strict=True)))
+
+    @classmethod
+    def verify_options(cls, case: VerifyCase) -> dict[str, Any]:
+        # agreement is about the weights' format, not a lossy KV cache
+        return {"precision": case.precision, "kv_cache_precision": "f32"}
 
     def __init__(self, model: str | None = None, options: OpenVINOOptions | None = None) -> None:
         super().__init__(model, options)
         o = self.options
-        assert isinstance(o, OpenVINOOptions)
         self.precision = o.precision
         self.threads = o.threads
         self.kv_cache_precision = o.kv_cache_precision

@@ -10,12 +10,24 @@ produced them. Device: CUDA when available, else CPU (`device=` overrides);
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable
-from typing import Any, ClassVar, Literal
+from dataclasses import replace
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import Field, field_validator
 
-from adapters.base import Adapter, AdapterError, Capabilities, Chunk, EngineInfo, InProcessOptions, RequestSpec
+from adapters.base import (
+    REFERENCE_FORMAT,
+    Adapter,
+    AdapterError,
+    Capabilities,
+    Chunk,
+    EngineInfo,
+    InProcessOptions,
+    RequestSpec,
+    VerifyCase,
+)
 from build_info import __version__ as advisor_version
 
 DEFAULT_MAX_BATCH = 64
@@ -65,33 +77,34 @@ class OwnOptions(OwnStaticOptions):
         return v
 
 
-class OwnAdapter(Adapter):
-    name: ClassVar[str] = "own"
-    Options: ClassVar[type[OwnStaticOptions]] = OwnOptions
-    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=True)
-    batching: ClassVar[str] = "continuous"
+OwnOptionsT = TypeVar("OwnOptionsT", bound=OwnStaticOptions)
 
-    def __init__(self, model: str | None = None, options: OwnStaticOptions | None = None) -> None:
+
+class _OwnEngineAdapter(Adapter[OwnOptionsT]):
+    """What own and own-static share: everything but the engine they build (`_make_engine`)."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        served=False, per_chunk_tokens=True, own_process=True, batched_channel=True, builtin=True)
+    batching: ClassVar[str]
+
+    def __init__(self, model: str | None = None, options: OwnOptionsT | None = None) -> None:
         super().__init__(model, options)
         self._engine: Any = None
         self._front: Any = None
         self._send: Callable[[Any], None] = lambda msg: None
+
+    @classmethod
+    def verify_options(cls, case: VerifyCase) -> dict[str, Any]:
+        return {"device": "cpu"}  # the fp32 reference computes on the CPU; own_engine takes no precision option
 
     def _engine_kwargs(self) -> dict[str, Any]:
         o = self.options
         return {"device": o.device, "dtype": o.dtype, "threads": o.threads, "max_model_len": o.max_model_len,
                 "linear_kernels": o.linear_kernels}
 
+    @abstractmethod
     def _make_engine(self) -> Any:
-        from own_engine.core.llm_engine import LLMEngine
-
-        o = self.options
-        assert isinstance(o, OwnOptions)
-        return LLMEngine(self.model, max_num_seqs=o.max_batch or DEFAULT_MAX_BATCH,
-                         max_num_batched_tokens=o.max_num_batched_tokens, kv_cache_gb=o.kv_cache_gb,
-                         block_size=o.block_size, cuda_graphs=o.cuda_graphs, overlap=o.overlap,
-                         decode_attention=o.decode_attention,
-                         **self._engine_kwargs())
+        """The engine this adapter serves with, built on the engine thread that steps it."""
 
     def _start(self) -> EngineInfo:
         from own_engine.core.async_engine import AsyncLLMEngine
@@ -192,11 +205,32 @@ class _FrameSink:
         self.send(("fail", key, kind, str(error) if kind == "refused" else f"{type(error).__name__}: {error}"))
 
 
-class OwnStaticAdapter(OwnAdapter):
+class OwnAdapter(_OwnEngineAdapter[OwnOptions]):
+    """own_engine with continuous batching and a paged KV cache."""
+
+    name: ClassVar[str] = "own"
+    Options: ClassVar[type[OwnOptions]] = OwnOptions
+    # its fp32 on the folder as it is is the reference every other variant is compared with (advisor verify)
+    capabilities: ClassVar[Capabilities] = replace(_OwnEngineAdapter.capabilities,
+                                                   verify=(VerifyCase(REFERENCE_FORMAT, "fp32", strict=True),))
+    batching: ClassVar[str] = "continuous"
+
+    def _make_engine(self) -> Any:
+        from own_engine.core.llm_engine import LLMEngine
+
+        o = self.options
+        return LLMEngine(self.model, max_num_seqs=o.max_batch or DEFAULT_MAX_BATCH,
+                         max_num_batched_tokens=o.max_num_batched_tokens, kv_cache_gb=o.kv_cache_gb,
+                         block_size=o.block_size, cuda_graphs=o.cuda_graphs, overlap=o.overlap,
+                         decode_attention=o.decode_attention,
+                         **self._engine_kwargs())
+
+
+class OwnStaticAdapter(_OwnEngineAdapter[OwnStaticOptions]):
     """own_engine in static-batching mode (plain `generate()` style): the baseline."""
 
     name: ClassVar[str] = "own-static"
-    Options: ClassVar[type[OwnStaticOptions]] = OwnStaticOptions  # type: ignore[assignment]
+    Options: ClassVar[type[OwnStaticOptions]] = OwnStaticOptions
     batching: ClassVar[str] = "static"
 
     def _make_engine(self) -> Any:

@@ -54,15 +54,15 @@ class TensorRTLLMOptions(InProcessOptions):
     llm_kwargs: dict[str, Any] = Field(default_factory=dict, description="more LLM(...) arguments, by name")
 
 
-class TensorRTLLMAdapter(Adapter):
+class TensorRTLLMAdapter(Adapter[TensorRTLLMOptions]):
     name: ClassVar[str] = "tensorrt_llm"
     Options: ClassVar[type[TensorRTLLMOptions]] = TensorRTLLMOptions
-    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=True,
+                                                        model_source="hub")
 
     def __init__(self, model: str | None, options: TensorRTLLMOptions | None = None) -> None:
         super().__init__(model, options)
         o = self.options
-        assert isinstance(o, TensorRTLLMOptions)
         if not model:
             raise ValueError("the tensorrt_llm adapter needs a model (a local HF folder, or an engine folder)")
         try:

@@ -53,7 +53,7 @@ def _sampling_key(req: RequestSpec) -> tuple[float, float, int]:
     return (req.temperature, req.top_p, req.top_k) if req.temperature > 0 else (0.0, 1.0, 0)
 
 
-class TransformersAdapter(EngineThreadMixin, Adapter):
+class TransformersAdapter(EngineThreadMixin, Adapter[TransformersOptions]):
     name: ClassVar[str] = "transformers"
     Options: ClassVar[type[TransformersOptions]] = TransformersOptions
     capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=True)
@@ -61,7 +61,6 @@ class TransformersAdapter(EngineThreadMixin, Adapter):
     def __init__(self, model: str | None = None, options: TransformersOptions | None = None) -> None:
         super().__init__(model, options)
         o = self.options
-        assert isinstance(o, TransformersOptions)
         self.max_batch = o.max_batch or DEFAULT_MAX_BATCH
         self._model: Any = None
         self._device: Any = None
@@ -79,7 +78,6 @@ class TransformersAdapter(EngineThreadMixin, Adapter):
         from own_engine.core.engine_facts import pick_device
 
         o = self.options
-        assert isinstance(o, TransformersOptions)
         src = resolve_model(self.model)
         try:
             device = pick_device(o.device.lower())

@@ -60,16 +60,16 @@ class VllmOptions(EngineOptions):
     engine_args: dict[str, Any] = Field(default_factory=dict, description="more AsyncEngineArgs, by name")
 
 
-class VllmAdapter(Adapter):
+class VllmAdapter(Adapter[VllmOptions]):
     name: ClassVar[str] = "vllm"
     Options: ClassVar[type[VllmOptions]] = VllmOptions
     # AsyncLLM already runs its EngineCore in a process of its own; only the output processing is here
-    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=False)
+    capabilities: ClassVar[Capabilities] = Capabilities(served=False, per_chunk_tokens=True, own_process=False,
+                                                        model_source="hub")
 
     def __init__(self, model: str | None, options: VllmOptions | None = None) -> None:
         super().__init__(model, options)
         o = self.options
-        assert isinstance(o, VllmOptions)
         if not model:
             raise ValueError("the vllm adapter needs a model (a local HF folder or a model name)")
         try:

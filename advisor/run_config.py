@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from adapters import BUILTIN_ENGINE
 from advisor.loadgen import stall, worker_spec
 from advisor.loadgen.worker_spec import Workers
 from scenarios.overrides import Overrides
@@ -35,7 +36,7 @@ class SweepError(ValueError):
 @dataclass(frozen=True)
 class BenchConfig:
     scenario: str
-    engine: str = "own"
+    engine: str = BUILTIN_ENGINE
     model: str | None = None
     overrides: Overrides = field(default_factory=Overrides)
     engine_options: dict[str, Any] = field(default_factory=dict)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from adapters import BUILTIN_ENGINE, BUILTIN_STATIC_ENGINE
 from advisor.selftest_model import Check, SelftestConfig
 
 
@@ -54,7 +55,7 @@ def _run_problems(f: dict[str, Any]) -> list[str]:
 
 def served_check(cfg: SelftestConfig) -> Check:
     """A short served chat run with telemetry: every request exact, the engine process (and GPU) sampled."""
-    r = _bench(cfg, "chat", "own", 4.0 if cfg.quick else 15.0, 1.0 if cfg.quick else 3.0)
+    r = _bench(cfg, "chat", BUILTIN_ENGINE, 4.0 if cfg.quick else 15.0, 1.0 if cfg.quick else 3.0)
     f = _figures(r)
     problems = _run_problems(f)
     if f["telemetry_samples"] < 1 or f["engine_cpu_percent_mean"] is None:
@@ -80,8 +81,9 @@ def _n(x: float | None, digits: int = 0) -> str:
 def batching_check(cfg: SelftestConfig) -> Check:
     """Continuous (own) against static (own-static) batching on the same `bursty` schedule."""
     duration, warmup = (6.0, 1.0) if cfg.quick else (20.0, 3.0)
-    runs = {engine: _figures(_bench(cfg, "bursty", engine, duration, warmup)) for engine in ("own", "own-static")}
-    cont, static = runs["own"], runs["own-static"]
+    runs = {engine: _figures(_bench(cfg, "bursty", engine, duration, warmup))
+            for engine in (BUILTIN_ENGINE, BUILTIN_STATIC_ENGINE)}
+    cont, static = runs[BUILTIN_ENGINE], runs[BUILTIN_STATIC_ENGINE]
     figures: dict[str, Any] = {"continuous": cont, "static": static}
     problems = [f"{name}: {p}" for name, f in (("continuous", cont), ("static", static)) for p in _run_problems(f)]
     if problems:

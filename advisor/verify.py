@@ -8,7 +8,8 @@ the same engine on the reference sequence (teacher-forced), are compared
 over the first steps (max abs difference, KL). fp32 variants, and fp16 ones
 whose engine computes in fp32 (OpenVINO), must agree token for token; the
 others report "quality drift", which the recommender reads from
-`VariantResult.to_dict()`. The text check (`adapters.formats.text_check`)
+`VariantResult.to_dict()`. Which variants exist, and the options each is
+built with, are what the adapters declare (`Capabilities.verify`, `Adapter.verify_options`). The text check (`adapters.formats.text_check`)
 runs each variant's own tokenizer over mixed text against the original
 `tokenizers` one: any variant whose ids or decoded text differ is a MISMATCH,
 whatever its precision (a benchmark sending it text would measure other
@@ -32,7 +33,7 @@ from typing import Literal
 import numpy as np
 
 import adapters
-from adapters.base import RequestSpec
+from adapters.base import REFERENCE_FORMAT, RequestSpec, VerifyCase
 from adapters.formats import ConversionError, convert, logits_fn, oracle, text_check
 from adapters.formats.check import divergence
 from advisor import quality as tq
@@ -45,21 +46,24 @@ SAMPLE_TOKENS = 24
 @dataclass(frozen=True)
 class Variant:
     adapter: str
-    format: str  # adapters.formats format name, or "hf-safetensors" for own_engine
+    format: str  # adapters.formats format name, or REFERENCE_FORMAT: the folder as it is (own_engine's reference)
     precision: str
     strict: bool = False  # must agree token for token: fp32, and fp16 where the engine computes in fp32
 
+    @property
+    def case(self) -> VerifyCase:
+        return VerifyCase(self.format, self.precision, self.strict)
 
-VARIANTS: tuple[Variant, ...] = (
-    Variant("own", "hf-safetensors", "fp32", strict=True),
-    Variant("llama_cpp", "gguf", "fp32", strict=True),
-    Variant("llama_cpp", "gguf", "fp16"),  # ggml rounds activations to fp16 for fp16 weights: drift allowed
-    Variant("llama_cpp", "gguf", "q8_0"), Variant("llama_cpp", "gguf", "q4_0"),
-    Variant("onnxruntime", "onnx", "fp32", strict=True), Variant("onnxruntime", "onnx", "int8"),
-    Variant("onnxruntime", "onnx", "int4"),
-    Variant("openvino", "openvino", "fp32", strict=True),
-    Variant("openvino", "openvino", "fp16", strict=True),  # fp16 weights, fp32 compute (INFERENCE_PRECISION_HINT)
-)
+    @property
+    def is_reference(self) -> bool:
+        """Served from the model folder as it is by the engine the fp32 reference is (no conversion)."""
+        return self.format == REFERENCE_FORMAT
+
+
+def all_variants() -> tuple[Variant, ...]:
+    """Every variant the registered adapters declare (`Capabilities.verify`), in registry order."""
+    return tuple(Variant(name, c.format, c.precision, c.strict) for name in adapters.REGISTRY
+                 for c in adapters.adapter_class(name).capabilities.verify)
 
 
 @dataclass(frozen=True)
@@ -129,15 +133,11 @@ def make_prompts(vocab_size: int, k: int, length: int = 16, seed: int = 7) -> li
     return [rng.integers(min(8, vocab_size // 2), vocab_size, size=length + 3 * i).tolist() for i in range(k)]
 
 
-def _generate(adapter_name: str, model: Path, precision: str, prompts: list[list[int]], n: int,
+def _generate(adapter_name: str, model: Path, case: VerifyCase, prompts: list[list[int]], n: int,
               threads: int | None, sample_ids: list[int] | None = None) -> tuple[list[list[int]], str, str, list[int]]:
     """Greedy ids per prompt through the adapter's real serving path; its engine name and version; and the
     greedy ids after `sample_ids` (up to SAMPLE_TOKENS, stopping at EOS), for a readable sample."""
-    opts: dict[str, object] = {} if adapter_name == "own" else {"precision": precision}
-    if adapter_name == "own":
-        opts["device"] = "cpu"
-    if adapter_name in ("llama_cpp", "openvino"):
-        opts["kv_cache_precision"] = "f32"  # agreement is about the weights' format, not a lossy KV cache
+    opts = adapters.adapter_class(adapter_name).verify_options(case)
     if threads:
         opts["threads"] = threads
     ad = adapters.create(adapter_name, str(model), **opts)
@@ -189,10 +189,10 @@ def verify_variant(v: Variant, model: Path, prompts: list[list[int]], refs: list
     if why:
         return VariantResult(v.adapter, v.adapter, v.format, v.precision, "unavailable", detail=why)
     try:
-        outs, engine, version, sample = _generate(v.adapter, model, v.precision, prompts, n, threads,
+        outs, engine, version, sample = _generate(v.adapter, model, v.case, prompts, n, threads,
                                                   text_ref.sample_ids if text_ref else None)
         div = text = quality = None
-        if v.adapter == "own":  # own_engine's adapter encodes with the original tokenizer.json itself
+        if v.is_reference:  # own_engine's adapter encodes with the original tokenizer.json itself
             if (model / "tokenizer.json").is_file():
                 text = text_check.compare(model, *text_check.original(model, skip_special=False))
             if text_ref is not None:  # own_engine fp32 is the reference: its figures are the reference's
@@ -243,8 +243,9 @@ def _first_diff(out: list[int], ref: list[int]) -> int | None:
 
 
 def verify(model: str | Path | None = None, *, n_tokens: int = 32, n_prompts: int = 3,
-           variants: tuple[Variant, ...] = VARIANTS, threads: int | None = None, with_text: bool = True) -> VerifyReport:
-    """Run every variant on the same prompts and compare with own_engine fp32."""
+           variants: tuple[Variant, ...] | None = None, threads: int | None = None,
+           with_text: bool = True) -> VerifyReport:
+    """Run every variant (default: all the adapters declare) on the same prompts and compare with own_engine fp32."""
     from model_cache.resolve import resolve_model
 
     path = resolve_model(model)
@@ -254,7 +255,7 @@ def verify(model: str | Path | None = None, *, n_tokens: int = 32, n_prompts: in
     refs = [oracle.greedy(path, p, n_tokens) for p in prompts]
     text_ref = TextReference.of(path) if with_text else None
     results = tuple(verify_variant(v, path, prompts, refs, n_tokens, threads=threads, text_ref=text_ref)
-                    for v in variants)
+                    for v in (variants if variants is not None else all_variants()))
     return VerifyReport(str(path), n_tokens, tuple(tuple(p) for p in prompts), results, weights_of(cfg),
                         len(text_ref.ids) if text_ref else 0)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from adapters import BUILTIN_ENGINE
 from model_cache.resolve import resolve_model
 from model_cache.tokenizer import load_tokenizer
 
@@ -47,7 +48,7 @@ def _check_ids(ids: tuple[int, ...], vocab: int | None) -> None:
 
 
 @click.command("generate")
-@click.option("--engine", "engine", default="own", show_default=True,
+@click.option("--engine", "engine", default=BUILTIN_ENGINE, show_default=True,
               help="an in-process engine (see `advisor engines`); a server needs `advisor bench`")
 @click.option("--model", "model", default=None, help="model folder, file or cache name (default: tiny)")
 @click.option("--prompt", "prompt", default=None, help="prompt text (needs the model's tokenizer.json)")
@@ -66,7 +67,7 @@ def generate_command(engine: str, model: str | None, prompt: str | None, prompt_
     if (prompt is None) == (prompt_ids is None):
         raise click.UsageError("give exactly one of --prompt TEXT or --prompt-ids 1,2,3")
     _check_engine(engine)
-    if engine in ("own", "own-static", "transformers"):
+    if adapters.adapter_class(engine).capabilities.model_source == "folder":  # resolved here for its tokenizer
         try:
             model = str(resolve_model(model))
         except FileNotFoundError as e:

@@ -11,7 +11,16 @@ from typing import Any
 
 import click
 
-SERVED_ENGINES = ("openai",)
+import adapters
+
+
+def _served(engine: str) -> bool:
+    caps = adapters.capabilities(engine)
+    return caps is not None and caps.served
+
+
+def _served_names() -> str:
+    return ", ".join(n for n in adapters.REGISTRY if _served(n))
 
 server_hardware_flags = [
     click.option("--server-hardware", "server_hardware", default=None, metavar="ID",
@@ -36,8 +45,8 @@ def server_hardware_from(engine: str, hardware_id: str | None, count: int, where
         if count != 1 or where:
             raise click.UsageError("--server-hardware-count and --server-where need --server-hardware ID")
         return None
-    if engine not in SERVED_ENGINES:
-        raise click.UsageError(f"--server-hardware is for a served engine ({', '.join(SERVED_ENGINES)}); "
+    if not _served(engine):
+        raise click.UsageError(f"--server-hardware is for a served engine ({_served_names()}); "
                                f"--engine {engine} runs here, and its run records this machine itself")
     from advisor.catalog import load_catalog
 
@@ -53,8 +62,8 @@ def _from_metrics(engine: str, hardware_id: str | None, url: str) -> dict[str, A
 
     if hardware_id is not None:
         raise click.UsageError("--server-metrics and --server-hardware both name the server's hardware: give one")
-    if engine not in SERVED_ENGINES:
-        raise click.UsageError(f"--server-metrics is for a served engine ({', '.join(SERVED_ENGINES)})")
+    if not _served(engine):
+        raise click.UsageError(f"--server-metrics is for a served engine ({_served_names()})")
     try:
         return server_hardware_from_gpus(read_server_gpus(url), url, load_catalog())
     except ServerGpusError as e:

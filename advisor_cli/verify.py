@@ -21,15 +21,16 @@ import click
 def verify_command(model: str | None, n_tokens: int, n_prompts: int, threads: int | None, engines: tuple[str, ...],
                    no_text: bool, as_json: bool) -> None:
     """Check that every engine/format variant computes the same function as own_engine fp32."""
-    from advisor.verify import VARIANTS, verify
+    from advisor.verify import all_variants, verify
 
     if model is not None and model.strip().lower().endswith(".gguf"):  # resolve_model would say "no such folder"
         raise click.UsageError(f"--model {model}: verify takes a model folder or a cached model name, not a GGUF "
                                "file; import it first with `advisor models import FILE.gguf` and pass the name it "
                                "prints")
-    variants = tuple(v for v in VARIANTS if not engines or v.adapter in engines)
+    every = all_variants()
+    variants = tuple(v for v in every if not engines or v.adapter in engines)
     if not variants:
-        names = sorted({v.adapter for v in VARIANTS})
+        names = sorted({v.adapter for v in every})
         raise click.ClickException(f"no variants for engine(s) {', '.join(engines)}; choose from: {', '.join(names)}")
     try:
         report = verify(model, n_tokens=n_tokens, n_prompts=n_prompts, threads=threads, variants=variants,

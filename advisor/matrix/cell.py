@@ -24,10 +24,6 @@ from pathlib import Path
 from advisor.capacity import SweepPoint
 from advisor.matrix.plan import Cell
 
-# Engines whose model is a folder or a model-cache name on this node (vllm and TensorRT-LLM also take hub
-# ids, the openai engine a served model's name).
-_FOLDER_MODEL_ENGINES = {"own", "own-static", "transformers", "llama_cpp", "onnxruntime", "openvino"}
-
 
 class CellError(RuntimeError):
     """The cell cannot run on this node; the message names what is missing and where it looked."""
@@ -114,10 +110,12 @@ def _explicit_path(s: str) -> bool:
 
 
 def _check_model(cell: Cell, host: str) -> None:
-    """A path must exist; for engines whose model is a local folder, a name must be in the model cache.
+    """A path must exist; for engines whose model is a local folder (`Capabilities.model_source`), a name must be
+    in the model cache.
 
-    Other names (a served model of the openai engine, a hub id for vllm) are the server's or the engine's.
+    Other names (a served model's, a hub id an engine fetches itself) are the server's or the engine's.
     """
+    import adapters
     from model_cache.paths import DEFAULT_MODEL, models_root
 
     model = str(cell.model)
@@ -125,7 +123,7 @@ def _check_model(cell: Cell, host: str) -> None:
         path = Path(model).expanduser()
         if not path.exists():
             raise CellError(f"model {path} not found on {host}; copy it there or point `model:` at a path it has")
-    elif cell.engine in _FOLDER_MODEL_ENGINES and model != DEFAULT_MODEL and not Path(model).is_dir() \
+    elif adapters.adapter_class(cell.engine).capabilities.model_source == "folder" and model != DEFAULT_MODEL and not Path(model).is_dir() \
             and not (models_root() / model).is_dir():
         raise CellError(f"model '{model}' not found on {host}: no folder {model} and no {models_root() / model}; "
                         f"create it there with `advisor models create {model} --preset P` or copy the folder")

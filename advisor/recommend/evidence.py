@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from advisor.metrics.support import requests_needed
+from advisor.recommend.machines import is_served
 from advisor.recommend.ranking import Row
 from advisor.run_rates import load_rps
 from advisor.store import RunResult
@@ -82,7 +83,7 @@ def _common_flags(run: RunResult, sweep: bool) -> list[str]:
     flags += workload_flags(run)
     if e.threads:
         flags.append(f"--opt threads={e.threads}" if sweep else f"--threads {e.threads}")
-    if e.adapter == "openai" and e.device:  # the server's URL (credentials already stripped)
+    if is_served(run) and e.device:  # the server's URL (credentials already stripped)
         flags.append(f"--opt url={e.device}" if sweep else f"--url {e.device}")
     return flags
 

@@ -14,19 +14,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import adapters
 from advisor.catalog import Catalog
 from advisor.hardware_detect import Detected, MachineMap, map_machine, same_machine
 from advisor.recommend.candidates import UNKNOWN_SERVER as UNKNOWN_HARDWARE
 from advisor.recommend.candidates import MeasuredRun
 from advisor.store import RunResult
 
-SERVED_ADAPTERS = ("openai",)  # engines that send requests to a server: the client's machine did not do the work
 SERVER_HARDWARE_FIX = ("re-run with --server-hardware ID (and --server-hardware-count N) naming the server's hardware "
                        "(`advisor hardware` lists the ids)")
 
 
 def is_served(run: RunResult) -> bool:
-    return str(run.engine.adapter) in SERVED_ADAPTERS or run.engine.format == "server"
+    """The run sent its requests to a server: the client's machine did not do the work."""
+    caps = adapters.capabilities(str(run.engine.adapter))
+    return (caps is not None and caps.served) or run.engine.format == "server"
 
 
 def _served(run: RunResult, catalog: Catalog) -> MachineMap:

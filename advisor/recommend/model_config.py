@@ -28,6 +28,7 @@ from advisor.sizing.backtest import engine_settings
 from advisor.sizing.errors import SizingError
 from advisor.sizing.estimate import ENGINES, Gpu, resolve_gpu
 from advisor.sizing.memory import tp_degrees
+from advisor.sizing.reserve import OWN_PROFILE
 from advisor.sizing.transfer import nearest_measured
 from advisor.store import RunResult
 from scenarios.spec import Scenario
@@ -75,7 +76,7 @@ def _evidence(engine: str, gpu: Gpu, hw: Hardware, basis: str, factor_text: str)
         else:
             evidence, note = "uncalibrated", (f"{what}: the transfer backtest holds NVIDIA GPUs only, so its error on "
                                               f"{hw.stack} is unknown")
-    if engine == "own":  # its host time was measured, its error never backtested end to end
+    if engine == OWN_PROFILE:  # its host time was measured, its error never backtested end to end
         evidence, note = "uncalibrated", (f"{what}; own_engine has no public end-to-end run to backtest it, so its "
                                           "range is all engines' and its error is unknown")
     return evidence, note
@@ -183,7 +184,7 @@ def sized_candidates(ask: ModelConfigAsk, c: Constraints, catalog: Catalog, runs
                     continue
                 whys: list[tuple[int, str]] = []
                 degrees = tp_degrees(arch)
-                if engine == "own" and len(degrees) > 1:  # one line, not one per degree
+                if engine == OWN_PROFILE and len(degrees) > 1:  # one line, not one per degree
                     reasons.append(NoRow(subject, hw.id, f"TP {', '.join(map(str, degrees[1:]))}: own_engine runs on "
                                          "one GPU (no tensor parallelism); vllm, sglang or tensorrt_llm shard a model"))
                     degrees = degrees[:1]

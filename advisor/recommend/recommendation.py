@@ -34,7 +34,7 @@ from advisor.recommend.order import rank
 from advisor.recommend.pareto import Frontier, pareto
 from advisor.recommend.ranking import Row, evaluate
 from advisor.recommend.rests_on import headline_warnings, rests_on
-from advisor.recommend.run_selection import TEST_ENGINES, LeftOut, select_runs
+from advisor.recommend.run_selection import LeftOut, is_test_engine, select_runs
 from advisor.recommend.settle import settle
 from advisor.slo_evidence import RunSample
 from advisor.store import RunResult
@@ -210,7 +210,7 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
         if unknown:
             raise ValueError(f"unknown hardware {', '.join(unknown)}; known: {', '.join(sorted(catalog.hardware))}")
     in_scope = {r.run_id for r in runs}
-    resolved_all = resolve_runs([r for r in every if r.engine.adapter not in TEST_ENGINES], catalog, detected)
+    resolved_all = resolve_runs([r for r in every if not is_test_engine(r.engine.adapter)], catalog, detected)
     resolved = [mr for mr in resolved_all if mr.run.run_id in in_scope] or resolve_runs(runs, catalog, detected)
     sized_notes: list[str] = []
     for hw in {mr.hardware.id: mr.hardware for mr in resolved if mr.hardware is not None and mr.hardware.unlisted}.values():

@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import PurePath
 
+import adapters
 from advisor.recommend.ranking import Row
 from advisor.store import RunResult
 from advisor.systems import param_count
 from model_cache.presets import PRESETS
-
-REFERENCE_ENGINES = ("own", "own-static")
 
 
 def _weights(run: RunResult | None, name: str) -> str:
@@ -44,13 +43,18 @@ def model_name(model: str) -> str:
     return PurePath(model).name or model
 
 
+def _builtin(engine: str) -> bool:
+    caps = adapters.capabilities(engine)
+    return caps is not None and caps.builtin
+
+
 def rests_on(best: Row, runs: Sequence[RunResult] = ()) -> str:
     """'own (advisor's built-in reference engine), model llama-1b (1.04B, seeded random weights ...), bf16, on
     NVIDIA H200, measured here (1 run)'."""
     c = best.candidate
     run = next((r for r in runs if r.run_id == c.run_id), None)
     engine = c.engine + (" (advisor's built-in reference engine, not a production server)"
-                         if c.engine in REFERENCE_ENGINES else "")
+                         if _builtin(c.engine) else "")
     name = model_name(c.model)
     size = f"{param_count(c.n_params)} parameters, " if c.n_params else ""
     return (f"{engine}; model {name} ({size}{_weights(run, name)}); {c.precision or c.config}; on "

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+import adapters
+from adapters import TEST_ENGINE
 from advisor.recommend.workloads import pick_workload
 from advisor.store import RunResult
 from fileform import FileForm
@@ -23,7 +25,6 @@ from fileform import FileForm
 if TYPE_CHECKING:
     from advisor.sizing.architecture import Architecture
 
-TEST_ENGINES = ("fake",)  # no model behind it: never a deployment to buy
 Kind = Literal["model", "scenario", "buys nothing", "workload"]
 
 
@@ -62,10 +63,16 @@ class RunSelection:
 
 
 _BUYS_NOTHING: tuple[tuple[str, str, Callable[[RunResult], bool]], ...] = (
-    ("of the test engine 'fake'", "it serves no model", lambda r: str(r.engine.adapter) in TEST_ENGINES),
+    (f"of the test engine '{TEST_ENGINE}'", "it serves no model", lambda r: is_test_engine(str(r.engine.adapter))),
     ("on own_engine's simulated device", "its step times are no hardware's",
      lambda r: bool(r.engine.extra.get("simulated_device"))),
 )
+
+
+def is_test_engine(adapter: str) -> bool:
+    """An engine with no model behind it (`Capabilities.model_source` "none"): never a deployment to buy."""
+    caps = adapters.capabilities(adapter)
+    return caps is not None and caps.model_source == "none"
 
 
 def buys_nothing(run: RunResult) -> tuple[str, str] | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from advisor.catalog import Catalog, Hardware
 from advisor.sizing.architecture import Architecture
@@ -21,6 +21,7 @@ from advisor.sizing.backtest import engine_settings, fitted, profile, range_fact
 from advisor.sizing.errors import SizingError
 from advisor.sizing.memory import MemoryFit, memory_fit, tp_degrees
 from advisor.sizing.precision import Precision
+from advisor.sizing.reserve import OWN_PROFILE, Engine
 from advisor.sizing.serving import EngineProfile, Serving, combine, terms
 from advisor.sizing.step import Ops, Parallel
 from advisor.sizing.tables import UnsupportedOp, load, source
@@ -28,7 +29,7 @@ from advisor.sizing.transfer import Peaks, gpus, measured_peaks, transferred
 from fileform import FileForm
 
 Basis = Literal["tables", "transferred", "roofline"]
-ENGINES = ("vllm", "sglang", "trtllm", "own")
+ENGINES: tuple[Engine, ...] = get_args(Engine)
 
 
 @dataclass(frozen=True)
@@ -220,7 +221,7 @@ def estimate(arch: Architecture, gpu: Gpu, tp: int, engine: str, prec: Precision
                   + ("leave-one-GPU-out" if basis == "tables" else "transfer") + f" predictions of {whose} among "
                   f"{fitted()['rows']} measured rows (aiconfigurator silicon_sample.csv; advisor estimate --backtest)")
     notes = [f"{engine}: {declared['source']}"]
-    if engine == "own":
+    if engine == OWN_PROFILE:
         notes.append(f"own_engine's host time per step {e.host_floor_ms:g} ms + {e.host_ms_per_seq:g} ms per sequence "
                      f"+ {e.host_ms_per_prompt_token:g} ms per prompt token (measured on an H200): a faster GPU does "
                      "not make it faster; own has no served run in the public evidence, so its range is all "

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from advisor.sizing.architecture import Architecture
 from advisor.sizing.precision import PRECISIONS, UNQUANTIZED_BYTES, Precision, weight_bytes
-from advisor.sizing.reserve import check_engine, engine_budget
+from advisor.sizing.reserve import OWN_PROFILE, check_engine, engine_budget
 
 TP_DEGREES = (1, 2, 4, 8)
 BLOCK_TOKENS = 16  # vLLM's and own_engine's default KV block; SGLang pages by 1 token and TensorRT-LLM by 32 (as recalled): 16 for all
@@ -74,7 +74,7 @@ def _remedy(arch: Architecture, prec: Precision, memory_gb: float, tp: int, isl:
     def fits(p: Precision, t: int) -> bool:  # without a remedy of its own: int4 has fewer weight bytes than fp8
         return memory_fit(arch, p, memory_gb, t, isl, osl, engine, explain=False).fits  # but more KV bytes
 
-    ways = [f"TP {t}" for t in tp_degrees(arch) if t > tp and engine != "own" and fits(prec, t)][:1]
+    ways = [f"TP {t}" for t in tp_degrees(arch) if t > tp and engine != OWN_PROFILE and fits(prec, t)][:1]
     smaller = [p.name for p in PRECISIONS.values()
                if (p.kv_bytes < prec.kv_bytes if kv else p.weight_bytes < prec.weight_bytes) and fits(p, tp)]
     ways += [" or ".join(smaller[:2])] if smaller else []
@@ -102,7 +102,7 @@ def memory_fit(arch: Architecture, prec: Precision, memory_gb: float, tp: int, i
     reserve = memory - weights - kv_room if weights < budget.usable_bytes else memory - budget.usable_bytes
     why = None
     label = f"{arch.name} in {prec.name}"
-    if engine == "own" and tp > 1:
+    if engine == OWN_PROFILE and tp > 1:
         why, sequences = (f"own_engine runs on one GPU (no tensor parallelism); use vllm, sglang or trtllm for "
                           f"TP {tp}"), 0
     elif weights >= budget.usable_bytes:

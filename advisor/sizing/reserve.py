@@ -35,7 +35,9 @@ from typing import Literal, get_args
 from advisor.sizing.architecture import Architecture
 from advisor.sizing.errors import SizingError
 
+# The sizing profiles: keys of data/engines.yaml (each names its catalog engine there), not adapter names.
 Engine = Literal["vllm", "sglang", "trtllm", "own"]
+OWN_PROFILE: Engine = "own"  # own_engine's profile: one GPU, its host time measured (not fitted)
 GIB = 2**30
 MIB = 2**20
 CONTEXT_BYTES = 0.5 * GIB  # CUDA context + cuBLAS workspace per GPU (estimate)

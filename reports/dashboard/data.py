@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import adapters
 from advisor.metrics.distribution import Distribution
 from advisor.recommend.rests_on import model_name as headline_model
 from advisor.store import RunResult, readable_runs
@@ -23,7 +24,8 @@ from reports.labels import engine_name, is_valid, load_text, model_name, run_lab
 from reports.selection import RecommendationResult, make_recommendation
 
 RUNS_ENV = "ADVISOR_RUNS"
-DASHBOARD_ENGINES = ("fake", "own")  # the run page's engines: no server to start, bounded in time
+# the run page's engines: no server to start, bounded in time
+DASHBOARD_ENGINES = (adapters.TEST_ENGINE, adapters.BUILTIN_ENGINE)
 MAX_RUN_DURATION_S = 120.0
 MAX_RUN_RATE_RPS = 50.0
 
@@ -210,11 +212,11 @@ class RunRequest:
     """A bounded benchmark started from the dashboard."""
 
     scenario: str
-    engine: str = "fake"
+    engine: str = adapters.TEST_ENGINE
     rate_rps: float = 5.0
     duration_s: float = 10.0
     max_output_tokens: int = 32
-    ttft_ms: float = 30.0  # fake engine only
+    ttft_ms: float = 30.0  # an engine that takes them as options (the test engine's delays) only
     tpot_ms: float = 5.0
 
     def __post_init__(self) -> None:
@@ -231,7 +233,8 @@ def start_run(req: RunRequest, root: Path, progress: Callable[[int, int], None] 
     from advisor.bench import BenchConfig, bench_once
     from scenarios.overrides import Overrides
 
-    options = {"ttft_ms": req.ttft_ms, "tpot_ms": req.tpot_ms} if req.engine == "fake" else {}
+    takes = adapters.adapter_class(req.engine).Options.model_fields
+    options = {k: v for k, v in (("ttft_ms", req.ttft_ms), ("tpot_ms", req.tpot_ms)) if k in takes}
     ov = Overrides(rate_rps=req.rate_rps, duration_s=req.duration_s, warmup_s=min(2.0, req.duration_s / 5),
                    max_output_tokens=req.max_output_tokens)
     cfg = BenchConfig(scenario=req.scenario, engine=req.engine, overrides=ov, engine_options=options, out_dir=root,

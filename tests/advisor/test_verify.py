@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from advisor.verify import VARIANTS, Variant, VariantResult, VerifyReport, verify
+from advisor.verify import Variant, VariantResult, VerifyReport, all_variants, verify
 from advisor_cli.verify import verify_command
 from tests.adapters.formats.models import tiny_model
 
@@ -68,7 +68,7 @@ def test_every_available_fp32_variant_agrees_token_for_token():
     report = verify(tiny_model(), n_tokens=24, n_prompts=2)
     ran = [r for r in report.results if r.status != "unavailable"]
     assert len(ran) > 1, "no engine extra installed: install one to run this test"
-    strict = {(v.adapter, v.precision) for v in VARIANTS if v.strict}
+    strict = {(v.adapter, v.precision) for v in all_variants() if v.strict}
     for r in ran:
         if (r.adapter, r.precision) in strict:
             assert r.status == "agree", r

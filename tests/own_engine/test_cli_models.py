@@ -60,6 +60,8 @@ def test_generate_from_text_on_the_static_engine_and_default_model(home) -> None
     ([], "exactly one of"),
     (["--prompt-ids", "a,b"], "comma-separated integers"),
     (["--model", "nope", "--prompt-ids", "1"], "advisor models create nope"),
+    # an engine that converts the folder on first use: a missing model is found before any engine loads
+    (["--engine", "llama_cpp", "--model", "nope", "--prompt-ids", "1"], "advisor models create nope"),
     (["--engine", "nosuch", "--prompt-ids", "1"], "unknown engine"),
 ])
 def test_generate_bad_input_is_one_line_without_traceback(home, args, message) -> None:

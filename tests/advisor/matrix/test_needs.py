@@ -87,3 +87,20 @@ def test_a_cell_checks_this_node_for_what_it_names(tmp_path):
     for kw, message in cases:
         with pytest.raises(CellError, match="^" + re.escape(message)):
             check(**kw)
+
+
+def test_only_engines_whose_model_is_a_local_folder_look_for_it_here(monkeypatch):
+    import adapters
+    from advisor.matrix.cell import CellError, check_here
+
+    monkeypatch.setattr(adapters, "why_unavailable", lambda name: None)  # the engines' packages are not the point
+
+    def check(engine):
+        check_here(plan_from_dict({"cells": [{"name": "c", "scenario": "chat", "engine": engine,
+                                              "model": "org/not-in-cache"}]}).cells[0])
+
+    check("vllm")  # model_source "hub": the engine fetches a hub id itself
+    check("tensorrt_llm")
+    for engine in ("llama_cpp", "transformers"):  # model_source "folder": a name must be in the model cache
+        with pytest.raises(CellError, match="^model 'org/not-in-cache' not found on "):
+            check(engine)
