@@ -3,7 +3,8 @@
 cloud_on_demand: the median of the listed per-device prices, one quote per provider (a node price
 divided by its devices, and said to be derived). Quotes from memory count only where no citable
 quote exists, and then the price is marked `from_memory`. Fewer than two citable providers is
-allowed but said (`policy_met` False), so a single listing is never passed off as a market price.
+allowed but said (`policy_met` False), so a single listing is never passed off as a market price; an undated
+listing counts in the median but not towards the two.
 
 owned_tco: the same median taken over purchase prices (capex per device), then amortised with the
 stated assumptions plus power at TDP (`owned_usd_per_hour`). It never falls back to a rental price:
@@ -74,10 +75,11 @@ def quoted_price(hw: Hardware, p: Price, owned: OwnedCostAssumptions) -> Resolve
     assert p.quotes and p.tier in ("cloud_on_demand", "owned_tco"), p
     chosen, memory = used_quotes(p.quotes)
     median = statistics.median(q.per_device for q in chosen)
-    n = len(chosen)
-    met = not memory and n >= MIN_PROVIDERS
+    n, dated = len(chosen), sum(1 for q in chosen if q.as_of)
+    met = not memory and dated >= MIN_PROVIDERS  # the policy asks for two providers' dated list prices
     # the flag goes last and the text has no "; ": a headline's price line keeps what comes before the first "; "
-    flag = ", from memory: no citable source" if memory else "" if met else f", only {n} citable provider"
+    flag = (", from memory: no citable source" if memory else "" if met
+            else f", only {dated} dated citable provider{'' if dated == 1 else 's'}")
     quotes = tuple({"provider": q.provider, "url": q.url, "as_of": q.as_of, "listed": q.listed,
                     "per_device": q.per_device, "derived_from_node": q.derived, "from_memory": q.from_memory}
                    for q in chosen)

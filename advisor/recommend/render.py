@@ -42,6 +42,8 @@ def _labels(rows: tuple[Row, ...]) -> dict[str, str]:
 
 
 def _cost_text(r: Row) -> str:
+    if r.price_from_memory:
+        return "cost not headlined (price from memory: see the warning)"
     rng = r.monthly_range
     if r.monthly_usd is None:
         return "cost unknown"
@@ -72,9 +74,8 @@ def print_headline(rec: Recommendation, con: Console) -> None:
         for n in rec.evidence.notes:
             con.print(f"  [dim]{n}[/]", highlight=False)
     elif best:
-        cost = "cost not headlined (price from memory: see the warning)" if best.price_from_memory else _cost_text(best)
         con.print(f"[bold green]Recommended:[/] {best.candidate.engine} on {best.hardware_name} ({best.candidate.config}), "
-                  f"{best.replicas} replica(s), {cost} - {best.why}", highlight=False)
+                  f"{best.replicas} replica(s), {_cost_text(best)} - {best.why}", highlight=False)
         if not best.price_from_memory and (line := price_line(best.candidate.hardware_id, best.usd_per_hour,
                                                                best.price_source, best.price_as_of)):
             con.print(f"  {line}", highlight=False)

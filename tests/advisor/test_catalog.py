@@ -75,7 +75,11 @@ def test_on_demand_is_the_median_of_one_latest_quote_per_provider_with_node_pric
     assert p.as_of == "2026-04-01 to 2026-05-01 (some undated)"
     one = _hw(cloud_on_demand=[{**Q, "provider": "A", "as_of": "2026-05-01", "usd_per_hour": 2.0}])
     p1 = tier_price(one, "cloud_on_demand", cat.owned)
-    assert p1 is not None and not p1.policy_met and p1.source.endswith(", only 1 citable provider")
+    assert p1 is not None and not p1.policy_met and p1.source.endswith(", only 1 dated citable provider")
+    undated = _hw(cloud_on_demand=[{**Q, "provider": "A", "as_of": None, "usd_per_hour": 2.0},
+                                   {**Q, "provider": "B", "as_of": "2026-05-01", "usd_per_hour": 4.0}])
+    p2 = tier_price(undated, "cloud_on_demand", cat.owned)  # an undated listing counts in the median, not the two
+    assert p2 is not None and p2.usd_per_hour == 3.0 and not p2.policy_met
 
 
 def test_a_price_with_only_quotes_from_memory_is_marked_so():
@@ -99,7 +103,9 @@ def test_owned_tco_is_the_median_purchase_price_amortised_plus_power():
     expected = capex / (a.amortization_years * 8760) * (1 + a.overhead_fraction) + 0.7 * a.pue * a.power_usd_per_kwh
     assert p is not None and p.usd_per_hour == pytest.approx(expected)
     assert p.usd_per_hour == pytest.approx(owned_usd_per_hour(capex, 700, a))
-    assert "amortization" in (p.assumptions or "") and p.policy_met
+    assert "amortization" in (p.assumptions or "")
+    assert not p.policy_met and p.source.endswith("only 0 dated citable providers, amortised over 4 years plus power "
+                                                  "at 700 W")  # the three pages state no date
     gaudi = cat.price("gaudi3", "owned_tco")  # sold only as an 8-accelerator kit: per device derived
     assert gaudi is not None and gaudi.usd_per_hour == pytest.approx(owned_usd_per_hour(125000 / 8, 900, a))
     # CPUs have an owned price of their own now, never the cloud price relabelled

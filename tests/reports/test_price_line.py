@@ -35,4 +35,4 @@ def test_a_price_resting_on_one_provider_is_flagged_unverified():
     assert p is not None and not p.policy_met
     line = price_line("gb200", p.usd_per_hour, p.source, p.as_of)
     assert line.startswith("price (unverified): $4.54/h per gb200, one listed price (Spheron $4.54/h (derived: "
-                           "$9.08 per 2-device node / 2) on 2026-03-17), only 1 citable provider")
+                           "$9.08 per 2-device node / 2) on 2026-03-17), only 1 dated citable provider")

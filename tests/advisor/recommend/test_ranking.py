@@ -14,7 +14,9 @@ L4 = [{"name": "NVIDIA L4", "memory_gb": 24.0}]
 
 @pytest.fixture(scope="module")
 def catalog():
-    return load_catalog()
+    # the VM's catalog price is from memory (it would rank after every cited price): given here as a user's price,
+    # the same figure, so that these tests rank on cost alone
+    return load_catalog(price_flags={"cpu-2core-vm": 0.08925})
 
 
 def runs():
@@ -144,3 +146,15 @@ def test_the_test_engine_is_never_recommended_next_to_real_engines():
     kept, note = _drop_test_engine([fake])
     assert kept == [fake] and "not what to buy" in note
     assert _drop_test_engine([own]) == ([own], None)
+
+
+def test_an_option_priced_from_memory_ranks_after_the_cited_ones_and_shows_no_cost():
+    # the VM is cheaper ($782/month against $1,729) but its price is from memory: the L4, priced from two cited
+    # providers, is the headline, and the VM's reason names why it comes second without stating its cost
+    r = rec(load_catalog(), peak_rps=20)
+    assert r.best is not None and r.best.candidate.hardware_id == "l4" and not r.best.price_from_memory
+    assert "its price has a cited source: listed before the options priced from memory" in r.best.why
+    vm = next(x for x in r.rows if x.candidate.hardware_id == "cpu-2core-vm")
+    assert vm.rank == 2 and vm.price_from_memory and vm.monthly_usd is not None and vm.monthly_usd < r.best.monthly_usd
+    assert "after the options whose price has a cited source (its price is from memory)" in vm.why
+    assert "cost not stated (the catalog's price is from memory)" in vm.why and "$" not in vm.why
