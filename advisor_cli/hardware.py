@@ -23,7 +23,8 @@ def hardware_command(measure: bool, price_tier: str, prices: Path | None, price:
     catalog = catalog_from_flags(prices, price)
     det = detect(catalog, measure=measure).to_dict()
     if as_json:
-        click.echo(json.dumps({"catalog": [h.model_dump() for h in catalog.hardware.values()],
+        click.echo(json.dumps({"pricing_policy": catalog.policy,
+                               "catalog": [h.model_dump() for h in catalog.hardware.values()],
                                "prices": {h: (p.to_dict() if (p := catalog.price(h, price_tier)) else None)
                                           for h in catalog.hardware},
                                "hosted": [o.model_dump() for o in catalog.hosted], "detected": det}, default=str))

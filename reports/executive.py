@@ -32,6 +32,8 @@ def money(row: dict[str, Any] | None) -> str:
     """'$1,350/month' with its range when it has one: '$1,204/month ($1,100-$1,320, 75% interval)'."""
     if not row or row.get("monthly_usd") is None:
         return "cost unknown"
+    if row.get("price_from_memory"):  # the catalog's price has no citable source: never a headline figure
+        return "cost not headlined (price from memory: see the warnings)"
     text = f"${row['monthly_usd']:,.0f}/month"
     rng = row.get("monthly_range")
     if rng and rng["low"] != rng["high"]:
@@ -49,7 +51,7 @@ def best_price(rec: RecommendationResult) -> str:
     from advisor.recommend.render import price_line
 
     best = _rows(rec).get((rec.recommendation or {}).get("best") or "")
-    if not best:
+    if not best or best.get("price_from_memory"):
         return ""
     return price_line(best["hardware"], best.get("usd_per_hour_per_device"), best.get("price_source") or "",
                       best.get("price_as_of") or "")

@@ -1,7 +1,7 @@
 """Load the packaged catalogs and apply user overrides (a negotiated price wins).
 
 Prices resolve per device-hour for one tier: a user override first, then the catalog's
-price of that tier (owned_tco computed from capex with the stated assumptions).
+price of that tier, computed from its quotes by the tier's policy (`advisor.catalog.pricing`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from advisor.catalog.models import (
     OwnedCostAssumptions,
     Price,
     Tier,
-    owned_usd_per_hour,
 )
+from advisor.catalog.pricing import ResolvedPrice, tier_price
 from scenarios.yaml_file import YamlFileError, parse_yaml
 
 
@@ -36,17 +36,7 @@ PRICE_EXAMPLE = ("a positive number of USD per device-hour, e.g. `h100-sxm: 2.10
 ENTRY_KEY = {"hardware": "id", "hosted": "provider"}  # the first field of an entry
 
 
-@dataclass(frozen=True)
-class ResolvedPrice:
-    hardware_id: str
-    tier: str
-    usd_per_hour: float
-    source: str
-    as_of: str
-    assumptions: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+__all__ = ["Catalog", "CatalogError", "ResolvedPrice", "load_catalog", "parse_price_flags"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +46,7 @@ class Catalog:
     engines: dict[str, EngineOps]
     owned: OwnedCostAssumptions
     user_prices: dict[str, Price] = field(default_factory=dict)  # hardware id -> override
+    policy: dict[str, str] = field(default_factory=dict)  # tier -> the pricing policy as hardware.yaml states it
 
     def get(self, hardware_id: str) -> Hardware:
         if hardware_id not in self.hardware:
@@ -70,32 +61,19 @@ class Catalog:
             p = self.user_prices[hardware_id]
             assert p.usd_per_hour is not None
             return ResolvedPrice(hardware_id, "user", p.usd_per_hour, p.source, p.as_of)
-        for p in hw.prices:
-            if p.tier != tier:
-                continue
-            if p.usd_per_hour is not None:
-                return ResolvedPrice(hardware_id, tier, p.usd_per_hour, p.source, p.as_of, p.assumptions)
-            assert p.capex_usd is not None
-            usd = owned_usd_per_hour(p.capex_usd, hw.tdp_w, self.owned)
-            why = f"capex ${p.capex_usd:,.0f} ({p.source}); {self.owned.source}"
-            return ResolvedPrice(hardware_id, tier, usd, why, p.as_of, self.owned.source)
-        if tier == "owned_tco":  # no capex known: fall back to renting, and say so
-            rented = self.price(hardware_id, "cloud_on_demand")
-            if rented is not None:
-                return ResolvedPrice(hardware_id, "cloud_on_demand", rented.usd_per_hour,
-                                     rented.source + " (no owned price in the catalog: cloud price used)", rented.as_of)
-        return None
+        return tier_price(hw, tier, self.owned)  # owned_tco never falls back to a rental price
 
     def engine_ops(self, engine: str) -> EngineOps | None:
         return self.engines.get(engine)
 
     def with_hardware(self, extra: Hardware) -> Catalog:
-        return Catalog({**self.hardware, extra.id: extra}, self.hosted, self.engines, self.owned, self.user_prices)
+        return Catalog({**self.hardware, extra.id: extra}, self.hosted, self.engines, self.owned, self.user_prices,
+                       self.policy)
 
     def with_prices(self, prices: dict[str, Price]) -> Catalog:
         for hw_id in prices:
             self.get(hw_id)  # unknown id -> clear error
-        return Catalog(self.hardware, self.hosted, self.engines, self.owned, {**self.user_prices, **prices})
+        return Catalog(self.hardware, self.hosted, self.engines, self.owned, {**self.user_prices, **prices}, self.policy)
 
 
 def _read_yaml(text: str, where: str) -> dict[str, Any]:
@@ -119,11 +97,16 @@ def load_catalog(prices_file: Path | None = None, price_flags: dict[str, float] 
         hw_doc = _packaged("hardware.yaml")
         hardware = {h["id"]: Hardware(**h) for h in hw_doc["hardware"]}
         owned = OwnedCostAssumptions(**hw_doc["owned_tco"])
+        policy = {str(k): str(v) for k, v in hw_doc["pricing_policy"].items()}
         hosted = tuple(HostedOffer(**h) for h in _packaged("hosted.yaml")["hosted"])
         engines = {k: EngineOps(**v) for k, v in _packaged("engines.yaml")["engines"].items()}
     except (ValidationError, KeyError) as e:
         raise CatalogError(f"packaged catalog is invalid ({e}); this is a bug in advisor/catalog/data") from None
-    cat = Catalog(hardware, hosted, engines, owned)
+    unquoted = [f"{h.id} {p.tier}" for h in hardware.values() for p in h.prices if not p.quotes]
+    if unquoted or set(policy) != {"cloud_on_demand", "owned_tco"}:
+        raise CatalogError(f"packaged catalog: every price needs quotes (not: {', '.join(unquoted) or 'none'}) and "
+                           "pricing_policy one line per tier; this is a bug in advisor/catalog/data")
+    cat = Catalog(hardware, hosted, engines, owned, policy=policy)
     if prices_file is not None:
         cat = apply_overrides(cat, prices_file)
     if price_flags:
@@ -151,7 +134,7 @@ def apply_overrides(cat: Catalog, path: Path) -> Catalog:
         cat = cat.with_hardware(_build(Hardware, h, path, f"hardware[{i}]"))
     hosted = tuple(_build(HostedOffer, h, path, f"hosted[{i}]") for i, h in enumerate(_entries(d, "hosted", path)))
     if hosted:
-        cat = Catalog(cat.hardware, cat.hosted + hosted, cat.engines, cat.owned, cat.user_prices)
+        cat = Catalog(cat.hardware, cat.hosted + hosted, cat.engines, cat.owned, cat.user_prices, cat.policy)
     given = d.get("prices") or {}
     if not isinstance(given, dict):
         raise CatalogError(f"{path}: prices must map hardware ids to prices, each {PRICE_EXAMPLE}")

@@ -1,8 +1,9 @@
 """Typed entries of the hardware, hosted-API and engine catalogs (pydantic, validated on load).
 
-Each figure carries where it came from: spec figures share their entry's `spec_source`
-and `spec_as_of`, every price has its own `source` and `as_of`. Nothing here reads files;
-see `advisor.catalog.loader`.
+Each figure carries where it came from: spec figures share their entry's `spec_source`, `spec_url`
+and `spec_as_of`; a catalog price is a list of `Quote`s, each a provider's listed price with its
+URL and the date its source states, from which `advisor.catalog.pricing` computes the tier's
+price by the policy stated in hardware.yaml. Nothing here reads files; see `advisor.catalog.loader`.
 """
 
 from __future__ import annotations
@@ -30,19 +31,84 @@ class OwnedCostAssumptions(_Frozen):
     as_of: str
 
 
+class Quote(_Frozen):
+    """One price as its source lists it: a rental per device-hour or per node-hour, or a purchase price.
+
+    `as_of` is the date the source states (None: it states none), never the day the entry was typed.
+    `from_memory` marks a figure with no citable source: it then has no URL, and recommend never
+    headlines it. A node price (providers that rent only whole nodes) gives the per-device price
+    derived as node price / devices per node, and says so."""
+
+    provider: str
+    url: str | None = None
+    as_of: str | None = None
+    listed: str  # the price as the source writes it, quoted
+    usd_per_hour: float | None = Field(default=None, gt=0)  # per device (one GPU, or one CPU instance)
+    usd_per_node_hour: float | None = Field(default=None, gt=0)
+    capex_usd: float | None = Field(default=None, gt=0)  # purchase price per device
+    capex_usd_per_node: float | None = Field(default=None, gt=0)
+    devices_per_node: int | None = Field(default=None, ge=2)
+    from_memory: bool = False
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _one_figure_and_a_source(self) -> Quote:
+        given = [f for f in ("usd_per_hour", "usd_per_node_hour", "capex_usd", "capex_usd_per_node")
+                 if getattr(self, f) is not None]
+        if len(given) != 1:
+            raise ValueError(f"quote from {self.provider!r} needs exactly one of usd_per_hour, usd_per_node_hour, "
+                             f"capex_usd, capex_usd_per_node (got {given or 'none'})")
+        if given[0].endswith("per_node") or given[0].endswith("node_hour"):
+            if self.devices_per_node is None:
+                raise ValueError(f"quote from {self.provider!r} is per node: give devices_per_node")
+        if not self.from_memory and not self.url:
+            raise ValueError(f"quote from {self.provider!r} has no url: give the page it is listed on, "
+                             "or mark it from_memory: true")
+        return self
+
+    @property
+    def is_rental(self) -> bool:
+        return self.usd_per_hour is not None or self.usd_per_node_hour is not None
+
+    @property
+    def per_device(self) -> float:
+        """USD per device-hour (rental) or USD per device (purchase); a node figure divided by its devices."""
+        v = self.usd_per_hour or self.capex_usd
+        if v is not None:
+            return v
+        node = self.usd_per_node_hour or self.capex_usd_per_node
+        assert node is not None and self.devices_per_node
+        return node / self.devices_per_node
+
+    @property
+    def derived(self) -> bool:
+        """True when the per-device figure is derived from a node price."""
+        return self.devices_per_node is not None
+
+
 class Price(_Frozen):
+    """A tier's price: `quotes` in the packaged catalog (the tier price is computed from them), or a user's
+    own `usd_per_hour` (an override, or hardware added in a --prices file)."""
+
     tier: Tier
     provider: str | None = None
-    usd_per_hour: float | None = Field(default=None, gt=0)  # per device-hour; computed for owned_tco
-    capex_usd: float | None = Field(default=None, gt=0)  # owned_tco: purchase price per device
-    source: str
-    as_of: str
+    usd_per_hour: float | None = Field(default=None, gt=0)  # a user's own per device-hour price
+    capex_usd: float | None = Field(default=None, gt=0)  # owned_tco given directly (a --prices file)
+    quotes: tuple[Quote, ...] = ()
+    source: str = ""
+    as_of: str = ""
     assumptions: str | None = None
 
     @model_validator(mode="after")
     def _has_a_price(self) -> Price:
-        if self.usd_per_hour is None and self.capex_usd is None:
-            raise ValueError(f"price ({self.tier}, {self.source!r}) needs usd_per_hour or capex_usd")
+        if self.usd_per_hour is None and self.capex_usd is None and not self.quotes:
+            raise ValueError(f"price ({self.tier}) needs quotes, usd_per_hour or capex_usd")
+        if self.quotes and self.tier == "cloud_on_demand" and not all(q.is_rental for q in self.quotes):
+            raise ValueError("a cloud_on_demand price's quotes are rentals (usd_per_hour or usd_per_node_hour)")
+        if self.quotes and self.tier == "owned_tco" and any(q.is_rental for q in self.quotes):
+            raise ValueError("an owned_tco price's quotes are purchases (capex_usd or capex_usd_per_node)")
+        if not self.quotes and not self.source:
+            raise ValueError(f"price ({self.tier}) needs a source")
         return self
 
 
@@ -73,10 +139,13 @@ class Hardware(_Frozen):
     fp8_tflops_dense: float | None = Field(default=None, gt=0)
     fp8_tflops_sparse: float | None = Field(default=None, gt=0)
     fp32_tflops_dense: float | None = Field(default=None, gt=0)  # non-tensor FP32 (what fp32 weights get by default)
-    tdp_w: float | None = Field(default=None, gt=0)
+    tdp_w: float | None = Field(default=None, gt=0)  # a CPU instance: its share of the host's power
+    interconnect: str | None = None  # device-to-device link as the datasheet names it (NVLink 4 900 GB/s, PCIe Gen5)
     spec_source: str
+    spec_url: str | None = None  # the page the spec figures were read from (None: from memory, see spec_notes)
     spec_as_of: str
     spec_notes: str | None = None
+    spec_from_memory: bool = False  # True: no page read for these figures; spec_notes says which are estimates
     prices: tuple[Price, ...] = ()
     measured: bool = False  # True for the detected "custom" machine: bandwidth measured here
     unlisted: bool = False  # a GPU the catalog lacks (name and memory from NVML): no peaks, no price, nothing estimated

@@ -79,7 +79,9 @@ def advise(rows: list[Row], cons: Constraints, recheck: Recheck, n: int = 3) -> 
         # smallest change first; a re-check evaluates every option, so at most MAX_RECHECKS per kind, and none
         # after one passes (a runs folder of 1,000 options took 152 s re-checking each)
         rechecked = 0
-        for r, f in sorted(fails, key=lambda rf: _size(rf[1])):
+        # among equal changes, rows whose evidence can carry a headline first: with many catalog parts, the
+        # MAX_RECHECKS cheapest "allow X" were all uncalibrated estimates and the measured option was never offered
+        for r, f in sorted(fails, key=lambda rf: (_size(rf[1]), not rf[0].headline_ok)):
             if f.relaxed:
                 if rechecked == MAX_RECHECKS:
                     continue

@@ -64,6 +64,8 @@ def _tie_groups(contenders: list[Row], by_monthly: bool) -> list[list[Row]]:
 
 
 def _money(r: Row, by_monthly: bool) -> str:
+    if r.price_from_memory:  # never a headline figure: the warning says so and names --price
+        return "cost not stated (the catalog's price is from memory)"
     rng = cost_range(r, by_monthly)
     if by_monthly:
         if r.monthly_usd is None:
@@ -101,19 +103,35 @@ def _ranks(ranks: list[int], shown: int = 4) -> str:
     return text + (f" and {len(ranks) - shown} more" if len(ranks) > shown else "")
 
 
+def _part(r: Row, measured_first: bool) -> tuple[bool, bool]:
+    """Which part of the contenders a row is in: estimated (with `measured_first`), then priced from memory."""
+    return (measured_first and r.candidate.source != "measured", r.price_from_memory)
+
+
+def _after(r: Row, measured_first: bool) -> str:
+    """Why the first row of a later part comes after the rows before it, whatever their cost."""
+    why = []
+    if measured_first and r.candidate.source != "measured":
+        why.append("after the measured rows of this model (an estimate is not better established)")
+    if r.price_from_memory:
+        why.append("after the options whose price has a cited source (its price is from memory)")
+    return ", ".join(why)
+
+
 def rank(rows: list[Row], by_monthly: bool, tie_break: Sequence[str] = ("complexity", "margin"),
          measured_first: bool = False) -> list[Row]:
     """Sort, resolve ties among the contenders, and write each row's rank, one short reason and its details.
 
     `measured_first` (a model config's rows): measured rows come before estimated ones among the contenders and
-    among the others, and never tie with them: an estimate is not better established than a measurement."""
+    among the others, and never tie with them: an estimate is not better established than a measurement.
+    Likewise rows whose price is from memory (no citable source) come after the rows with a cited price and never
+    tie with them: a price nobody can check does not choose the headline while a checked one can."""
     ordered = sorted(rows, key=lambda r: _sort_key(r, by_monthly))
-    if measured_first:
-        ordered.sort(key=lambda r: r.candidate.source != "measured")  # stable: each part keeps its order
+    ordered.sort(key=lambda r: _part(r, measured_first))  # stable: each part keeps its order
     contenders = [r for r in ordered if r.passes and r.headline_ok]
     others = [r for r in ordered if not (r.passes and r.headline_ok)]
-    parts = ([[r for r in contenders if r.candidate.source == src] for src in ("measured", "estimated")]
-             if measured_first else [contenders])
+    parts = [[r for r in contenders if _part(r, measured_first) == p]
+             for p in sorted({_part(r, measured_first) for r in contenders})]
     resolved: list[tuple[Row, list[Row]]] = []
     heads: list[Row] = []  # measured_first: the first row of each part once its ties are resolved
     for part in parts:
@@ -131,13 +149,19 @@ def rank(rows: list[Row], by_monthly: bool, tie_break: Sequence[str] = ("complex
         head = next((h for h in reversed(heads) if rank_of[id(h)] <= rank_of[id(r)]), first)
         if r is not first and r is head:
             also = f"; tied on cost with {tied_ranks} (ranges overlap)" if tied else ""
-            why = (f"the cheapest estimate meeting every constraint, after the measured rows of this model (an "
-                   f"estimate is not better established){also}: {_money(r, by_monthly)}; {_label(r)}")
+            what = "estimate" if measured_first and r.candidate.source != "measured" else "option"
+            why = (f"the cheapest {what} meeting every constraint, {_after(r, measured_first)}{also}: "
+                   f"{_money(r, by_monthly)}; {_label(r)}")
         elif r is first:
             why = f"cheapest option meeting every constraint: {_money(r, by_monthly)}; {_label(r)}"
-            if len(heads) > 1:
-                why = (f"meets every constraint, measured: listed before the estimates of this model whatever their "
-                       f"cost: {_money(r, by_monthly)}; {_label(r)}")
+            before = [text for cond, text in (
+                (any(_part(h, measured_first)[0] for h in heads), "measured: listed before the estimates of this "
+                                                                  "model whatever their cost"),
+                (any(h.price_from_memory for h in heads) and not r.price_from_memory,
+                 "its price has a cited source: listed before the options priced from memory whatever their cost"))
+                if cond]
+            if before:
+                why = f"meets every constraint, {'; '.join(before)}: {_money(r, by_monthly)}; {_label(r)}"
             if tied:
                 why = (f"tied on cost with {tied_ranks} (ranges overlap), first on "
                        f"{_decider(r, group[1], tie_break)}: {_money(r, by_monthly)}; {_label(r)}")

@@ -53,6 +53,7 @@ class Row:
     tied_with: tuple[str, ...] = ()  # keys of the rows its cost range overlaps (a tie, broken by tie_break)
     details: tuple[str, ...] = field(default=())  # the longer story: failures, ranges, evidence, tie
     price_as_of: str = ""  # the price's date as its source gives it ("user" for an override; "" without a price)
+    price_from_memory: bool = False  # the catalog's price has no citable source: ranked with, never headlined
 
     @property
     def passes(self) -> bool:
@@ -76,7 +77,8 @@ class Row:
                 "hardware_name": self.hardware_name, "config": c.config, "model": c.model, "source": c.source,
                 "run_id": c.run_id, "devices_per_replica": c.devices, "replicas": self.replicas,
                 "capacity_rps_per_replica": c.capacity_rps, "usd_per_hour_per_device": self.usd_per_hour,
-                "price_source": self.price_source, "price_as_of": self.price_as_of, "monthly_usd": self.monthly_usd,
+                "price_source": self.price_source, "price_as_of": self.price_as_of,
+                "price_from_memory": self.price_from_memory, "monthly_usd": self.monthly_usd,
                 "usd_per_1m_output": self.usd_per_1m_output, "usd_per_1m_total": self.usd_per_1m_total,
                 "usd_per_1m_blended": self.usd_per_1m_blended, "latency_ms": c.latency_ms, "slos": c.slos,
                 "slo_margin_ms": c.slo_margin_ms, "complexity": self.complexity,
@@ -222,4 +224,5 @@ def evaluate(c: Candidate, cons: Any, catalog: Catalog, design_rps: float | None
     return Row(0, c, hw.name if hw else c.hardware_id, price.usd_per_hour if price else None,
                price.source if price else "no price", replicas, monthly, out1m, tot1m, blend1m,
                ops.complexity if ops else None, ops.reason if ops else "engine not rated in the catalog",
-               drift, tuple(fails), "", monthly_rng, blend_rng, headline_ok, price_as_of=price.as_of if price else "")
+               drift, tuple(fails), "", monthly_rng, blend_rng, headline_ok, price_as_of=price.as_of if price else "",
+               price_from_memory=price.from_memory if price else False)

@@ -43,6 +43,8 @@ def _labels(rows: tuple[Row, ...]) -> dict[str, str]:
 
 
 def _cost_text(r: Row) -> str:
+    if r.price_from_memory:
+        return "cost not headlined (price from memory: see the warning)"
     rng = r.monthly_range
     if r.monthly_usd is None:
         return "cost unknown"
@@ -57,7 +59,8 @@ def price_line(hardware_id: str, usd_per_hour: float | None, source: str, as_of:
         return ""
     short = source.split("; ")[0]  # the source itself; its caveats are the flag (and --json, the methodology)
     date = f" (as of {as_of})" if as_of and as_of != "user" and as_of not in short else ""
-    label = "price (unverified)" if "unverified" in source.lower() else "price"
+    # a price resting on fewer providers than the catalog's policy asks for is flagged like an unverified one
+    label = "price (unverified)" if "unverified" in source.lower() or "citable provider" in source else "price"
     return f"{label}: ${usd_per_hour:,.2f}/h per {hardware_id}, {short}{date}; every dollar figure scales with it"
 
 
@@ -75,7 +78,8 @@ def print_headline(rec: Recommendation, con: Console) -> None:
         con.print(f"[bold green]Recommended:[/] {best.candidate.engine} serving {model_name(best.candidate.model)} on "
                   f"{best.hardware_name} ({best.candidate.config}), "
                   f"{best.replicas} replica(s), {_cost_text(best)} - {best.why}", highlight=False)
-        if line := price_line(best.candidate.hardware_id, best.usd_per_hour, best.price_source, best.price_as_of):
+        if not best.price_from_memory and (line := price_line(best.candidate.hardware_id, best.usd_per_hour,
+                                                               best.price_source, best.price_as_of)):
             con.print(f"  {line}", highlight=False)
         if rec.rests_on:
             con.print(f"  [bold]rests on:[/] {rec.rests_on}", highlight=False)
@@ -188,12 +192,17 @@ def print_hardware(catalog: Catalog, detected: dict[str, Any] | None, tier: str,
     sources = []
     for hw in catalog.hardware.values():
         p = catalog.price(hw.id, tier)
+        usd = _usd(p.usd_per_hour if p else None, 3) + (" (from memory)" if p and p.from_memory else "")
         t.add_row(hw.id, f"{hw.memory_gb:g}", f"{hw.memory_bw_gbps or '-'}", f"{hw.bf16_tflops_dense or '-'}",
-                  f"{hw.fp8_tflops_dense or '-'}", f"{hw.tdp_w or '-'}", _usd(p.usd_per_hour if p else None, 3))
-        sources.append(f"{hw.id}: {hw.name}. Specs: {hw.spec_source} ({hw.spec_as_of})"
+                  f"{hw.fp8_tflops_dense or '-'}", f"{hw.tdp_w or '-'}", usd)
+        spec_at = hw.spec_url or "from memory, no page read"
+        sources.append(f"{hw.id}: {hw.name}. Interconnect: {hw.interconnect or 'not stated'}. "
+                       f"Specs: {hw.spec_source} ({spec_at}; {hw.spec_as_of})"
                        + (f"; {hw.spec_notes}" if hw.spec_notes else "")
-                       + (f". Price: {p.source} ({p.as_of})" if p else ". No price."))
+                       + (f". Price: {p.source} ({p.as_of})" if p else f". No {tier} price: pass --price {hw.id}=USD"))
     con.print(t)
+    for name, rule in catalog.policy.items():
+        con.print(f"[bold]Pricing policy, {name}:[/] {rule}", highlight=False)
     con.print("[bold]Dense TFLOPS (sparse kept apart in --json). Sources:[/]")
     for line in sources:
         con.print(f"  {line}", highlight=False)

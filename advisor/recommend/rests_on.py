@@ -61,9 +61,20 @@ def rests_on(best: Row, runs: Sequence[RunResult] = ()) -> str:
             f"{best.hardware_name}; {_evidence(best)}")
 
 
+def memory_price_warning(best: Row) -> str | None:
+    """The headline's price is from memory (no citable source in the catalog): its cost is not headlined."""
+    if not best.price_from_memory or best.usd_per_hour is None:
+        return None
+    hw = best.candidate.hardware_id
+    return (f"the catalog's price for {hw} (${best.usd_per_hour:,.4g}/h) is from memory, not from a citable source, so "
+            f"the headline gives no cost; pass --price {hw}=USD_PER_HOUR (your quote) to cost it")
+
+
 def headline_warnings(best: Row) -> tuple[str, ...]:
-    """Host-bound and single-run: what the headline's measurement is not (capacity_warnings has its size)."""
+    """Host-bound, single-run and a from-memory price: what the headline is not (capacity_warnings has its size)."""
     c, out = best.candidate, []
+    if (w := memory_price_warning(best)) is not None:
+        out.append(w)
     if c.source == "measured" and c.bound == "host-bound":
         why = next((a for a in c.assumptions if a.startswith("host-bound")), "host-bound: it measured the engine's "
                    "host path, not the GPU")

@@ -92,7 +92,7 @@ def test_h200_report_first_screen_names_the_gpu_and_its_measured_cost(page, arti
     page.goto(path.as_uri())
     shot(page, artifacts, "report-h200")
     decision = page.locator("#summary").inner_text()
-    assert "NVIDIA H200" in decision and "$16,571/month" in decision and "host-bound" in decision
+    assert "NVIDIA H200" in decision and "$19,874/month" in decision and "host-bound" in decision
     assert _above_the_fold(page, "#decision")
     assert page.errors == []
 

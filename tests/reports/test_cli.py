@@ -106,4 +106,4 @@ def test_an_unknown_vendor_in_the_constraints_is_a_usage_error(runs_root: Path, 
     res = CliRunner().invoke(report_command, [saved_runs[0].run_id, "--runs", str(runs_root), "-o",
                                               str(tmp_path / "x.html"), "--constraints", str(f)])
     assert res.exit_code == 2
-    assert "c.yaml: vendors: unknown vendor 'bogus'; the catalog's vendors are amd, intel, nvidia" in res.output
+    assert "c.yaml: vendors: unknown vendor 'bogus'; the catalog's vendors are amd, aws-graviton, intel, nvidia" in res.output

@@ -43,7 +43,7 @@ def test_first_screen_names_the_h200_and_its_measured_cost(h200_runs, monkeypatc
     html = render_report(h200_runs, prices=price_runs(h200_runs), recommendation=rec, generated_utc="t")
     summary = html[html.index('<section id="summary">'):]
     summary = re.sub(r"<[^>]+>", " ", summary[: summary.index("</section>")])
-    assert "NVIDIA H200" in summary and "$16,571/month" in summary and "measured" in summary
+    assert "NVIDIA H200" in summary and "$19,874/month" in summary and "measured" in summary
     assert '<section id="gpu">' in html and "host-bound" in html
 
 

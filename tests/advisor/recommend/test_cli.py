@@ -65,6 +65,8 @@ def test_recommend_tables_by_default(runs_dir):
     (["--constraints", "missing.yaml"], "not found"),
     (["--hardware", "h999"], "unknown hardware h999"),
     (["--price", "l4"], "HARDWARE_ID=USD_PER_HOUR"),
+    (["--price", "b300=abc"], "HARDWARE_ID=USD_PER_HOUR with a positive, finite price"),
+    (["--price", "h999=1"], "unknown hardware 'h999'; known: "),
     (["--scenario", "nosuch"], "no saved runs for scenario 'nosuch'"),
 ])
 def test_bad_input_is_one_line_naming_the_fix(runs_dir, args, message):
@@ -114,7 +116,7 @@ def test_headroom_help_says_it_is_a_fraction():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--vendor", "bogus"], "unknown vendor 'bogus'; the catalog's vendors are amd, intel, nvidia"),
+    (["--vendor", "bogus"], "unknown vendor 'bogus'; the catalog's vendors are amd, aws-graviton, intel, nvidia"),
     (["--price", "l4=nan"], "with a positive, finite price"),
     (["--price", "l4=inf"], "with a positive, finite price"),
 ])
@@ -184,3 +186,37 @@ def test_hardware_refuses_a_non_finite_price_flag(value):
     # nan was a 4-line pydantic dump (exit 1); inf was accepted and shown as the price
     r = CliRunner().invoke(hardware_command, ["--no-measure", "--json", "--price", f"h100-sxm={value}"])
     assert r.exit_code == 2 and "positive, finite price" in r.output
+
+
+def test_a_price_from_memory_is_never_the_headline_cost_until_priced_with_the_flag(runs_dir):
+    # the CPU VM's catalog price has no citable source (from_memory): ranked with it, but not headlined
+    args = ["--runs", str(runs_dir), "--peak-rps", "20", "--no-estimates", "--no-measure", "--hardware", "cpu-2core-vm"]
+    d = json.loads(invoke(recommend_command, [*args, "--json"]).output)
+    best = next(r for r in d["rows"] if r["key"] == d["best"])
+    assert best["hardware"] == "cpu-2core-vm" and best["price_from_memory"]
+    assert any("is from memory" in w and "--price cpu-2core-vm=USD_PER_HOUR" in w for w in d["warnings"])
+    head = " ".join(invoke(recommend_command, args).output.split("Load:")[0].split())  # the headline, unwrapped
+    assert "cost not headlined (price from memory" in head and "$" not in head.split(" - ")[0]
+    priced = json.loads(invoke(recommend_command, [*args, "--price", "cpu-2core-vm=0.05", "--json"]).output)
+    best = next(r for r in priced["rows"] if r["key"] == priced["best"])
+    assert not best["price_from_memory"] and best["price_source"] == "--price flag"
+    assert not any("from memory" in w for w in priced["warnings"])
+    head = " ".join(invoke(recommend_command, [*args, "--price", "cpu-2core-vm=0.05"]).output.split("Load:")[0].split())
+    assert "/month" in head and "price: $0.05/h per cpu-2core-vm, --price flag" in head
+
+
+def test_hardware_lists_the_newer_parts_with_the_policy_and_node_prices_derived():
+    r = invoke(hardware_command, ["--no-measure", "--json"])
+    d = json.loads(r.output)
+    ids = {h["id"] for h in d["catalog"]}
+    assert {"h100-nvl", "gh200", "gb200", "b300", "mi325x", "mi355x", "gaudi3", "a10g", "rtx-pro-6000",
+            "aws-m7g-large"} <= ids
+    assert set(d["pricing_policy"]) == {"cloud_on_demand", "owned_tco"}
+    aws = next(q for q in d["prices"]["h100-sxm"]["quotes"] if q["provider"] == "AWS")
+    assert aws["derived_from_node"] and aws["per_device"] == pytest.approx(98.32 / 8)
+    assert d["prices"]["b300"] is None  # no citable price: none is made up
+    text = CliRunner().invoke(hardware_command, ["--no-measure"], terminal_width=200).output
+    flat = " ".join(text.split())
+    assert "Pricing policy, cloud_on_demand" in flat and "from memory: no citable source" in flat
+    assert d["prices"]["cpu-2core-vm"]["from_memory"] and not d["prices"]["h100-sxm"]["from_memory"]
+    assert "No cloud_on_demand price: pass --price b300=USD" in flat

@@ -64,3 +64,19 @@ def test_bad_input_is_one_clear_error():
         resolve_gpu("h999", CAT)
     with pytest.raises(SizingError, match="unknown engine"):
         _est("h200", 1, "tgi", "fp8", Load(concurrency=1))
+
+
+@pytest.mark.parametrize("hw", ["b300", "mi355x", "h100-nvl", "mi325x"])
+def test_the_newer_catalog_gpus_without_tables_are_transferred_by_their_peaks(hw):
+    e = _est(hw, 1, "vllm", "fp8", Load(concurrency=8))
+    assert e.basis == "transferred" and "transfer" in e.error_note and e.hardware == hw
+
+
+def test_the_newer_catalog_parts_that_cannot_be_estimated_say_why_in_one_line():
+    cases = [(_est("gaudi3", 1, "vllm", "bf16", Load(concurrency=1)), "no claim to run on intel-gpu"),
+             # the nearest measured GPU by peaks is the A100, whose tables have no FP8 GEMM
+             (_est("rtx-pro-6000", 1, "vllm", "fp8", Load(concurrency=1)), "no fp8 GEMM measured on a100_sxm"),
+             (_est("a10g", 1, "vllm", "fp8", Load(concurrency=1)), "use TP 4, or a larger GPU")]
+    for e, words in cases:
+        assert not e.estimated and words in e.why and "\n" not in e.why, (e.hardware, e.why)
+    assert resolve_gpu("gb200", CAT).table == "gb200"  # the catalog entry and the measured tables are one GPU
