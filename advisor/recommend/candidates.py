@@ -33,8 +33,8 @@ UNKNOWN_SERVER = "unknown hardware"  # a served run whose server hardware was no
 UNLISTED_CPU = "unlisted-cpu"  # a CPU machine the catalog lacks (and not this one)
 Evidence = Literal["measured", "calibrated", "uncalibrated", "invalid"]
 # where a row's figures come from, as the headline names it (docs/recommend.md)
-EvidenceClass = Literal["measured here", "measured on declared hardware", "estimated from tables", "transferred",
-                        "extrapolated from a run"]
+EvidenceClass = Literal["measured here", "measured on recorded hardware", "measured on declared hardware",
+                        "estimated from tables", "transferred", "extrapolated from a run"]
 HEADLINE_EVIDENCE: tuple[Evidence, ...] = ("measured", "calibrated")
 
 
@@ -110,6 +110,7 @@ class MeasuredRun:
     notes: tuple[str, ...] = field(default=())
     devices: int = 1  # per replica: the GPUs of the run's machine (or the declared server's)
     served: bool = False  # an engine behind an HTTP endpoint: the hardware is the server's
+    here: bool = False  # made on this machine (its fingerprint matches: `machines.py`)
 
 
 def engine_of(run: RunResult) -> str:
@@ -195,8 +196,16 @@ def measured_candidates(runs: list[MeasuredRun], c: Constraints,
             bound=bound.bound, run_durations_s=tuple(float(r.summary.window_s) for r in opt.runs if r.summary.window_s),
             capacity_is_lower_bound=best is not None and (above is None or loose),
             capacity_failed_rps=above if loose else None,
-            evidence_class="measured on declared hardware" if members[0].served else "measured here"))
+            evidence_class=_measured_class(members)))
     return out
+
+
+def _measured_class(members: list[MeasuredRun]) -> EvidenceClass:
+    """Served: the server hardware the user declared; else here when every run was made on this machine, else the
+    hardware the runs' manifests recorded where they were made."""
+    if members[0].served:
+        return "measured on declared hardware"
+    return "measured here" if all(m.here for m in members) else "measured on recorded hardware"
 
 
 def far_inside(o: MeasuredOption, slos: Mapping[str, float | None]) -> bool:

@@ -65,11 +65,13 @@ def resolve_runs(runs: list[RunResult], catalog: Catalog, detected: Detected | N
         if run.engine.extra.get("simulated_device"):  # own_engine's sim device: no hardware to price or recommend
             continue
         man = run.manifest or {}
+        here = False
         if is_served(run):
             m = _served(run, catalog)
         else:
             m = map_machine(man.get("hardware") or {}, catalog)
-            if detected is not None and same_machine(man.get("fingerprint"), detected.fingerprint):
+            here = detected is not None and same_machine(man.get("fingerprint"), detected.fingerprint)
+            if detected is not None and here:
                 m = MachineMap(detected.calibration_hardware, m.devices, m.notes)
-        out.append(MeasuredRun(run, m.hardware, m.notes, m.devices, served=is_served(run)))
+        out.append(MeasuredRun(run, m.hardware, m.notes, m.devices, served=is_served(run), here=here))
     return out

@@ -50,7 +50,7 @@ def _builtin(engine: str) -> bool:
 
 def rests_on(best: Row, runs: Sequence[RunResult] = ()) -> str:
     """'own (advisor's built-in reference engine), model llama-1b (1.04B, seeded random weights ...), bf16, on
-    NVIDIA H200, measured here (1 run)'."""
+    NVIDIA H200, measured on recorded hardware (1 run)'."""
     c = best.candidate
     run = next((r for r in runs if r.run_id == c.run_id), None)
     engine = c.engine + (" (advisor's built-in reference engine, not a production server)"
