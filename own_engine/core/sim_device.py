@@ -1,8 +1,8 @@
 """A simulated device for own_engine: the real engine around a forward that only sleeps.
 
-`LLMEngine(device="sim:h200")` runs the real scheduler, block manager,
-async front, process boundary and client, but its model runner's forward is
-`time.sleep(step time)`, which releases the GIL as a CUDA synchronisation
+`LLMEngine(EngineConfig(device="sim:h200"))` runs the real scheduler, block
+manager, async front, process boundary and client, but its runner
+(`sim_runner.SimRunner`) has a forward that is `time.sleep(step time)`, which releases the GIL as a CUDA synchronisation
 does, and it returns deterministic token ids instead of sampling logits. The
 step time is given per step from its shape:
 

@@ -140,9 +140,10 @@ _SPIN_BUFFER = bytes(4096)
 
 def _wait_device(deadline: float) -> None:
     """Wait until `deadline` (perf_counter) with the GIL released, as a CUDA synchronisation waits: a timer sleep
-    for all but the last millisecond (VM timers wake 0.1-0.6 ms late on a 2 ms sleep, which made the simulated
-    step time noise), then a spin that holds the GIL only between hashes, as a spinning sync does (`sleep(0)`
-    gave the CPU away for 80 us at a time on a busy machine)."""
+    for all but the last millisecond (a VM's timer wakes late by a sizeable share of a 2 ms sleep, which would
+    make the simulated step time noise), then a spin that holds the GIL only between hashes, as a spinning sync
+    does (`sleep(0)` gives the CPU away for tens of microseconds at a time on a busy machine). The measurements:
+    benchmarks/history/own_engine.md."""
     rest = deadline - time.perf_counter()
     if rest > 2 * _TIMER_MARGIN_S:
         time.sleep(rest - _TIMER_MARGIN_S)
@@ -154,9 +155,9 @@ def launch_op(a: torch.Tensor, out: torch.Tensor) -> None:
     """One simulated kernel launch: a real PyTorch op (the GIL taken for its arguments, given up inside), whose
     work runs on the calling thread only, at any torch thread count, as a launch's host work does. A cumulative
     sum along a tensor's one dimension is serial in PyTorch's CPU kernel; an element-wise op of the size a 5 us
-    launch needs (131,072 elements here) is split over torch's thread pool, so each launch waited for a second
-    CPU: with the engine at torch's default 2 threads and the other CPU busy, 1 launch in 1,000 took 4 ms, and
-    one 917-launch step 0.5 s (benchmarks/history/serving_overhead.md, 2026-11-27)."""
+    launch needs is split over torch's thread pool, so each launch would wait for a second CPU, and with the
+    other CPU busy a few launches in a step take milliseconds (benchmarks/sim_launch.py measures both;
+    benchmarks/history/serving_overhead.md)."""
     torch.cumsum(a, 0, out=out)
 
 
