@@ -15,8 +15,9 @@ from model_cache.resolve import resolve_model
 from own_engine.core.block_manager import BlockManager
 from own_engine.core.engine_config import EngineConfig
 from own_engine.core.engine_facts import RequestRefused, check_request, describe_model, generate, precision_name
-from own_engine.core.model_runner import ModelRunner, kv_bytes_per_token
+from own_engine.core.model_runner import ModelRunner
 from own_engine.core.runner import LaunchedStep, Runner
+from own_engine.core.runner_defaults import kv_bytes_per_token
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.core.scheduler import Scheduler
 from own_engine.core.sequence import Sequence, StepOutput

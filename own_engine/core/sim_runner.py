@@ -3,7 +3,7 @@ launches around a forward that waits out the profile's step time, and determinis
 
 The model is loaded on CPU at fp32 for its shape only (vocab, EOS ids, context, KV bytes per token); it never
 runs. No KV cache memory is allocated, so by default the cache has room for every sequence at full length, and
-the token budget is a GPU's (`model_runner.GPU_TOKEN_BUDGET`). Overlap scheduling is on by default: `launch`
+the token budget is a GPU's (`runner_defaults.GPU_TOKEN_BUDGET`). Overlap scheduling is on by default: `launch`
 returns before the step's device time has passed, as a CUDA launch does.
 """
 
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from own_engine.core.host_tensors import host_long
-from own_engine.core.model_runner import default_token_budget, kv_cache_blocks
+from own_engine.core.runner_defaults import default_token_budget, kv_cache_blocks
 from own_engine.core.scheduler import ScheduledBatch
 from own_engine.core.sequence import Sequence
 from own_engine.core.sim_device import parse_sim

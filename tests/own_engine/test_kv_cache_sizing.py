@@ -10,7 +10,7 @@ import pytest
 from own_engine.core import model_runner
 from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine
-from own_engine.core.model_runner import kv_bytes_per_token
+from own_engine.core.runner_defaults import kv_bytes_per_token
 from own_engine.core.sampling_params import SamplingParams
 
 TINY_KV_BYTES_PER_TOKEN = 2 * 2 * 2 * 32 * 4  # K and V, 2 layers, 2 KV heads of 32, fp32

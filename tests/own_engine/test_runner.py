@@ -9,8 +9,9 @@ import pytest
 
 from own_engine.core.block_manager import BlockManager
 from own_engine.core.engine_config import EngineConfig
-from own_engine.core.model_runner import CPU_TOKEN_BUDGET, GPU_TOKEN_BUDGET, ModelRunner
+from own_engine.core.model_runner import ModelRunner
 from own_engine.core.runner import LaunchedStep, Runner
+from own_engine.core.runner_defaults import CPU_TOKEN_BUDGET, GPU_TOKEN_BUDGET
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.core.scheduler import Scheduler
 from own_engine.core.sequence import Sequence
