@@ -41,7 +41,7 @@ class LLMEngine:
         self.kernels, self.clock, self.overlap = runner.kernels, runner.clock, runner.overlap
         self.num_packed_linears, self.linear_kernels = self.kernels.num_packed, self.kernels.linear
         self.linear_kernel_note = self.kernels.note
-        self.config = self.model.cfg
+        self.config = self.model.cfg  # the model's config; the engine's own is `engine_config`
         self.max_model_len = self.model.max_model_len
         self.block_size = config.block_size
         self.max_num_seqs = config.max_num_seqs

@@ -1,4 +1,4 @@
-"""Overlap scheduling (LLMEngine(overlap=True), Scheduler.advance/resolve): step n+1 is scheduled and launched
+"""Overlap scheduling (EngineConfig(overlap=True), Scheduler.advance/resolve): step n+1 is scheduled and launched
 before step n's tokens are known. It must give exactly the tokens of the plain step loop, stop at an EOS it only
 learns about a step late, survive preemption and aborts, and free every KV block."""
 
