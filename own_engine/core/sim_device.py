@@ -2,9 +2,11 @@
 
 `LLMEngine(EngineConfig(device="sim:h200"))` runs the real scheduler, block
 manager, async front, process boundary and client, but its runner
-(`sim_runner.SimRunner`) has a forward that is `time.sleep(step time)`, which releases the GIL as a CUDA synchronisation
-does, and it returns deterministic token ids instead of sampling logits. The
-step time is given per step from its shape:
+(`sim_runner.SimRunner`) has a forward that is `time.sleep(step time)`,
+which releases the GIL as a CUDA synchronisation does, and it returns
+deterministic token ids instead of sampling logits. This module holds the
+profiles (step times) and their spelling; the step time is given per step
+from its shape:
 
     step_s = decode_ms(rows that feed one token) + prefill_ms_per_token x (tokens of prefill chunks)
 
