@@ -216,14 +216,15 @@ class OwnAdapter(_OwnEngineAdapter[OwnOptions]):
     batching: ClassVar[str] = "continuous"
 
     def _make_engine(self) -> Any:
+        from own_engine.core.engine_config import EngineConfig
         from own_engine.core.llm_engine import LLMEngine
 
         o = self.options
-        return LLMEngine(self.model, max_num_seqs=o.max_batch or DEFAULT_MAX_BATCH,
-                         max_num_batched_tokens=o.max_num_batched_tokens, kv_cache_gb=o.kv_cache_gb,
-                         block_size=o.block_size, cuda_graphs=o.cuda_graphs, overlap=o.overlap,
-                         decode_attention=o.decode_attention,
-                         **self._engine_kwargs())
+        config = EngineConfig(self.model, max_num_seqs=o.max_batch or DEFAULT_MAX_BATCH,
+                              max_num_batched_tokens=o.max_num_batched_tokens, kv_cache_gb=o.kv_cache_gb,
+                              block_size=o.block_size, cuda_graphs=o.cuda_graphs, overlap=o.overlap,
+                              decode_attention=o.decode_attention, **self._engine_kwargs())
+        return LLMEngine(config)
 
 
 class OwnStaticAdapter(_OwnEngineAdapter[OwnStaticOptions]):

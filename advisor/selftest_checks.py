@@ -85,6 +85,7 @@ def greedy_disagreement(logits_fn: Any, prompts: list[list[int]], outs: list[lis
 def greedy_check(cfg: SelftestConfig, model: str) -> Check:
     """own_engine's greedy ids on the device (fp32, its serving path) are greedy under the CPU fp32 reference
     (own_engine.model.reference, no KV cache) and under transformers fp32."""
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
     from own_engine.core.sampling_params import SamplingParams
     from own_engine.model import reference
@@ -94,7 +95,7 @@ def greedy_check(cfg: SelftestConfig, model: str) -> Check:
     prompts = [list(p) for p in GREEDY_PROMPTS]
     figures: dict[str, Any] = {"model": str(path), "created": created, "prompts": len(prompts), "tokens": n}
     params = SamplingParams(max_tokens=n, ignore_eos=True)
-    engine = LLMEngine(path, device=cfg.device, dtype="float32", max_num_seqs=8, max_model_len=256)
+    engine = LLMEngine(EngineConfig(path, device=cfg.device, dtype="float32", max_num_seqs=8, max_model_len=256))
     own = engine.generate(prompts, params)
     figures["own_device"] = str(engine.device)
     problems = [f"own_engine returned {len(o)} tokens for prompt {i}, not {n}" for i, o in enumerate(own) if len(o) != n]
@@ -102,7 +103,7 @@ def greedy_check(cfg: SelftestConfig, model: str) -> Check:
         problems.append(f"own_engine on {cfg.device} (fp32, batched, paged KV) is not greedy under the CPU fp32 "
                         f"reference at {d}")
     if cfg.device == "cuda":  # the serving precision too: agreement only (bf16 rounding may flip near-ties)
-        bf16 = LLMEngine(path, device="cuda", dtype="bfloat16", max_num_seqs=8, max_model_len=256).generate(
+        bf16 = LLMEngine(EngineConfig(path, device="cuda", dtype="bfloat16", max_num_seqs=8, max_model_len=256)).generate(
             prompts, params)
         same = sum(u == v for x, y in zip(bf16, own, strict=True) for u, v in zip(x, y, strict=True))
         figures["bf16_token_agreement"] = round(same / (n * len(prompts)), 4)
@@ -124,11 +125,12 @@ def _own_steps(cfg: SelftestConfig, path: Path, batches: tuple[int, ...], contex
                repeats: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """own_engine's bare decode step at each batch size, with the device's measured copy bandwidth."""
     from advisor.selftest_step import decode_bytes_per_step, measure_bandwidth_gbs, median_of, run_decode
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
 
-    engine = LLMEngine(path, device=cfg.device, max_num_seqs=max(batches),
+    engine = LLMEngine(EngineConfig(path, device=cfg.device, max_num_seqs=max(batches),
                        max_num_batched_tokens=max(batches) * context,
-                       num_kv_blocks=max(batches) * -(-(context + steps + 4) // 16) + 8)
+                       num_kv_blocks=max(batches) * -(-(context + steps + 4) // 16) + 8))
     bw = measure_bandwidth_gbs(engine.device, 256 if cfg.quick else 1024, repeats)
     rows = []
     for b in batches:

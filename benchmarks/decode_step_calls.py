@@ -42,11 +42,12 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     import own_engine.kernels.native_layer as native_layer
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
     from own_engine.core.sampling_params import SamplingParams
     from own_engine.kernels.panel_linear import PanelLinear
 
-    engine = LLMEngine(args.model, device="cpu", threads=args.threads)
+    engine = LLMEngine(EngineConfig(args.model, device="cpu", threads=args.threads))
     if not engine.kernels.native_layers:
         sys.exit(f"decode_step_calls.py: own_engine runs without native kernels here ({engine.describe()})")
     one_call = native_layer.decode_layers_forward

@@ -25,6 +25,7 @@ def count(model: str) -> dict:
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
     from own_engine.core.sampling_params import SamplingParams
 
@@ -42,7 +43,7 @@ def count(model: str) -> dict:
             self.n += 1
             return func(*args, **(kwargs or {}))
 
-    engine = LLMEngine(model, device="cpu", linear_kernels="torch", max_num_seqs=4)
+    engine = LLMEngine(EngineConfig(model, device="cpu", linear_kernels="torch", max_num_seqs=4))
     params = SamplingParams(max_tokens=4, ignore_eos=True)
     engine.add_request(list(range(5, 69)), params)
     engine.add_request(list(range(5, 37)), params)

@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from advisor.selftest_step import sync  # noqa: E402
 from model_cache.create import create_model  # noqa: E402
 from model_cache.paths import is_model_dir, models_root  # noqa: E402
+from own_engine.core.engine_config import EngineConfig  # noqa: E402
 from own_engine.core.llm_engine import LLMEngine  # noqa: E402
 from own_engine.core.sampling_params import SamplingParams  # noqa: E402
 from own_engine.model import attention  # noqa: E402
@@ -72,9 +73,9 @@ def build(path: Path, args: argparse.Namespace, max_prompt: int) -> LLMEngine:
     ctx = args.context + (args.repeats + 2) * (4 + 2 * len(args.prompt_lens.split(","))) + 64
     max_prompt += 2 * args.repeats * len(args.prompt_lens.split(",")) + 8  # each timed prompt a new length
     blocks = (args.batch + 1) * -(-max(ctx, max_prompt + 8) // 16) + 16
-    return LLMEngine(path, device=args.device, dtype=args.dtype, threads=args.threads, max_num_seqs=args.batch + 1,
+    return LLMEngine(EngineConfig(path, device=args.device, dtype=args.dtype, threads=args.threads, max_num_seqs=args.batch + 1,
                      max_num_batched_tokens=max(args.batch * args.context, args.batch + max_prompt),
-                     num_kv_blocks=blocks, max_model_len=max(ctx, max_prompt + 8) + 16)
+                     num_kv_blocks=blocks, max_model_len=max(ctx, max_prompt + 8) + 16))
 
 
 def main(argv: list[str] | None = None) -> int:

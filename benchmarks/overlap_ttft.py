@@ -30,10 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def run(device: str, model: str, c: int, prompt_len: int, out_lens: tuple[int, int], duration_s: float,
         warm_steps: int, overlap: bool) -> dict:
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
     from own_engine.core.sampling_params import SamplingParams
 
-    engine = LLMEngine(model, device=device, max_num_seqs=c, overlap=overlap)
+    engine = LLMEngine(EngineConfig(model, device=device, max_num_seqs=c, overlap=overlap))
     rng = random.Random(0)
     vocab = engine.config.vocab_size
     added: dict[int, tuple[int, float]] = {}

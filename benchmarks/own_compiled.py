@@ -79,12 +79,13 @@ def compile_layers() -> None:
 def one_cell(model: str, mode: str, batch: int, threads: int, steps: int) -> dict:
     import torch
 
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
     from own_engine.core.sampling_params import SamplingParams
 
     check = [list(range(3, 3 + PROMPT_LEN)), list(range(5, 5 + PROMPT_LEN // 2))]
     greedy = SamplingParams(max_tokens=8, ignore_eos=True)
-    engine = LLMEngine(model, threads=threads, linear_kernels="onednn")
+    engine = LLMEngine(EngineConfig(model, threads=threads, linear_kernels="onednn"))
     if engine.num_packed_linears == 0:
         raise SystemExit("own_compiled.py needs oneDNN's packed linears (an fp32 CPU model)")
     out: dict = {"mode": mode, "batch": batch}

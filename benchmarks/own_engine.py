@@ -37,6 +37,7 @@ from advisor.selftest_step import (  # noqa: E402  (shared with `advisor selftes
 )
 from model_cache.create import create_model  # noqa: E402
 from model_cache.paths import is_model_dir, models_root  # noqa: E402
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine  # noqa: E402
 from own_engine.core.sampling_params import SamplingParams  # noqa: E402
 
@@ -78,10 +79,10 @@ def main() -> None:
         print(f"creating {args.preset} in {path}", file=sys.stderr)
         create_model(args.preset, args.preset)
     batches = [int(b) for b in args.batch_sizes.split(",")]
-    engine = LLMEngine(path, device=args.device, dtype=args.dtype, threads=args.threads,
+    engine = LLMEngine(EngineConfig(path, device=args.device, dtype=args.dtype, threads=args.threads,
                        max_num_seqs=max(batches), max_num_batched_tokens=max(batches) * args.context,
                        num_kv_blocks=max(batches) * -(-(args.context + args.decode_steps + 4) // 16) + 8,
-                       linear_kernels=args.linear_kernels)
+                       linear_kernels=args.linear_kernels))
     dev = engine.device
     bw = measure_bandwidth_gbs(dev, args.bandwidth_mb, args.repeats)
     kernels = engine.describe()["linear_kernels"]

@@ -23,6 +23,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from model_cache.paths import models_root  # noqa: E402
+from own_engine.core.engine_config import EngineConfig  # noqa: E402
 from own_engine.core.llm_engine import LLMEngine  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("own_engine_bench", Path(__file__).with_name("own_engine.py"))
@@ -51,9 +52,9 @@ def main() -> None:
     path = Path(args.model) if args.model else models_root() / args.preset
     batches = [int(b) for b in args.batch_sizes.split(",")]
     blocks = max(batches) * -(-(args.context + args.decode_steps + 4) // 16) + 8
-    engines = {kind: LLMEngine(path, device="cpu", threads=args.threads, max_num_seqs=max(batches),
+    engines = {kind: LLMEngine(EngineConfig(path, device="cpu", threads=args.threads, max_num_seqs=max(batches),
                                max_num_batched_tokens=max(max(batches) * args.context, args.prefill_len),
-                               num_kv_blocks=blocks, linear_kernels=kind)
+                               num_kv_blocks=blocks, linear_kernels=kind))
                for kind in ("torch", "onednn", "panel") if kind != "panel" or _panel_builds()}
     kernels = {kind: e.describe()["linear_kernels"] for kind, e in engines.items()}
     out: dict = {"model": str(path), "threads": args.threads, "kernels": kernels, "decode_step_ms": {},

@@ -105,12 +105,13 @@ def main() -> None:
     import torch
     import torch.profiler as tp
 
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
     from own_engine.kernels.cpu_linear import PackedLinear
     from own_engine.kernels.panel_linear import PanelLinear
     from own_engine.model.llama import Linear
 
-    engine = LLMEngine(model, device="cpu", dtype="float32", threads=args.threads, linear_kernels=args.linear_kernels)
+    engine = LLMEngine(EngineConfig(model, device="cpu", dtype="float32", threads=args.threads, linear_kernels=args.linear_kernels))
     replay(engine, requests[: args.users], args.users)  # warm-up: primitives for the common shapes
     out = {"run": str(run_dir), "model": str(model), "users": args.users, "threads": args.threads,
            "requests": len(requests), "torch": torch.__version__, "timed": replay(engine, requests, args.users)}

@@ -96,6 +96,7 @@ def main() -> None:
     result: dict = {}
 
     def serve() -> None:  # on one thread, as AsyncLLMEngine does: build there, step there
+        from own_engine.core.engine_config import EngineConfig
         from own_engine.core.llm_engine import LLMEngine
         from own_engine.core.sampling_params import SamplingParams
 
@@ -107,8 +108,8 @@ def main() -> None:
 
             assert LIBC.mallopt(M_MMAP_THRESHOLD, args.mmap_threshold_kb * 1024)
             assert LIBC.mallopt(M_TRIM_THRESHOLD, 1024 * 1024)
-        engine = LLMEngine(args.model, device="cpu", threads=args.threads, max_num_seqs=args.users,
-                           max_model_len=max_len, **kw)
+        engine = LLMEngine(EngineConfig(args.model, device="cpu", threads=args.threads, max_num_seqs=args.users,
+                           max_model_len=max_len, **kw))
         mark("engine built")
         result["trim_s"] = 0.0
         if args.trim_after_tokens is not None:

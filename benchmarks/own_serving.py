@@ -55,10 +55,11 @@ def _time_runner(engine, run_ns: list[int]) -> list[int]:
 
 
 def layer_step(args: argparse.Namespace, prompt: list[int]) -> dict:
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
     from own_engine.core.sampling_params import SamplingParams
 
-    engine = LLMEngine(args.model, device="cpu", threads=args.threads, max_num_seqs=1, max_model_len=args.max_len)
+    engine = LLMEngine(EngineConfig(args.model, device="cpu", threads=args.threads, max_num_seqs=1, max_model_len=args.max_len))
     run_ns = _time_runner(engine, [])
     params = SamplingParams(temperature=0.0, max_tokens=args.max_tokens, ignore_eos=True)
     gaps, runs = [], []
@@ -76,11 +77,12 @@ def layer_step(args: argparse.Namespace, prompt: list[int]) -> dict:
 
 def layer_async(args: argparse.Namespace, prompt: list[int]) -> dict:
     from own_engine.core.async_engine import AsyncLLMEngine
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
     from own_engine.core.sampling_params import SamplingParams
 
     def build() -> LLMEngine:
-        engine = LLMEngine(args.model, device="cpu", threads=args.threads, max_num_seqs=1, max_model_len=args.max_len)
+        engine = LLMEngine(EngineConfig(args.model, device="cpu", threads=args.threads, max_num_seqs=1, max_model_len=args.max_len))
         _time_runner(engine, run_ns)
         return engine
 

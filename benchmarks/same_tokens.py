@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine  # noqa: E402
 from own_engine.core.sampling_params import SamplingParams  # noqa: E402
 
@@ -48,8 +49,8 @@ def main() -> None:
     first: list[list[int]] | None = None
     prompts: list[list[int]] = []
     for value in values * 2:
-        engine = LLMEngine(args.model, device=args.device, max_num_seqs=args.max_num_seqs,
-                           **{**fixed, args.option: value})
+        engine = LLMEngine(EngineConfig(args.model, device=args.device, max_num_seqs=args.max_num_seqs,
+                           **{**fixed, args.option: value}))
         if not prompts:
             longest = max(2, min(args.longest, engine.max_model_len - args.max_tokens))
             prompts = [[rng.randrange(3, engine.config.vocab_size) for _ in range(rng.randrange(1, longest))]

@@ -122,6 +122,7 @@ def core_child(device: str, model: str, c: int, threads: int | None, cpus: list[
                output_len: int, duration_s: float, opts: dict) -> dict:
     if cpus:
         os.sched_setaffinity(0, set(cpus))
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
     from own_engine.core.sampling_params import SamplingParams
 
@@ -131,7 +132,7 @@ def core_child(device: str, model: str, c: int, threads: int | None, cpus: list[
     for key in ("decode_attention", "linear_kernels"):
         if key in opts:
             kw[key] = opts[key]
-    engine = LLMEngine(model, device=device, threads=threads, max_num_seqs=c, **kw)
+    engine = LLMEngine(EngineConfig(model, device=device, threads=threads, max_num_seqs=c, **kw))
     rng = random.Random(0)
     vocab = engine.config.vocab_size
     params = SamplingParams(max_tokens=output_len, min_tokens=output_len, ignore_eos=True)

@@ -38,7 +38,7 @@ def times_us(fn, reps: int = 20000) -> dict:  # noqa: ANN001
 
 
 def main() -> None:
-    from own_engine.core.sim_device import _launch_tensors, launch_op
+    from own_engine.core.sim_runner import _launch_tensors, launch_op
 
     if (os.cpu_count() or 1) < 2:
         raise SystemExit("needs at least 2 CPUs")

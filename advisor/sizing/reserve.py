@@ -18,7 +18,7 @@ takes. Figures, each with its source (estimates say so):
 - trtllm: `kv_cache_config.free_gpu_memory_fraction` 0.9 of the memory free after weights and the profiling
   run's activations at `max_num_tokens` 8192 (TensorRT-LLM LLM API defaults); CUDA graphs are captured
   afterwards, in the remaining 10% (an estimate).
-- own: 0.8 of the memory free after the weights (own_engine/core/llm_engine.py, `_default_num_blocks`,
+- own: 0.8 of the memory free after the weights (own_engine/core/runner_defaults.py, `kv_cache_blocks`,
   `DEFAULT_KV_FRACTION_CUDA`); activations for its 2048-token budget and CUDA graphs live in the other 20%.
 
 Estimates shared by all (unmeasured): the CUDA context and cuBLAS workspaces 0.5 GiB per GPU; under TP the
@@ -129,7 +129,7 @@ def _trtllm(arch: Architecture, memory: float, tp: int) -> Budget:
 def _own(memory: float, tp: int) -> Budget:
     return Budget(memory - CONTEXT_BYTES - comm_bytes(tp), OWN_KV_FRACTION, (
         f"own: {OWN_KV_FRACTION:g} of the memory free after the weights (own_engine DEFAULT_KV_FRACTION_CUDA, "
-        "_default_num_blocks); "
+        "runner_defaults.kv_cache_blocks); "
         "activations for its 2048-token budget and CUDA graphs in the other 20%", *_shared(tp)))
 
 

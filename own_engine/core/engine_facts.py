@@ -45,9 +45,7 @@ def pick_device(device: str) -> torch.device:
 def describe_model(engine: Any) -> dict:
     """Device, precision, model facts shared by both engines' `describe()` (an LLMEngine or a StaticBatchEngine)."""
     cfg, model = engine.config, engine.model
-    sim = getattr(engine, "sim", None)
-    device = f"{sim.device} (SIMULATED step times {sim.spec}, not hardware)" if sim else _device_name(engine.device)
-    return {"device": device, "precision": precision_name(model.dtype),
+    return {"device": engine.device_name, "precision": precision_name(model.dtype),
             "model_path": str(engine.model_path),
             "threads": engine.num_threads if engine.device.type == "cpu" else None,
             "linear_kernels": engine.linear_kernels, "linear_kernel_note": engine.linear_kernel_note,
@@ -62,7 +60,8 @@ def precision_name(dtype: torch.dtype) -> str:
     return {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
 
 
-def _device_name(dev: torch.device) -> str:
+def device_name(dev: torch.device) -> str:
+    """The device as a report names it: "cpu", or "cuda:0 (the GPU's name)"."""
     if dev.type == "cuda":
         idx = dev.index or 0
         return f"cuda:{idx} ({torch.cuda.get_device_name(idx)})"

@@ -20,25 +20,32 @@ freed.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import numpy as np
+import psutil
 import torch
 
+from own_engine.core.engine_facts import device_name, pick_device
 from own_engine.core.host_tensors import host_long, to_device
 from own_engine.core.memory_release import KVPageRelease, page_aligned_zeros
+from own_engine.core.runner_defaults import (
+    DEFAULT_KV_FRACTION_CPU,
+    DEFAULT_KV_FRACTION_CUDA,
+    default_token_budget,
+    kv_cache_blocks,
+)
 from own_engine.core.sampler import Sampler
 from own_engine.core.scheduler import PLACEHOLDER, ScheduledBatch
 from own_engine.core.sequence import Sequence
 from own_engine.core.step_clock import StepClock
-from own_engine.kernels.native import NativeKernels
-from own_engine.model.llama import LlamaModel
+from own_engine.kernels.backends import choose
+from own_engine.model.loader import load_model
 from own_engine.model.paged_attention import ChunkMeta, DecodeRun, PagedAttention, PagedMeta, decode_route
 
-
-def kv_bytes_per_token(model: LlamaModel) -> int:
-    """Bytes of K and V one token takes in the cache, over all layers."""
-    cfg = model.cfg
-    return 2 * cfg.num_hidden_layers * cfg.kv_size * model.embed_tokens.element_size()
-
+if TYPE_CHECKING:
+    from own_engine.core.engine_config import EngineConfig
 
 def lazy_zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """Zeros; on CPU page-aligned and backed by calloc'd memory, whose pages cost RSS only once written."""
@@ -71,37 +78,59 @@ class RunnerStep:
 
 
 class ModelRunner:
-    supports_overlap = True  # `launch`: see its docstring for where it gains anything
+    """The `Runner` (`own_engine.core.runner`) that runs the model, on CPU or CUDA."""
 
-    def __init__(self, model: LlamaModel, *, num_blocks: int, block_size: int, sampler: Sampler,
-                 cuda_graphs: bool = False, max_num_seqs: int = 64, release_freed_kv: bool = True,
-                 native: NativeKernels | None = None, clock: StepClock | None = None,
-                 decode_attention: str = "sdpa") -> None:
+    def __init__(self, config: EngineConfig, model_path: Path) -> None:
+        self.device = pick_device(config.device)
+        self.device_name = device_name(self.device)
+        model = self.model = load_model(model_path, device=self.device, dtype=config.dtype,
+                                        max_model_len=config.max_model_len)
         cfg = model.cfg
-        self.model = model
-        self.clock = clock if clock is not None else StepClock(forward_is_device=model.embed_tokens.device.type != "cpu")
-        self.device = model.embed_tokens.device
-        self.block_size = block_size
-        self.sampler = sampler
-        self.native = native  # every row through own_engine's native attention kernels (CPU fp32)
+        # the kernel backend, chosen once: nothing asks again which one runs
+        self.kernels = choose(model, config.linear_kernels)
+        self.native = self.kernels.attention  # every row through own_engine's native attention kernels (CPU fp32)
+        # on CUDA the forward is device time; on CPU it is this thread's own work
+        self.clock = StepClock(forward_is_device=self.device.type == "cuda")
+        self.block_size = block_size = config.block_size
+        self.sampler = Sampler(cfg.eos_token_ids, config.seed)
+        # CUDA graphs for decode by default on CUDA; on CPU `cuda_graphs=True` runs the same padded path eagerly
+        cuda_graphs = self.cuda_graphs = self.device.type == "cuda" if config.cuda_graphs is None else config.cuda_graphs
+        on_gpu = self.device.type == "cuda"
+        self.max_num_batched_tokens = config.max_num_batched_tokens or default_token_budget(on_gpu, config.max_num_seqs)
+        self.num_kv_blocks = num_blocks = kv_cache_blocks(config, model, self._memory(config))
+        # overlap gains nothing on CPU (the forward is the host's own work) and is not measured on CUDA: opt-in
+        self.overlap = bool(config.overlap)
         # the backend's one decode route (paged_attention's docstring), chosen here once, never per step
-        self.decode_route = decode_route(native, self.device, cuda_graphs, decode_attention)
+        self.decode_route = decode_route(self.native, self.device, cuda_graphs, config.decode_attention)
         # with graphs, one extra block past the BlockManager's range takes the padding rows' writes
         shape = (cfg.num_hidden_layers, num_blocks + int(cuda_graphs), block_size, cfg.num_key_value_heads,
                  cfg.head_dim)
         self.k_cache = lazy_zeros(shape, model.dtype, self.device)
         self.v_cache = lazy_zeros(shape, model.dtype, self.device)
         # a freed block's pages go back to the OS (CPU, Linux); `release_blocks.enabled` says whether they do
-        self.release_blocks = KVPageRelease([self.k_cache, self.v_cache] if release_freed_kv else [])
+        self.release_blocks = KVPageRelease([self.k_cache, self.v_cache] if config.release_freed_kv else [])
+        self.on_blocks_freed = self.release_blocks if self.release_blocks.enabled else None
         self._last: tuple[torch.Tensor, dict[int, int]] | None = None  # the last launch's sampled ids, by seq_id
         self.graphs = None
         if cuda_graphs:
             from own_engine.kernels.cuda_graph import DecodeGraphs
 
             self.graphs = DecodeGraphs(model, self.k_cache, self.v_cache, block_size=block_size,
-                                       dummy_block=num_blocks, max_batch=max_num_seqs,
+                                       dummy_block=num_blocks, max_batch=config.max_num_seqs,
                                        max_blocks_per_seq=-(-model.max_model_len // block_size),
                                        triton=self.decode_route == "triton")
+            self.graphs.capture_all()
+
+    def _memory(self, config: EngineConfig) -> tuple[int, float]:
+        """Bytes available to the KV cache when the engine starts, and the share of them it may take."""
+        if self.device.type == "cuda":
+            return torch.cuda.mem_get_info(self.device)[0], config.kv_cache_memory_fraction or DEFAULT_KV_FRACTION_CUDA
+        return psutil.virtual_memory().available, config.kv_cache_memory_fraction or DEFAULT_KV_FRACTION_CPU
+
+    def describe(self) -> dict:
+        return {"cuda_graphs": self.cuda_graphs,
+                **({"decode_attention": "triton"} if self.decode_route == "triton" else {}),
+                "kv_page_release": self.release_blocks.enabled, "simulated_device": None}
 
     def launch(self, batch: ScheduledBatch) -> RunnerStep:
         """Overlap scheduling: run the step's forward and sampling without waiting for the device, and return its

@@ -146,7 +146,7 @@ class Scheduler:
         return [seq for seq, _ in rows]
 
     def advance(self, batch: ScheduledBatch) -> list[tuple[Sequence, int]]:
-        """Overlap scheduling (`LLMEngine(overlap=True)`): account a launched step's tokens before its sampled ids
+        """Overlap scheduling (`EngineConfig(overlap=True)`): account a launched step's tokens before its sampled ids
         are known, so the next step can be scheduled while this one runs. Each sequence that samples gets
         PLACEHOLDER at the index its token will take, and stops now if a count (max_tokens, the context) ends it.
         Returns (sequence, index) per sampled token, in batch order, for `resolve`."""

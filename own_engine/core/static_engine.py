@@ -16,7 +16,14 @@ import torch
 import torch.nn.functional as F
 
 from model_cache.resolve import resolve_model
-from own_engine.core.engine_facts import check_request, describe_model, generate, pick_device, precision_name
+from own_engine.core.engine_facts import (
+    check_request,
+    describe_model,
+    device_name,
+    generate,
+    pick_device,
+    precision_name,
+)
 from own_engine.core.sampler import Sampler
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.core.scheduler import stop_reached
@@ -77,6 +84,7 @@ class StaticBatchEngine:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
         self.model_path = resolve_model(model_path)
         self.device = pick_device(device)
+        self.device_name = device_name(self.device)
         self.model = load_model(self.model_path, device=self.device, dtype=dtype, max_model_len=max_model_len)
         # the same kernels as LLMEngine
         kernels = choose(self.model, linear_kernels)

@@ -14,7 +14,7 @@ One step is cut at four marks into parts that add up to its wall time:
 - `handoff`: from `step()` returning to the tokens being handed to the front (the async front's delivery to the
   event loops and its gauges); 0 when nothing but the caller takes the outputs.
 
-With overlap scheduling (`LLMEngine(overlap=True)`) a `step()` launches step n+1 and then resolves step n, so
+With overlap scheduling (`EngineConfig(overlap=True)`) a `step()` launches step n+1 and then resolves step n, so
 its `forward` is the launch of step n+1 plus the wait for step n's device time, `host_before` is step n+1's
 scheduling and input preparation (done while step n runs), and `sample_output` is step n's resolution; the
 parts still add up to the call's wall time. The call that only waits for a burst's last step counts too.

@@ -25,7 +25,7 @@ route (`paged_attention.decode_route`, fixed when the model runner is built, nev
   the fixed shape a graph captures. The graphs replay the torch backend's route: they refuse the native
   kernels (a ValueError: give `linear_kernels` torch or oneDNN with `cuda_graphs` on CPU).
 
-CUDA graphs are the engine's choice (`LLMEngine(cuda_graphs=...)`), made once in `ModelRunner`. A model with an
+CUDA graphs are the engine's choice (`EngineConfig(cuda_graphs=...)`), made once in `ModelRunner`. A model with an
 odd head size (no real RoPE model has one) gets no native backend: `rope_store` rotates halves of a head.
 
 The native kernels are built and loaded by `native.load_native`, which imports none of their users; each

@@ -101,8 +101,8 @@ class DecodeGraphs:
     def inputs(self, seqs: list[Sequence], b: int, nb: int) -> torch.Tensor:
         """The graph's inputs for `seqs` padded to `b` rows and `nb` blocks, as one flat host tensor: ids,
         positions, cache slots and context lengths (b each), then the block tables (b x nb). Built in one
-        `array('q')` that the tensor shares: `torch.tensor` on nested lists and a tensor per row's block table
-        (the way before) walked every element from Python, the host's largest cost of a replayed step."""
+        `array('q')` that the tensor shares: `torch.tensor` on nested lists, or a tensor per row's block table,
+        walks every element from Python, which would be the host's largest cost of a replayed step."""
         bs, pad, dummy = self.block_size, b - len(seqs), self.dummy_block
         lens = [len(s) for s in seqs]
         flat = array("q", [s.token_ids[-1] for s in seqs])

@@ -10,7 +10,7 @@ once, with an online softmax over the query heads of the KV group (GQA without c
 sliding window; no gather, no padding past the row's length, no mask tensor. The loop's bound is read from the
 lengths tensor on the device, so one captured graph serves any contexts within its block bucket.
 
-It is opt-in (`LLMEngine(decode_attention="triton")`, `--opt decode_attention=triton`) until a GPU has measured
+It is opt-in (`EngineConfig(decode_attention="triton")`, `--opt decode_attention=triton`) until a GPU has measured
 it: the tests run it on CPU under Triton's interpreter (`TRITON_INTERPRET=1`), against the SDPA routes, for
 its numbers and for the engine's tokens; nothing here has been compiled for or timed on a GPU yet.
 """

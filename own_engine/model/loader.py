@@ -15,7 +15,7 @@ from model_cache.config import ModelConfig
 from own_engine.model.llama import LlamaModel
 from own_engine.model.safetensors_read import SafetensorsFile, SafetensorsFormatError
 
-_DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
            "float16": torch.float16, "fp16": torch.float16}
 
 
@@ -28,10 +28,10 @@ def resolve_dtype(dtype: str | torch.dtype, cfg: ModelConfig, device: torch.devi
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype == "auto":
-        return torch.float32 if device.type == "cpu" else _DTYPES.get(cfg.dtype, torch.float32)
-    if dtype not in _DTYPES:
-        raise ValueError(f"unknown dtype '{dtype}'; choose auto, {', '.join(_DTYPES)}")
-    return _DTYPES[dtype]
+        return torch.float32 if device.type == "cpu" else DTYPES.get(cfg.dtype, torch.float32)
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype '{dtype}'; choose auto, {', '.join(DTYPES)}")
+    return DTYPES[dtype]
 
 
 def safetensors_files(model_path: Path) -> list[Path]:

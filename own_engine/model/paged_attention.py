@@ -21,9 +21,7 @@ the model runner is built (`decode_route`), never per step:
   of all (copying the context costs more than the calls), while with
   scattered blocks one gathered call for all took 0.78-0.99x the time of a
   gather and a call per sequence (benchmarks/decode_runs.py, B 1-64, contexts
-  128-512, 1 thread). This route replaced a per-step choice (issue 28: all
-  contexts equal, one batched call over gathered blocks; else one call per
-  sequence);
+  128-512, 1 thread; how the route came to be: benchmarks/history/own_engine.md);
 - `sdpa-padded`, the torch backend on CUDA and the CUDA-graphs backend (on
   CPU, `cuda_graphs=True` runs it eagerly): one SDPA for the whole batch over
   each sequence's blocks gathered with one `index_select`, padded to the

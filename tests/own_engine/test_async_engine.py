@@ -9,6 +9,7 @@ import time
 import pytest
 
 from own_engine.core.async_engine import AsyncLLMEngine, EngineDead
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine, RequestRefused
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.core.static_engine import StaticBatchEngine
@@ -21,9 +22,10 @@ async def _collect(front: AsyncLLMEngine, prompt: list[int], params: SamplingPar
     return [item async for item in front.generate(prompt, params)]
 
 
-@pytest.mark.parametrize("engine_cls", [LLMEngine, StaticBatchEngine])
-def test_concurrent_requests_are_batched_and_stream_in_order(tiny_path, engine_cls) -> None:
-    engine = engine_cls(tiny_path, device="cpu")
+@pytest.mark.parametrize("build", [lambda path: LLMEngine(EngineConfig(path, device="cpu")),
+                                   lambda path: StaticBatchEngine(path, device="cpu")], ids=["LLMEngine", "StaticBatchEngine"])
+def test_concurrent_requests_are_batched_and_stream_in_order(tiny_path, build) -> None:
+    engine = build(tiny_path)
     front = AsyncLLMEngine(engine)
     params = SamplingParams(max_tokens=8, ignore_eos=True)
 
@@ -47,7 +49,7 @@ def test_concurrent_requests_are_batched_and_stream_in_order(tiny_path, engine_c
 
 
 def test_refused_request_raises_in_its_coroutine_and_others_go_on(tiny_path) -> None:
-    front = AsyncLLMEngine(LLMEngine(tiny_path, device="cpu", max_model_len=32))
+    front = AsyncLLMEngine(LLMEngine(EngineConfig(tiny_path, device="cpu", max_model_len=32)))
 
     async def main():
         return await asyncio.gather(_collect(front, list(range(3, 40)), SamplingParams(max_tokens=4)),
@@ -63,7 +65,7 @@ def test_refused_request_raises_in_its_coroutine_and_others_go_on(tiny_path) -> 
 
 
 def test_engine_failure_propagates_instead_of_hanging(tiny_path) -> None:
-    engine = LLMEngine(tiny_path, device="cpu")
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu"))
 
     def broken_step():
         raise RuntimeError("boom")
@@ -90,7 +92,7 @@ def test_engine_failure_propagates_instead_of_hanging(tiny_path) -> None:
 
 
 def test_cancelled_request_is_aborted_and_frees_its_blocks(tiny_path) -> None:
-    engine = LLMEngine(tiny_path, device="cpu")
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu"))
     front = AsyncLLMEngine(engine)
 
     async def main():
@@ -111,7 +113,7 @@ def test_cancelled_request_is_aborted_and_frees_its_blocks(tiny_path) -> None:
 
 
 def test_close_fails_running_requests_instead_of_hanging(tiny_path) -> None:
-    front = AsyncLLMEngine(LLMEngine(tiny_path, device="cpu"))
+    front = AsyncLLMEngine(LLMEngine(EngineConfig(tiny_path, device="cpu")))
 
     async def main():
         task = asyncio.ensure_future(_collect(front, [5, 6], SamplingParams(max_tokens=4000, ignore_eos=True)))
@@ -128,7 +130,7 @@ def test_factory_builds_the_engine_on_the_thread_that_steps_it(tiny_path) -> Non
 
     def build() -> LLMEngine:
         built_on.append(threading.current_thread())
-        return LLMEngine(tiny_path, device="cpu", threads=1, max_model_len=32)
+        return LLMEngine(EngineConfig(tiny_path, device="cpu", threads=1, max_model_len=32))
 
     front = AsyncLLMEngine(factory=build)
     try:
@@ -147,4 +149,4 @@ def test_factory_error_reaches_the_caller(tiny_path) -> None:
     with pytest.raises(ValueError, match="no model at /nowhere"):
         AsyncLLMEngine(factory=build)
     with pytest.raises(TypeError, match="an engine or a factory"):
-        AsyncLLMEngine(LLMEngine(tiny_path, device="cpu", max_model_len=32), factory=build)
+        AsyncLLMEngine(LLMEngine(EngineConfig(tiny_path, device="cpu", max_model_len=32)), factory=build)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.kernels.backends import KernelChoice, choose, native_kernels
@@ -55,8 +56,8 @@ class _Logits:
 
 def _run(path, name: str, max_tokens: int = 12) -> tuple[list[list[int]], list, LLMEngine]:
     # small blocks and a small token budget: decodes cross block edges, prompts arrive in chunks beside decodes
-    engine = LLMEngine(path, device="cpu", block_size=4, max_num_seqs=3, max_num_batched_tokens=40,
-                       **BACKENDS[name])
+    engine = LLMEngine(EngineConfig(path, device="cpu", block_size=4, max_num_seqs=3, max_num_batched_tokens=40,
+                       **BACKENDS[name]))
     rec = _Logits(engine)
     return engine.generate(PROMPTS, SamplingParams(max_tokens=max_tokens, ignore_eos=True)), rec.rows, engine
 
@@ -163,7 +164,7 @@ def test_every_step_of_a_backend_takes_its_one_decode_route(tiny_path, monkeypat
 def test_cuda_graphs_replay_the_torch_route_not_the_native_kernels(tiny_path) -> None:
     _needs("native")
     with pytest.raises(ValueError, match="cuda_graphs replays the torch backend's decode route"):
-        LLMEngine(tiny_path, device="cpu", cuda_graphs=True, linear_kernels="panel")
+        LLMEngine(EngineConfig(tiny_path, device="cpu", cuda_graphs=True, linear_kernels="panel"))
 
 
 def test_an_odd_head_size_gets_no_native_backend(tiny_path) -> None:

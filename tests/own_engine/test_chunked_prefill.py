@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine
 from own_engine.core.sampling_params import SamplingParams
 from tests.own_engine.conftest import hf_greedy, hf_logits
@@ -33,10 +34,10 @@ def _run(engine: LLMEngine, n_out: int) -> dict[int, list[int]]:
 
 def test_chunked_prefill_matches_whole_prompts_and_transformers(tiny_path, hf_model) -> None:
     # a budget of 8 tokens cuts every prompt but one into chunks, several of them mid-block (block_size 4)
-    chunked = LLMEngine(tiny_path, device="cpu", block_size=4, max_num_seqs=4, max_num_batched_tokens=8)
+    chunked = LLMEngine(EngineConfig(tiny_path, device="cpu", block_size=4, max_num_seqs=4, max_num_batched_tokens=8))
     rec = LogitRecorder(chunked)
     outs = _run(chunked, 10)
-    whole = _run(LLMEngine(tiny_path, device="cpu", block_size=4, max_num_batched_tokens=4096), 10)
+    whole = _run(LLMEngine(EngineConfig(tiny_path, device="cpu", block_size=4, max_num_batched_tokens=4096)), 10)
     assert outs == whole
     assert chunked.num_steps > 61 // 8  # the 61-token prompt alone needs 8 steps of 8 tokens
     seq_ids = sorted({sid for sid, _, _ in rec.rows})
@@ -51,7 +52,7 @@ def test_chunked_prefill_matches_whole_prompts_and_transformers(tiny_path, hf_mo
 
 
 def test_a_long_prompt_does_not_stall_running_decodes(tiny_path) -> None:
-    engine = LLMEngine(tiny_path, device="cpu", max_num_seqs=4, max_num_batched_tokens=16)
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu", max_num_seqs=4, max_num_batched_tokens=16))
     running = engine.add_request([5, 6, 7], SamplingParams(max_tokens=40, ignore_eos=True))
     engine.step()  # its prefill and first token
     long = engine.add_request(list(range(100, 300)), SamplingParams(max_tokens=2, ignore_eos=True))
@@ -67,9 +68,9 @@ def test_a_long_prompt_does_not_stall_running_decodes(tiny_path) -> None:
 
 def test_preempted_sequence_recomputes_in_chunks(tiny_path) -> None:
     # 24 blocks of 4 tokens hold every prompt but not all four sequences at full length (38 blocks)
-    engine = LLMEngine(tiny_path, device="cpu", block_size=4, num_kv_blocks=24, max_num_seqs=4,
-                       max_num_batched_tokens=8)
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu", block_size=4, num_kv_blocks=24, max_num_seqs=4,
+                       max_num_batched_tokens=8))
     outs = _run(engine, 12)
     assert engine.stats()["preemptions"] > 0
-    assert outs == _run(LLMEngine(tiny_path, device="cpu", block_size=4), 12)
+    assert outs == _run(LLMEngine(EngineConfig(tiny_path, device="cpu", block_size=4)), 12)
     assert engine.block_manager.num_used == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.model import reference
@@ -34,7 +35,7 @@ def test_reference_prefill_logits_match_transformers(tiny_path, hf_model) -> Non
 
 
 def test_paged_decode_logits_match_transformers(tiny_path, hf_model) -> None:
-    engine = LLMEngine(tiny_path, device="cpu", block_size=4)  # small blocks: decode crosses many block edges
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu", block_size=4))  # small blocks: decode crosses many block edges
     rec = LogitRecorder(engine)
     prompt = [11, 12, 13, 14, 15, 16, 17]
     [out] = engine.generate([prompt], SamplingParams(max_tokens=12, ignore_eos=True))
@@ -47,7 +48,7 @@ def test_paged_decode_logits_match_transformers(tiny_path, hf_model) -> None:
 
 
 def test_mixed_batch_joining_at_different_steps_matches_transformers(tiny_path, hf_model) -> None:
-    engine = LLMEngine(tiny_path, device="cpu", block_size=8)
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu", block_size=8))
     rec = LogitRecorder(engine)
     prompts = {0: [3, 4, 5], 1: list(range(100, 140)), 2: [9], 3: list(range(500, 517))}
     params = SamplingParams(max_tokens=10, ignore_eos=True)

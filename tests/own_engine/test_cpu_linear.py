@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.kernels.cpu_linear import PackedLinear, onednn_linear_works
@@ -31,8 +32,8 @@ def test_packed_engine_generates_what_the_plain_one_does(tmp_path, preset) -> No
     from model_cache.create import create_model
 
     path = create_model(preset, preset, root=tmp_path)
-    packed = LLMEngine(path, device="cpu", max_num_seqs=4, linear_kernels="onednn")
-    plain = LLMEngine(path, device="cpu", max_num_seqs=4, linear_kernels="torch")
+    packed = LLMEngine(EngineConfig(path, device="cpu", max_num_seqs=4, linear_kernels="onednn"))
+    plain = LLMEngine(EngineConfig(path, device="cpu", max_num_seqs=4, linear_kernels="torch"))
     assert packed.describe()["linear_kernels"] == "onednn-packed"
     assert plain.describe()["linear_kernels"] == "torch"
     tied = packed.model.lm_head is None

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from own_engine.core.block_manager import BlockManager
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.model.paged_attention import PagedAttention
@@ -62,7 +63,7 @@ def _modes(monkeypatch) -> list[str]:
 
 def test_unequal_contexts_read_the_cache_in_place(tiny_path, hf_model, monkeypatch) -> None:
     seen = _modes(monkeypatch)
-    engine = LLMEngine(tiny_path, device="cpu", max_num_seqs=4, block_size=4, linear_kernels="onednn")
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu", max_num_seqs=4, block_size=4, linear_kernels="onednn"))
     assert engine.runner.decode_route == "sdpa-runs"
     _check(engine, UNEQUAL, hf_model)
     assert set(seen) == {"view"}
@@ -71,7 +72,7 @@ def test_unequal_contexts_read_the_cache_in_place(tiny_path, hf_model, monkeypat
 def test_scattered_blocks_are_gathered(tiny_path, hf_model, monkeypatch) -> None:
     seen = _modes(monkeypatch)
     monkeypatch.setattr(BlockManager, "_first_free_run", lambda self, n: None)  # never a run: blocks interleave
-    engine = LLMEngine(tiny_path, device="cpu", max_num_seqs=4, block_size=4, linear_kernels="onednn")
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu", max_num_seqs=4, block_size=4, linear_kernels="onednn"))
     _check(engine, UNEQUAL, hf_model)
     assert "gather 1" in seen
 
@@ -80,14 +81,14 @@ def test_equal_contexts_in_place_are_one_call_per_sequence(tiny_path, hf_model, 
     """In place, one SDPA per sequence costs 1.6-4.6x less than one over the gathered blocks of all
     (benchmarks/decode_runs.py): equal contexts are not batched while their blocks are runs."""
     seen = _modes(monkeypatch)
-    _check(LLMEngine(tiny_path, device="cpu", block_size=4, linear_kernels="onednn"), EQUAL, hf_model)
+    _check(LLMEngine(EngineConfig(tiny_path, device="cpu", block_size=4, linear_kernels="onednn")), EQUAL, hf_model)
     assert set(seen) == {"view"}
 
 
 def test_scattered_equal_contexts_are_one_run(tiny_path, hf_model, monkeypatch) -> None:
     seen = _modes(monkeypatch)
     monkeypatch.setattr(BlockManager, "_first_free_run", lambda self, n: None)
-    _check(LLMEngine(tiny_path, device="cpu", block_size=4, linear_kernels="onednn"), EQUAL, hf_model)
+    _check(LLMEngine(EngineConfig(tiny_path, device="cpu", block_size=4, linear_kernels="onednn")), EQUAL, hf_model)
     assert "gather 3" in seen  # once the sequences outgrow their first blocks, none is a run of blocks
 
 
@@ -95,15 +96,15 @@ def test_scattered_equal_neighbours_make_one_run_each(tiny_path, hf_model, monke
     seen = _modes(monkeypatch)
     monkeypatch.setattr(BlockManager, "_first_free_run", lambda self, n: None)
     prompts = [list(range(100, 140)), list(range(200, 240)), [9], [3, 4, 5], list(range(300, 340))]
-    _check(LLMEngine(tiny_path, device="cpu", block_size=4, max_num_seqs=5, linear_kernels="onednn"), prompts,
+    _check(LLMEngine(EngineConfig(tiny_path, device="cpu", block_size=4, max_num_seqs=5, linear_kernels="onednn")), prompts,
            hf_model)
     assert "gather 2" in seen and "gather 1" in seen  # the first two rows share a length, the others do not
 
 
 def test_cuda_graphs_route_is_the_padded_batch_on_every_step(tiny_path, hf_model, monkeypatch) -> None:
     seen = _modes(monkeypatch)
-    engine = LLMEngine(tiny_path, device="cpu", block_size=4, max_num_seqs=4, cuda_graphs=True,
-                       linear_kernels="onednn")
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu", block_size=4, max_num_seqs=4, cuda_graphs=True,
+                       linear_kernels="onednn"))
     assert engine.runner.decode_route == "sdpa-padded"
     _check(engine, UNEQUAL, hf_model)
     _check(engine, EQUAL, hf_model)
@@ -122,7 +123,7 @@ def test_the_native_kernel_reads_every_layout(tiny_path, hf_model, monkeypatch, 
     seen = _modes(monkeypatch)
     if scattered:
         monkeypatch.setattr(BlockManager, "_first_free_run", lambda self, n: None)
-    engine = LLMEngine(tiny_path, device="cpu", max_num_seqs=4, block_size=4)
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu", max_num_seqs=4, block_size=4))
     assert engine.describe()["decode_attention"] == "native" and engine.runner.decode_route == "native"
     _check(engine, prompts, hf_model)
     assert set(seen) == {"native"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine, RequestRefused
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.core.static_engine import StaticBatchEngine
@@ -15,7 +16,7 @@ GREEDY = SamplingParams(max_tokens=12, ignore_eos=True)
 
 def test_preemption_by_recompute_keeps_greedy_output(tiny_path) -> None:
     # 10 blocks of 4 tokens cannot hold all four sequences at full length: some must be preempted
-    engine = LLMEngine(tiny_path, device="cpu", block_size=4, num_kv_blocks=12)
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu", block_size=4, num_kv_blocks=12))
     outs = engine.generate(PROMPTS, GREEDY)
     assert engine.stats()["preemptions"] > 0
     for prompt, out in zip(PROMPTS, outs, strict=True):
@@ -25,7 +26,7 @@ def test_preemption_by_recompute_keeps_greedy_output(tiny_path) -> None:
 
 
 def test_never_fitting_requests_are_refused_at_add_time(tiny_path) -> None:
-    engine = LLMEngine(tiny_path, device="cpu", max_model_len=64, block_size=4, num_kv_blocks=6)
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu", max_model_len=64, block_size=4, num_kv_blocks=6))
     with pytest.raises(RequestRefused, match="max_model_len"):
         engine.add_request(list(range(3, 60)), SamplingParams(max_tokens=10))
     with pytest.raises(RequestRefused, match="KV blocks"):
@@ -39,7 +40,7 @@ def test_never_fitting_requests_are_refused_at_add_time(tiny_path) -> None:
 
 def test_static_mode_output_equals_continuous_mode(tiny_path) -> None:
     params = [SamplingParams(max_tokens=n, ignore_eos=True) for n in (12, 3, 9, 7)]
-    cont = LLMEngine(tiny_path, device="cpu").generate(PROMPTS, params)
+    cont = LLMEngine(EngineConfig(tiny_path, device="cpu")).generate(PROMPTS, params)
     static = StaticBatchEngine(tiny_path, device="cpu", max_batch_size=3)
     assert static.generate(PROMPTS, params) == cont
     assert [len(o) for o in cont] == [12, 3, 9, 7]
@@ -62,7 +63,7 @@ def test_static_batch_runs_until_its_longest_member(tiny_path) -> None:
 
 
 def test_stopping_rules_eos_min_tokens_and_max_tokens(tiny_path) -> None:
-    engine = LLMEngine(tiny_path, device="cpu")
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu"))
     eos = engine.eos_token_ids[0]
     engine.runner.sampler.eos = []  # let EOS win every step: a model that always wants to stop
 
@@ -82,7 +83,7 @@ def test_stopping_rules_eos_min_tokens_and_max_tokens(tiny_path) -> None:
 
 
 def test_min_tokens_masks_eos_in_the_sampler(tiny_path) -> None:
-    engine = LLMEngine(tiny_path, device="cpu")
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu"))
     eos = engine.eos_token_ids[0]
     params = SamplingParams(temperature=1.0, seed=3, max_tokens=6, min_tokens=6)
     seq_id = engine.add_request([5], params)
@@ -95,7 +96,7 @@ def test_min_tokens_masks_eos_in_the_sampler(tiny_path) -> None:
 
 
 def test_seeded_sampling_is_reproducible_and_top_k_1_is_greedy(tiny_path) -> None:
-    engine = LLMEngine(tiny_path, device="cpu")
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu"))
     sampled = SamplingParams(temperature=1.0, top_p=0.9, seed=7, max_tokens=10, ignore_eos=True)
     a = engine.generate([[5, 6, 7]], sampled)
     b = engine.generate([[5, 6, 7]], sampled)
@@ -115,9 +116,9 @@ def test_sampling_params_validate(bad) -> None:
 
 def test_padded_fixed_shape_decode_path_matches_eager(tiny_path) -> None:
     # the CUDA-graph decode path (batch and context padded to buckets, dummy KV block), run eagerly on CPU
-    engine = LLMEngine(tiny_path, device="cpu", cuda_graphs=True, max_num_seqs=6, block_size=4, linear_kernels="torch")
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu", cuda_graphs=True, max_num_seqs=6, block_size=4, linear_kernels="torch"))
     params = [SamplingParams(max_tokens=n, ignore_eos=True) for n in (12, 3, 9, 7)]
-    assert engine.generate(PROMPTS, params) == LLMEngine(tiny_path, device="cpu").generate(PROMPTS, params)
+    assert engine.generate(PROMPTS, params) == LLMEngine(EngineConfig(tiny_path, device="cpu")).generate(PROMPTS, params)
     assert engine.runner.graphs is not None and engine.runner.graphs.batch_buckets == [1, 2, 4, 6]
 
 

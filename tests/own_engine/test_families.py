@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from model_cache.config import ModelConfig, ModelConfigError
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.core.static_engine import StaticBatchEngine
@@ -62,7 +63,7 @@ def test_prefill_logits_match_transformers(family_models, hf_models, preset) -> 
 
 @pytest.mark.parametrize("preset", FAMILIES)
 def test_paged_engine_greedy_matches_transformers_beyond_the_window(family_models, hf_models, preset) -> None:
-    engine = LLMEngine(family_models[preset], device="cpu", block_size=8)
+    engine = LLMEngine(EngineConfig(family_models[preset], device="cpu", block_size=8))
     outs = engine.generate([LONG, SHORT], SamplingParams(max_tokens=40, ignore_eos=True))  # SHORT crosses 64 too
     assert outs[0] == hf_greedy(hf_models[preset], LONG, 40)
     assert outs[1] == hf_greedy(hf_models[preset], SHORT, 40)
@@ -72,10 +73,10 @@ def test_mistral_window_through_chunked_prefill_and_batched_decode(family_models
     """Prefill in 24-token chunks (later chunks read the cache under the window); and two sequences prefilled in
     one step, so of equal length, which CPU decodes in one batched, window-masked call (not one call each)."""
     hf, path = hf_models["tiny-mistral"], family_models["tiny-mistral"]
-    chunked = LLMEngine(path, device="cpu", block_size=8, max_num_seqs=4, max_num_batched_tokens=24)
+    chunked = LLMEngine(EngineConfig(path, device="cpu", block_size=8, max_num_seqs=4, max_num_batched_tokens=24))
     assert chunked.generate([LONG], SamplingParams(max_tokens=30, ignore_eos=True)) == [hf_greedy(hf, LONG, 30)]
     other = [t + 1 for t in LONG]
-    batched = LLMEngine(path, device="cpu", block_size=8, max_num_seqs=4, max_num_batched_tokens=512)
+    batched = LLMEngine(EngineConfig(path, device="cpu", block_size=8, max_num_seqs=4, max_num_batched_tokens=512))
     outs = batched.generate([LONG, other], SamplingParams(max_tokens=30, ignore_eos=True))
     assert outs == [hf_greedy(hf, LONG, 30), hf_greedy(hf, other, 30)]
 
@@ -95,7 +96,7 @@ def test_qwen2_sliding_layers_match_transformers(family_models, tmp_path) -> Non
     assert ModelConfig.from_path(folder).layer_windows == (None, 16)
     hf = transformers.AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).eval()
     torch.testing.assert_close(reference.logits(folder, SHORT), hf_logits(hf, SHORT), atol=ATOL, rtol=0)
-    [out] = LLMEngine(folder, device="cpu", block_size=4).generate([SHORT], SamplingParams(max_tokens=12,
+    [out] = LLMEngine(EngineConfig(folder, device="cpu", block_size=4)).generate([SHORT], SamplingParams(max_tokens=12,
                                                                                           ignore_eos=True))
     assert out == hf_greedy(hf, SHORT, 12)
 

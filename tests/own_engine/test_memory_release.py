@@ -9,6 +9,7 @@ import torch
 
 from own_engine.core import memory_release
 from own_engine.core.block_manager import BlockManager
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine
 from own_engine.core.memory_release import PAGE_BYTES, KVPageRelease, block_runs, page_aligned_zeros, page_ranges
 from own_engine.core.sampling_params import SamplingParams
@@ -96,7 +97,7 @@ def test_reused_released_blocks_give_the_same_greedy_output(tiny_path) -> None:
     params = SamplingParams(max_tokens=12, ignore_eos=True)
     outs = {}
     for release in (True, False):
-        engine = LLMEngine(tiny_path, device="cpu", block_size=16, num_kv_blocks=5, release_freed_kv=release)
+        engine = LLMEngine(EngineConfig(tiny_path, device="cpu", block_size=16, num_kv_blocks=5, release_freed_kv=release))
         assert engine.runner.release_blocks.enabled is release
         outs[release] = engine.generate(PROMPTS, params)
         assert engine.stats()["preemptions"] > 0

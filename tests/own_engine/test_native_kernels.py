@@ -12,6 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.kernels.panel_linear import PanelLinear, pack_weight
@@ -53,7 +54,7 @@ def test_an_engine_on_the_own_kernel_generates_what_the_others_do(kernel, tmp_pa
     from model_cache.create import create_model
 
     path = create_model(preset, preset, root=tmp_path)
-    engines = {k: LLMEngine(path, device="cpu", max_num_seqs=4, linear_kernels=k) for k in ("auto", "onednn", "torch")}
+    engines = {k: LLMEngine(EngineConfig(path, device="cpu", max_num_seqs=4, linear_kernels=k)) for k in ("auto", "onednn", "torch")}
     assert engines["auto"].describe()["linear_kernels"] == "panel-avx512"
     assert engines["auto"].describe()["linear_kernel_note"] is None
     assert sum(isinstance(m, PanelLinear) for m in engines["auto"].model.modules()) == \
@@ -70,14 +71,15 @@ def test_an_engine_on_the_own_kernel_generates_what_the_others_do(kernel, tmp_pa
 _PROBE = """
 import torch
 from own_engine.kernels.backends import native_kernels
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine
-engine = LLMEngine({path!r}, device="cpu", max_num_seqs=2)
+engine = LLMEngine(EngineConfig({path!r}, device="cpu", max_num_seqs=2))
 print(engine.linear_kernels)
 print(engine.linear_kernel_note)
 maps = open("/proc/self/maps").read().split()
 print(sorted({{p for p in maps if "libgomp" in p}}))
 try:
-    LLMEngine({path!r}, device="cpu", max_num_seqs=2, linear_kernels="panel")
+    LLMEngine(EngineConfig({path!r}, device="cpu", max_num_seqs=2, linear_kernels="panel"))
     print("no error")
 except ValueError as e:
     print(e)

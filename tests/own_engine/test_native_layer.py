@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.kernels.panel_linear import PanelLinear
@@ -141,14 +142,14 @@ def test_the_engine_runs_its_layers_natively_and_as_transformers_does(kernel, tm
     calls = _spy_native_paths(monkeypatch)
     prompts = [list(range(5, 75)), [9, 8, 7], list(range(200, 290, 2))]
     params = SamplingParams(max_tokens=16, ignore_eos=True)
-    native = LLMEngine(path, device="cpu", max_num_seqs=3, block_size=4, max_num_batched_tokens=12)
+    native = LLMEngine(EngineConfig(path, device="cpu", max_num_seqs=3, block_size=4, max_num_batched_tokens=12))
     rec = LogitRecorder(native)
     out = native.generate(prompts, params)
     assert set(calls["layer"]) == set(range(native.config.num_hidden_layers))  # steps with chunks
     assert set(calls["decode_step"]) >= {1, 3}  # decode-only steps, of one row and of all three
     before = len(calls["layer"]) + len(calls["decode_step"])
-    plain = LLMEngine(path, device="cpu", max_num_seqs=3, block_size=4, max_num_batched_tokens=12,
-                      linear_kernels="torch")
+    plain = LLMEngine(EngineConfig(path, device="cpu", max_num_seqs=3, block_size=4, max_num_batched_tokens=12,
+                      linear_kernels="torch"))
     assert plain.generate(prompts, params) == out  # the PyTorch layers: same tokens
     assert len(calls["layer"]) + len(calls["decode_step"]) == before
     hf = transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32).eval()
@@ -174,7 +175,7 @@ def test_a_decode_step_in_one_call_equals_the_per_layer_path_bit_for_bit(kernel,
     for one_call in (True, False):
         if not one_call:
             monkeypatch.setattr(native_layer, "decode_layers_forward", native_layer.layer_by_layer)
-        engine = LLMEngine(path, device="cpu", max_num_seqs=4, block_size=4)
+        engine = LLMEngine(EngineConfig(path, device="cpu", max_num_seqs=4, block_size=4))
         rec = LogitRecorder(engine)
         engine.generate(prompts, params)
         first = min(sid for sid, _, _ in rec.rows)  # sequence ids count on across engines

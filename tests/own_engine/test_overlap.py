@@ -1,4 +1,4 @@
-"""Overlap scheduling (LLMEngine(overlap=True), Scheduler.advance/resolve): step n+1 is scheduled and launched
+"""Overlap scheduling (EngineConfig(overlap=True), Scheduler.advance/resolve): step n+1 is scheduled and launched
 before step n's tokens are known. It must give exactly the tokens of the plain step loop, stop at an EOS it only
 learns about a step late, survive preemption and aborts, and free every KV block."""
 
@@ -14,9 +14,10 @@ SIM = "sim:1=0.2,64=0.4,prefill=1"  # short steps: these tests are about order, 
 
 
 def _engine(tiny_path, overlap: bool, **kw):
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
 
-    return LLMEngine(tiny_path, device=SIM, overlap=overlap, **kw)
+    return LLMEngine(EngineConfig(tiny_path, device=SIM, overlap=overlap, **kw))
 
 
 def _workload(n: int, seed: int = 0) -> tuple[list[list[int]], list[SamplingParams]]:
@@ -115,6 +116,7 @@ def test_the_real_model_gives_the_same_tokens_with_overlap(tiny_path, route) -> 
     sampling without `.tolist()`) runs the same code a GPU would, synchronously: greedy and seeded sampled tokens
     must equal the plain loop's, through chunked prefill, preemption and the CUDA graphs' padded route (run
     eagerly here)."""
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
 
     rng = random.Random(1)
@@ -125,12 +127,12 @@ def test_the_real_model_gives_the_same_tokens_with_overlap(tiny_path, route) -> 
           "cuda_graphs": route == "graphs", "linear_kernels": "torch" if route == "graphs" else "auto"}
     out = {}
     for overlap in (False, True):
-        engine = LLMEngine(tiny_path, device="cpu", overlap=overlap, **kw)
+        engine = LLMEngine(EngineConfig(tiny_path, device="cpu", overlap=overlap, **kw))
         assert engine.overlap is overlap
         out[overlap] = engine.generate(prompts, params)
         assert engine.block_manager.num_used == 0 and engine.scheduler.num_preemptions > 0
     assert out[True] == out[False]
-    assert LLMEngine(tiny_path, device="cpu").overlap is False  # the default off the simulated device
+    assert LLMEngine(EngineConfig(tiny_path, device="cpu")).overlap is False  # the default off the simulated device
 
 
 def test_the_real_model_stops_at_an_eos_it_samples_as_the_plain_loop_does(tiny_path) -> None:
@@ -139,16 +141,17 @@ def test_the_real_model_stops_at_an_eos_it_samples_as_the_plain_loop_does(tiny_p
     it on the device (`Sampler.on_device`) exactly where the plain loop masks it."""
     from collections import Counter
 
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
 
     rng = random.Random(2)
     prompts = [[rng.randrange(3, 250) for _ in range(rng.randrange(2, 40))] for _ in range(16)]
-    free = LLMEngine(tiny_path, device="cpu").generate(prompts, SamplingParams(max_tokens=24, ignore_eos=True))
+    free = LLMEngine(EngineConfig(tiny_path, device="cpu")).generate(prompts, SamplingParams(max_tokens=24, ignore_eos=True))
     eos = {t for t, _ in Counter(t for o in free for t in set(o[1:])).most_common(8)}  # in the most sequences
     params = [SamplingParams(max_tokens=24, min_tokens=m) for m in (0, 0, 2, 5) * 4]
     out = {}
     for overlap in (False, True):
-        engine = LLMEngine(tiny_path, device="cpu", overlap=overlap, max_num_seqs=6, max_num_batched_tokens=30)
+        engine = LLMEngine(EngineConfig(tiny_path, device="cpu", overlap=overlap, max_num_seqs=6, max_num_batched_tokens=30))
         engine.scheduler.eos_token_ids = frozenset(eos)
         engine.runner.sampler.eos = sorted(eos)
         out[overlap] = engine.generate(prompts, params)

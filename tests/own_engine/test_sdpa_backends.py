@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import torch
 
+from own_engine.core.engine_config import EngineConfig
 from own_engine.core.llm_engine import LLMEngine
 from own_engine.core.sampling_params import SamplingParams
 from own_engine.model import attention, llama
@@ -36,7 +37,7 @@ def test_every_decoder_layer_runs_inside_the_switch_for_the_model_s_device(tiny_
         return attention._without_cudnn_sdpa()
 
     monkeypatch.setattr(llama, "sdpa_backends", as_if_cuda)
-    engine = LLMEngine(tiny_path, device="cpu", linear_kernels="torch")
+    engine = LLMEngine(EngineConfig(tiny_path, device="cpu", linear_kernels="torch"))
     inner = engine.model.decoder
 
     def decoder(model, x, positions, attn):

@@ -58,6 +58,7 @@ def test_an_eager_step_launches_its_ops_from_the_host_and_a_graph_replay_one(tin
     what lets another thread's Python convoy with them; docs/engines.md): counted, not timed."""
     from torch.overrides import TorchFunctionMode
 
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
     from own_engine.core.sampling_params import SamplingParams
 
@@ -65,11 +66,11 @@ def test_an_eager_step_launches_its_ops_from_the_host_and_a_graph_replay_one(tin
         n = 0
 
         def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-            if getattr(func, "__name__", "") == "cumsum":  # sim_device.launch_op
+            if getattr(func, "__name__", "") == "cumsum":  # sim_runner.launch_op
                 self.n += 1
             return func(*args, **(kwargs or {}))
 
-    engine = LLMEngine(tiny_path, device="sim:1=0.1,prefill=0.1,ops=40,launch_us=1", max_num_seqs=8)
+    engine = LLMEngine(EngineConfig(tiny_path, device="sim:1=0.1,prefill=0.1,ops=40,launch_us=1", max_num_seqs=8))
     engine.add_request(list(range(5, 40)), SamplingParams(max_tokens=4))
     with Adds() as prefill:
         engine.step()  # the prompt: an eager step
@@ -103,7 +104,7 @@ def test_a_simulated_launch_runs_on_the_launching_thread_only() -> None:
     half of the work."""
     import torch
 
-    from own_engine.core.sim_device import _launch_tensors, launch_op
+    from own_engine.core.sim_runner import _launch_tensors, launch_op
 
     before = torch.get_num_threads()
     torch.set_num_threads(2)
@@ -124,9 +125,10 @@ def test_a_simulated_launch_runs_on_the_launching_thread_only() -> None:
 
 
 def _engine(tiny_path, **kw):
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
 
-    return LLMEngine(tiny_path, device="sim:1=1.0,64=2.0,prefill=8", max_num_seqs=8, **kw)
+    return LLMEngine(EngineConfig(tiny_path, device="sim:1=1.0,64=2.0,prefill=8", max_num_seqs=8, **kw))
 
 
 def test_sim_engine_is_deterministic_never_ends_on_eos_and_says_it_is_simulated(tiny_path) -> None:
@@ -218,10 +220,11 @@ def test_served_step_counts_its_handoff_to_the_front(tiny_path) -> None:
 def test_a_step_that_carries_a_prefill_chunk_stays_under_its_budget(tiny_path, overlap) -> None:
     """The ITL bound: running decodes get a token every step, and a step carrying a prompt's chunk is no longer
     than one step of a full budget on the simulated device, however long the prompts that arrive."""
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
     from own_engine.core.sampling_params import SamplingParams
 
-    engine = LLMEngine(tiny_path, device="sim:h200", max_num_seqs=8, overlap=overlap)
+    engine = LLMEngine(EngineConfig(tiny_path, device="sim:h200", max_num_seqs=8, overlap=overlap))
     budget = engine.max_num_batched_tokens
     assert budget == 2048  # the GPU policy (docs/engines.md, "Prefill chunks")
     steps = []
@@ -243,7 +246,7 @@ def test_a_step_that_carries_a_prefill_chunk_stays_under_its_budget(tiny_path, o
     steps.clear()
     for _ in range(12):
         engine.step()
-    p = engine.sim
+    p = engine.runner.profile
     bound_s = p.step_s(8, budget)
     assert any(chunks for _, chunks, _, _ in steps) and any(cut for *_, cut in steps)
     for nd, chunks, ids, cut in steps:

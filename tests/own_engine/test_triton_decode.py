@@ -98,6 +98,7 @@ def test_the_kernels_compile_for_an_h100_without_one(tmp_path) -> None:
 def test_an_engine_on_the_triton_route_gives_the_sdpa_routes_logits(tiny_path, cuda_graphs) -> None:
     """Every step's logits, not only the tokens: a random tiny model's argmax shrugs off an attention that reads
     one key too many."""
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
     from own_engine.core.sampling_params import SamplingParams
 
@@ -105,8 +106,8 @@ def test_an_engine_on_the_triton_route_gives_the_sdpa_routes_logits(tiny_path, c
     params = SamplingParams(max_tokens=6, ignore_eos=True)
     out, logits = {}, {}
     for attention in ("sdpa", "triton"):
-        engine = LLMEngine(tiny_path, device="cpu", linear_kernels="torch", cuda_graphs=cuda_graphs,
-                           decode_attention=attention, max_num_seqs=4, max_num_batched_tokens=40, block_size=4)
+        engine = LLMEngine(EngineConfig(tiny_path, device="cpu", linear_kernels="torch", cuda_graphs=cuda_graphs,
+                           decode_attention=attention, max_num_seqs=4, max_num_batched_tokens=40, block_size=4))
         assert engine.runner.decode_route == ("triton" if attention == "triton" else "sdpa-padded" if cuda_graphs
                                               else "sdpa-runs")
         seen = logits[attention] = []
@@ -126,10 +127,11 @@ def test_an_engine_on_the_triton_route_gives_the_sdpa_routes_logits(tiny_path, c
 
 
 def test_the_route_is_refused_in_one_line_where_it_cannot_run(tiny_path, monkeypatch) -> None:
+    from own_engine.core.engine_config import EngineConfig
     from own_engine.core.llm_engine import LLMEngine
 
     monkeypatch.delenv("TRITON_INTERPRET")
     with pytest.raises(ValueError, match="decode_attention='triton' cannot run here: Triton compiles for a GPU"):
-        LLMEngine(tiny_path, device="cpu", linear_kernels="torch", decode_attention="triton")
+        LLMEngine(EngineConfig(tiny_path, device="cpu", linear_kernels="torch", decode_attention="triton"))
     with pytest.raises(ValueError, match="decode_attention must be 'sdpa' or 'triton'"):
-        LLMEngine(tiny_path, device="cpu", decode_attention="flash")
+        LLMEngine(EngineConfig(tiny_path, device="cpu", decode_attention="flash"))

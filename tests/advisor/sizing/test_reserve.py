@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def test_own_engine_fraction_is_the_one_own_engine_uses_on_cuda():
-    tree = ast.parse((REPO / "own_engine/core/llm_engine.py").read_text())
+    tree = ast.parse((REPO / "own_engine/core/runner_defaults.py").read_text())
     values = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
               for t in node.targets if isinstance(t, ast.Name)}
     assert ast.literal_eval(values["DEFAULT_KV_FRACTION_CUDA"]) == OWN_KV_FRACTION
