@@ -71,7 +71,7 @@ def _refusal(cls: Any, e: ValidationError, given: dict[str, Any]) -> str:
     flag, value = extra.get("flag", name), given.get(name, err["input"])
     rule = extra.get("rule") or _rule(info)
     if rule is None:
-        return f"{flag}: {err['msg'].lower()}, got {value!r}"
+        return f"{flag}: {err['msg'][:1].lower()}{err['msg'][1:]}, got {value!r}"
     rule += f" ({extra['why']})" if "why" in extra else ""
     example = f", e.g. {extra['example']};" if "example" in extra else ","
     return f"{flag} must be {rule}{example} got {value!r}"

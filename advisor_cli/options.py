@@ -113,15 +113,29 @@ def out_folder(value: Path | str) -> Path:
     return Path(value)
 
 
-run_flags = _stack([
-    option(BenchConfig, "out_dir", type=click.Path(file_okay=False, path_type=Path), callback=lambda c, p, v: out_folder(v)),
-    option(BenchConfig, "timeout_s"),
-    option(BenchConfig, "workers"),
-    option(BenchConfig, "ray_address"),
-    click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else."),
-    option(BenchConfig, "max_request_tokens"),
-    option(BenchConfig, "memory_budget_gb"),
-])
+def flag_fields(config: Any, skip: tuple[str, ...] = ("scenario", "engine", "model")) -> list[str]:
+    """The fields of `config` that declare a flag, in declaration order (`skip`: those another group makes)."""
+    return [name for name, info in config.__pydantic_fields__.items() if "flag" in extra_of(info) and name not in skip]
+
+
+def config_flags(config: Any, names: list[str]) -> list[Callable[[Any], Any]]:
+    """The flags of these fields of `config` (--out is also checked as a folder here)."""
+    made = {"out_dir": {"type": click.Path(file_okay=False, path_type=Path), "callback": lambda c, p, v: out_folder(v)}}
+    return [option(config, name, **made.get(name, {})) for name in names]
+
+
+json_flag = click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else.")
+
+
+def run_flags_of(config: Any) -> Callable[[Any], Any]:
+    """Every flag `config` declares beyond the scenario and engine groups (--out, --timeout, --workers, --ray,
+    --max-request-tokens, --memory-budget, and any field added with a flag), --json after the load generators'."""
+    names = flag_fields(config)
+    at = names.index("ray_address") + 1
+    return _stack([*config_flags(config, names[:at]), json_flag, *config_flags(config, names[at:])])
+
+
+run_flags = run_flags_of(BenchConfig)
 
 
 price_flags = _stack([
