@@ -13,15 +13,16 @@ error naming the flag and the valid range, raised before anything runs.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, get_type_hints
 
 import click
 
 from advisor.run_config import BenchConfig, SweepConfig, bounds, default, extra_of
 from advisor_cli.server_hardware import server_hardware_flags, server_hardware_from
-from scenarios.overrides import FLAGS
+from scenarios.overrides import FLAGS, Overrides
 
 
 def fail(message: str) -> NoReturn:
@@ -62,28 +63,21 @@ def _stack(options: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
     return deco
 
 
-_OVERRIDE_HELP = {
-    "rate_rps": ("Request rate (req/s) instead of the scenario's.", float),
-    "duration_s": ("Measurement window in seconds.", float),
-    "warmup_s": ("Warm-up seconds before the window (excluded; 0 for none).", float),
-    "concurrency": ("Closed-loop users (closed-loop scenarios).", int),
-    "max_requests": ("Cap the number of requests.", int),
-    "seed": ("Schedule seed (same seed, same requests).", int),
-    "length_scale": ("Multiply input and output token lengths.", float),
-    "max_input_tokens": ("Cap prompt lengths.", int),
-    "max_output_tokens": ("Cap output lengths.", int),
-}
+def _override_flag(f: dataclasses.Field[Any], typ: Any) -> Callable[[Any], Any]:
+    """The flag of an `Overrides` field: its name from FLAGS, its type and help (`metadata["help"]`) from the field."""
+    if typ is bool:
+        return click.option("--" + f.name.replace("_", "-"), f.name, is_flag=True, help=f.metadata["help"])
+    kind = next(t for t in typ.__args__ if t is not type(None))  # `float | None`: None is "not given"
+    return click.option(FLAGS[f.name], f.name, type=kind, default=None, help=f.metadata["help"])
 
 
 def scenario_flags(*, skip: tuple[str, ...] = ()) -> Callable[[Any], Any]:
-    """--scenario and the overrides that fit it to a machine (`skip`: fields a command sets itself)."""
-    opts = [option(BenchConfig, "scenario")]
-    for name, (text, typ) in _OVERRIDE_HELP.items():
-        if name not in skip:
-            opts.append(click.option(FLAGS[name], name, type=typ, default=None, help=text))
-    opts.append(click.option("--full-scale", "full_scale", is_flag=True,
-                             help="Use the scenario's real traffic shape, not its small-machine fit."))
-    return _stack(opts)
+    """--scenario and the overrides that fit it to a machine (`skip`: fields a command sets itself), made from
+    `Overrides`' fields in the order of FLAGS, --full-scale last."""
+    declared, hints = {f.name: f for f in dataclasses.fields(Overrides)}, get_type_hints(Overrides)
+    names = [n for n in (*FLAGS, *declared) if n not in skip and "help" in declared[n].metadata]
+    return _stack([option(BenchConfig, "scenario"),
+                   *(_override_flag(declared[n], hints[n]) for n in dict.fromkeys(names))])
 
 
 engine_flags = _stack([
@@ -157,11 +151,8 @@ def catalog_from_flags(prices: Path | None, price: tuple[str, ...]) -> Any:
 
 def overrides_from(flags: dict[str, Any]) -> Any:
     """Overrides from the scenario flags; given zeros are kept (and judged), a bad value fails with its flag."""
-    from scenarios.overrides import Overrides
-
-    kwargs = {k: v for k, v in flags.items() if k in _OVERRIDE_HELP and v is not None}
-    if flags.get("full_scale"):
-        kwargs["full_scale"] = True
+    given = {f.name for f in dataclasses.fields(Overrides)}
+    kwargs = {k: v for k, v in flags.items() if k in given and v is not None and v is not False}
     try:
         return Overrides(**kwargs)
     except (TypeError, ValueError) as e:

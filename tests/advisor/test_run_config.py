@@ -150,3 +150,18 @@ def test_an_old_file_without_the_newer_keys_takes_the_defaults(tmp_path):
     cfg = SweepConfig.from_dict(old, tmp_path)
     assert cfg.rates == (1.0, 2.0) and cfg.bench.max_request_tokens == BENCH.max_request_tokens
     assert cfg.bench.out_dir == tmp_path and cfg.repeats == 1
+
+
+@pytest.mark.parametrize("command", ["bench", "sweep"])
+def test_each_scenario_override_flag_is_made_from_its_overrides_field(command):
+    from scenarios.overrides import FLAGS
+
+    params = {p.name: p for p in cli.commands[command].params}
+    skipped = {"rate_rps", "concurrency"} if command == "sweep" else set()  # sweep sets the load itself
+    for f in dataclasses.fields(Overrides):
+        if f.name in skipped:
+            assert f.name not in params
+            continue
+        p = params[f.name]
+        assert p.help == f.metadata["help"] and p.opts == [FLAGS.get(f.name, "--full-scale")]
+        assert p.type.name == {"float | None": "float", "int | None": "integer", "bool": "boolean"}[str(f.type)]
