@@ -16,9 +16,7 @@ import functools
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from annotated_types import Ge, Gt, Le
-from pydantic import BeforeValidator, Field, InstanceOf, PlainSerializer, TypeAdapter, ValidationError
-from pydantic import model_validator
+from pydantic import BeforeValidator, Field, InstanceOf, PlainSerializer, TypeAdapter, ValidationError, model_validator
 from pydantic.dataclasses import dataclass
 from pydantic.fields import FieldInfo
 
@@ -85,12 +83,8 @@ def extra_of(info: FieldInfo) -> dict[str, Any]:
 
 def bounds(info: FieldInfo) -> dict[str, Any]:
     """A field's declared range, e.g. {"ge": 1, "le": 100}."""
-    out: dict[str, Any] = {}
-    for m in info.metadata:
-        for key, kind in (("gt", Gt), ("ge", Ge), ("le", Le)):
-            if isinstance(m, kind):
-                out[key] = getattr(m, key)
-    return out
+    return {key: getattr(m, key) for m in info.metadata for key in ("gt", "ge", "le")
+            if getattr(m, key, None) is not None}
 
 
 def _rule(info: FieldInfo) -> str | None:
