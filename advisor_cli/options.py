@@ -3,9 +3,10 @@
 `engine_flags`, `scenario_flags` and `run_flags` are decorators; a command that
 takes them receives the values as keyword arguments and turns them into a
 `BenchConfig` with `bench_config(...)`. The scenario flags' names come from
-`scenarios.overrides.FLAGS` (the one flag-name map). A flag's default is the
-config type's (`default(BenchConfig, "timeout_s")`): declared once, in the type
-the flag fills, and checked once, there (`--workers` is parsed by `BenchConfig`).
+`scenarios.overrides.FLAGS` (the one flag-name map). A flag that fills a config
+field is made from that field (`option(BenchConfig, "timeout_s")`): its name,
+type, default and help are the ones `advisor.run_config` declares, and its value
+is checked once, there (`--workers` is parsed by `BenchConfig`).
 A zero that means something is kept (`--warmup 0`); a bad value is a usage
 error naming the flag and the valid range, raised before anything runs.
 """
@@ -15,28 +16,40 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, get_type_hints
 
 import click
 
-from advisor.run_config import MAX_REPEATS, BenchConfig, SweepConfig
+from advisor.run_config import BenchConfig, SweepConfig, bounds, default, extra_of
 from advisor_cli.server_hardware import server_hardware_flags, server_hardware_from
-from scenarios.overrides import FLAGS
-from scenarios.prompts import MAX_PROMPT_TOKENS
+from scenarios.overrides import FLAGS, Overrides
 
 
 def fail(message: str) -> NoReturn:
     raise click.UsageError(message)
 
 
-def default(config: type, name: str) -> Any:
-    """The default a config dataclass declares for `name`: a flag that fills that field shows and uses it."""
-    found = next(f for f in dataclasses.fields(config) if f.name == name)
-    if found.default is not dataclasses.MISSING:
-        return found.default
-    if found.default_factory is not dataclasses.MISSING:
-        return found.default_factory()
-    raise TypeError(f"{config.__name__}.{name} declares no default")
+def option(config: Any, name: str, **click_kwargs: Any) -> Callable[[Any], Any]:
+    """The flag of a config field, made from its declaration: flag name, type, default, help (its description,
+    with `{default}` and its bounds filled in). The default is shown unless the help text states it."""
+    info = config.__pydantic_fields__[name]
+    extra = extra_of(info)
+    value = default(config, name) if not info.is_required() else None
+    text = info.description or None
+    types = set(getattr(info.annotation, "__args__", None) or (info.annotation,)) - {type(None)}
+    kind = types.pop() if len(types) == 1 else None  # int, float, bool; a union (--workers) is read as text
+    kwargs: dict[str, Any] = {
+        "type": kind if kind in (int, float) else None, "is_flag": kind is bool or None, "default": value,
+        "metavar": extra.get("metavar"), "help": text.format(default=value, **bounds(info)) if text else None,
+        "show_default": value is not None and value is not False and "{default" not in (text or "")}
+    decls = [extra["flag"], *([extra["short"]] if "short" in extra else []), name]
+    return click.option(*decls, **{**kwargs, **click_kwargs})
+
+
+def int_range(config: Any, name: str) -> click.IntRange:
+    """A whole-number field's declared range as click's: the flag refuses a value outside it while parsing."""
+    b = bounds(config.__pydantic_fields__[name])
+    return click.IntRange(b.get("ge"), b.get("le"))
 
 
 RUNS: Path = default(BenchConfig, "out_dir")  # the runs store: --out of bench/sweep/matrix, --runs of the readers
@@ -50,35 +63,26 @@ def _stack(options: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
     return deco
 
 
-_OVERRIDE_HELP = {
-    "rate_rps": ("Request rate (req/s) instead of the scenario's.", float),
-    "duration_s": ("Measurement window in seconds.", float),
-    "warmup_s": ("Warm-up seconds before the window (excluded; 0 for none).", float),
-    "concurrency": ("Closed-loop users (closed-loop scenarios).", int),
-    "max_requests": ("Cap the number of requests.", int),
-    "seed": ("Schedule seed (same seed, same requests).", int),
-    "length_scale": ("Multiply input and output token lengths.", float),
-    "max_input_tokens": ("Cap prompt lengths.", int),
-    "max_output_tokens": ("Cap output lengths.", int),
-}
+def _override_flag(f: dataclasses.Field[Any], typ: Any) -> Callable[[Any], Any]:
+    """The flag of an `Overrides` field: its name from FLAGS, its type and help (`metadata["help"]`) from the field."""
+    if typ is bool:
+        return click.option("--" + f.name.replace("_", "-"), f.name, is_flag=True, help=f.metadata["help"])
+    kind = next(t for t in typ.__args__ if t is not type(None))  # `float | None`: None is "not given"
+    return click.option(FLAGS[f.name], f.name, type=kind, default=None, help=f.metadata["help"])
 
 
 def scenario_flags(*, skip: tuple[str, ...] = ()) -> Callable[[Any], Any]:
-    """--scenario and the overrides that fit it to a machine (`skip`: fields a command sets itself)."""
-    opts = [click.option("--scenario", "-s", default=None,
-                         help="Scenario name (see `advisor scenarios`) or a path to a YAML file.")]
-    for name, (text, typ) in _OVERRIDE_HELP.items():
-        if name not in skip:
-            opts.append(click.option(FLAGS[name], name, type=typ, default=None, help=text))
-    opts.append(click.option("--full-scale", "full_scale", is_flag=True,
-                             help="Use the scenario's real traffic shape, not its small-machine fit."))
-    return _stack(opts)
+    """--scenario and the overrides that fit it to a machine (`skip`: fields a command sets itself), made from
+    `Overrides`' fields in the order of FLAGS, --full-scale last."""
+    declared, hints = {f.name: f for f in dataclasses.fields(Overrides)}, get_type_hints(Overrides)
+    names = [n for n in (*FLAGS, *declared) if n not in skip and "help" in declared[n].metadata]
+    return _stack([option(BenchConfig, "scenario"),
+                   *(_override_flag(declared[n], hints[n]) for n in dict.fromkeys(names))])
 
 
 engine_flags = _stack([
-    click.option("--engine", "-e", default=default(BenchConfig, "engine"), show_default=True, help="Engine adapter (see `advisor engines`)."),
-    click.option("--model", "-m", default=None,
-                 help="Model folder or name in the model cache; default: the built-in tiny model."),
+    option(BenchConfig, "engine"),
+    option(BenchConfig, "model"),
     click.option("--threads", type=int, default=None,
                  help="Engine CPU threads (default: all CPUs but one, the client's)."),
     click.option("--device", default=None, help="Engine device: auto, cpu, cuda; own also runs on a simulated GPU, sim:h200 or "
@@ -91,12 +95,8 @@ engine_flags = _stack([
 ])
 
 repeat_flags = _stack([
-    click.option("--repeats", type=click.IntRange(1, MAX_REPEATS), default=default(SweepConfig, "repeats"),
-                 show_default=True,
-                 help="Run the same cell N times: each an ordinary saved run, grouped, reported as median "
-                      "[interval] (docs/metrics.md, 'Repeats')."),
-    click.option("--restart-engine", is_flag=True, help="Start the engine afresh for every repeat (default: one "
-                 "engine serves every repeat)."),
+    option(SweepConfig, "repeats", type=int_range(SweepConfig, "repeats")),
+    option(SweepConfig, "restart_engine"),
 ])
 
 def out_folder(value: Path | str) -> Path:
@@ -107,29 +107,29 @@ def out_folder(value: Path | str) -> Path:
     return Path(value)
 
 
-run_flags = _stack([
-    click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-                 default=RUNS, show_default=True, help="Folder for saved runs.", callback=lambda c, p, v: out_folder(v)),
-    click.option("--timeout", "timeout_s", type=float, default=default(BenchConfig, "timeout_s"), show_default=True,
-                 help="Per-request timeout (s)."),
-    click.option("--workers", "workers", default=default(BenchConfig, "workers"), show_default=True, metavar="N|auto|ray:N",
-                 help="Load generators for a served engine (one schedule, sharded): N processes here, at most one "
-                      "per CPU advisor may use (a worker beyond that only shares a CPU and costs an interpreter) "
-                      "(auto: one while an open loop's peak rate is well within one process's measured capacity, "
-                      "else one per CPU the client may use), or ray:N, N Ray actors spread over a cluster's nodes. "
-                      "In-process engines keep one driver."),
-    click.option("--ray", "ray", default=None, metavar="ADDRESS|auto",
-                 help="With --workers ray:N: the Ray cluster (HOST:PORT, ray://HOST:10001 or auto; default auto: "
-                      "RAY_ADDRESS, a cluster running here, else a new local one)."),
-    click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else."),
-    click.option("--max-request-tokens", type=int, default=None, metavar="N",
-                 help="Longest request (prompt + output tokens) to build when the engine states no context "
-                      f"length (default {default(BenchConfig, 'max_request_tokens'):,}; at most {MAX_PROMPT_TOKENS:,}). "
-                      "An engine's stated context always wins."),
-    click.option("--memory-budget", "memory_budget_gb", type=float, default=None, metavar="GB",
-                 help="The most memory a run's plan may need (requests x their output tokens kept, prompts in "
-                      "flight), checked before anything starts; default: half of this machine's memory."),
-])
+def flag_fields(config: Any, skip: tuple[str, ...] = ("scenario", "engine", "model")) -> list[str]:
+    """The fields of `config` that declare a flag, in declaration order (`skip`: those another group makes)."""
+    return [name for name, info in config.__pydantic_fields__.items() if "flag" in extra_of(info) and name not in skip]
+
+
+def config_flags(config: Any, names: list[str]) -> list[Callable[[Any], Any]]:
+    """The flags of these fields of `config` (--out is also checked as a folder here)."""
+    made = {"out_dir": {"type": click.Path(file_okay=False, path_type=Path), "callback": lambda c, p, v: out_folder(v)}}
+    return [option(config, name, **made.get(name, {})) for name in names]
+
+
+json_flag = click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else.")
+
+
+def run_flags_of(config: Any) -> Callable[[Any], Any]:
+    """Every flag `config` declares beyond the scenario and engine groups (--out, --timeout, --workers, --ray,
+    --max-request-tokens, --memory-budget, and any field added with a flag), --json after the load generators'."""
+    names = flag_fields(config)
+    at = names.index("ray_address") + 1
+    return _stack([*config_flags(config, names[:at]), json_flag, *config_flags(config, names[at:])])
+
+
+run_flags = run_flags_of(BenchConfig)
 
 
 price_flags = _stack([
@@ -151,11 +151,8 @@ def catalog_from_flags(prices: Path | None, price: tuple[str, ...]) -> Any:
 
 def overrides_from(flags: dict[str, Any]) -> Any:
     """Overrides from the scenario flags; given zeros are kept (and judged), a bad value fails with its flag."""
-    from scenarios.overrides import Overrides
-
-    kwargs = {k: v for k, v in flags.items() if k in _OVERRIDE_HELP and v is not None}
-    if flags.get("full_scale"):
-        kwargs["full_scale"] = True
+    given = {f.name for f in dataclasses.fields(Overrides)}
+    kwargs = {k: v for k, v in flags.items() if k in given and v is not None and v is not False}
     try:
         return Overrides(**kwargs)
     except (TypeError, ValueError) as e:
@@ -208,7 +205,7 @@ def check_scenario(scenario: str) -> None:
 
 def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: tuple[str, ...],
                  threads: int | None, device: str | None, url: str | None, launch: str | None, out_dir: Path,
-                 timeout_s: float, workers: str | int | None = None, ray: str | None = None,
+                 timeout_s: float, workers: str | int | None = None, ray_address: str | None = None,
                  max_request_tokens: int | None = None, memory_budget_gb: float | None = None, server_hardware: str | None = None,
                  server_hardware_count: int = 1, server_where: str | None = None, server_metrics: str | None = None,
                  **flags: Any) -> Any:
@@ -230,7 +227,7 @@ def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: 
     try:
         given = {"workers": workers, "max_request_tokens": max_request_tokens, "memory_budget_gb": memory_budget_gb}
         cfg = BenchConfig(scenario=scenario, engine=engine, model=model, overrides=overrides_from(flags),
-                           engine_options=options, out_dir=out_dir, timeout_s=timeout_s, ray_address=ray,
+                           engine_options=options, out_dir=out_dir, timeout_s=timeout_s, ray_address=ray_address,
                            server_hardware=served, **{k: v for k, v in given.items() if v is not None})
         worker_spec.check_here(cfg.workers, len(available_cpus()))  # before anything starts: a usage error
     except (BenchError, worker_spec.WorkersError) as e:

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from advisor.run_config import SweepConfig
-from advisor_cli.options import default, engine_flags, repeat_flags, run_flags, scenario_flags
+from advisor_cli.options import engine_flags, option, repeat_flags, run_flags, scenario_flags
 
 
 def _numbers(text: str | None, flag: str, conv: type) -> tuple | None:
@@ -34,7 +34,7 @@ def step_line(p: Any) -> str:
 
 
 # What `--resume` still takes: where the sweep is saved, where its Ray cluster is now, how to print the result.
-_RESUME_TAKES = ("resume_id", "out_dir", "ray", "as_json")
+_RESUME_TAKES = ("resume_id", "out_dir", "ray_address", "as_json")
 
 
 def _given(*params: str) -> list[str]:
@@ -113,11 +113,9 @@ def _check_steps(cfg: SweepConfig) -> Any:
 @click.option("--rates", default=None, help="Comma-separated request rates, e.g. 0.5,1,2,4.")
 @click.option("--concurrencies", default=None, help="Comma-separated closed-loop users, e.g. 1,2,4,8 "
               "(closed-loop scenarios: capacity in concurrent users).")
-@click.option("--start", "start_rps", type=float, default=default(SweepConfig, "start_rps"), show_default=True,
-              help="First rate (req/s).")
-@click.option("--factor", type=float, default=default(SweepConfig, "factor"), show_default=True,
-              help="Rate multiplier per step.")
-@click.option("--max-steps", type=int, default=default(SweepConfig, "max_steps"), show_default=True)
+@option(SweepConfig, "start_rps")
+@option(SweepConfig, "factor")
+@option(SweepConfig, "max_steps")
 @click.option("--resume", "resume_id", default=None, metavar="SWEEP_ID",
               help="Go on with an interrupted sweep (its saved settings; finished steps are not run again).")
 def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float, factor: float, max_steps: int,
@@ -142,11 +140,11 @@ def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float
             resumed = load_sweep(resume_id, flags["out_dir"])
             cfg = resume_config(resumed, flags["out_dir"])
             check_unlocked(Path(flags["out_dir"]) / resumed.sweep_id)  # before an engine starts
-            if flags.get("ray"):  # where the Ray cluster is now is not part of the sweep's plan
+            if flags.get("ray_address"):  # where the Ray cluster is now is not part of the sweep's plan
                 from dataclasses import replace
 
                 try:
-                    cfg = replace(cfg, bench=replace(cfg.bench, ray_address=flags["ray"]))
+                    cfg = replace(cfg, bench=replace(cfg.bench, ray_address=flags["ray_address"]))
                 except ValueError as e:  # --ray for a sweep that does not run on Ray
                     raise click.UsageError(str(e)) from None
         else:

@@ -9,7 +9,7 @@ what was given.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 FLAGS = {"rate_rps": "--rate", "duration_s": "--duration", "warmup_s": "--warmup", "concurrency": "--concurrency",
@@ -43,14 +43,18 @@ class Knobs:
     the flag for the one and the field for the other.
     """
 
-    rate_rps: float | None = None  # mean request rate; scales the arrival process
-    duration_s: float | None = None  # measurement window
-    warmup_s: float | None = None
-    concurrency: int | None = None  # closed loop: number of users
-    max_requests: int | None = None  # cap on requests in the schedule (warm-up included)
-    length_scale: float | None = None  # multiplies input and output lengths
-    max_input_tokens: int | None = None
-    max_output_tokens: int | None = None
+    # `help`: the field's meaning, the --help text of its flag (advisor_cli.options.scenario_flags)
+    rate_rps: float | None = field(default=None, metadata={  # mean request rate; scales the arrival process
+        "help": "Request rate (req/s) instead of the scenario's."})
+    duration_s: float | None = field(default=None, metadata={"help": "Measurement window in seconds."})
+    warmup_s: float | None = field(default=None, metadata={
+        "help": "Warm-up seconds before the window (excluded; 0 for none)."})
+    concurrency: int | None = field(default=None, metadata={"help": "Closed-loop users (closed-loop scenarios)."})
+    max_requests: int | None = field(default=None, metadata={  # requests in the schedule (warm-up included)
+        "help": "Cap the number of requests."})
+    length_scale: float | None = field(default=None, metadata={"help": "Multiply input and output token lengths."})
+    max_input_tokens: int | None = field(default=None, metadata={"help": "Cap prompt lengths."})
+    max_output_tokens: int | None = field(default=None, metadata={"help": "Cap output lengths."})
 
     def _name(self, field: str) -> str:
         return field
@@ -89,8 +93,10 @@ def in_range(label: str, name: str, v: float | None) -> None:
 
 @dataclass(frozen=True)
 class Overrides(Knobs):
-    seed: int | None = None  # wins over build_schedule's seed argument
-    full_scale: bool = False  # ignore the scenario's `fit` block (real traffic, real lengths)
+    seed: int | None = field(default=None, metadata={  # wins over build_schedule's seed argument
+        "help": "Schedule seed (same seed, same requests)."})
+    full_scale: bool = field(default=False, metadata={  # ignore the scenario's `fit` block
+        "help": "Use the scenario's real traffic shape, not its small-machine fit."})
 
     def _name(self, field: str) -> str:
         return flag(field)

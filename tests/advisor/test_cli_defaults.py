@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import click
 import pytest
 
 from advisor import bench
 from advisor.bench import BenchConfig
-from advisor.run_config import MAX_REPEATS, SweepConfig
+from advisor.run_config import MAX_REPEATS, SweepConfig, default
 from advisor_cli import cli
 from advisor_cli.options import bench_config
 
@@ -19,7 +17,7 @@ SWEEP_FIELDS = {"start_rps": "start_rps", "factor": "factor", "max_steps": "max_
 
 
 def _declared(config: type, name: str) -> object:
-    return next(f.default for f in dataclasses.fields(config) if f.name == name)
+    return default(config, name)
 
 
 def _params(command: str) -> dict[str, click.Parameter]:

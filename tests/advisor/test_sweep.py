@@ -49,7 +49,7 @@ def test_load_plan_and_bad_config(tmp_path):
     assert _cfg(tmp_path, concurrencies=(8, 1, 2)).load_plan() == [1, 2, 8]
     with pytest.raises(SweepError, match="--rates"):
         _cfg(tmp_path, rates=(1, -2))
-    with pytest.raises(SweepError, match="--factor > 1"):
+    with pytest.raises(SweepError, match="--factor must be a finite number > 1"):
         _cfg(tmp_path, factor=1.0)
     with pytest.raises(SweepError, match="not both"):
         _cfg(tmp_path, rates=(1,), concurrencies=(1,))

@@ -16,7 +16,7 @@ from tests.advisor.recommend.runs import make_run
 def measure_until_signal(step: BenchConfig) -> RunResult:
     """A sweep step's stand-in: steps from 2 req/s on are interrupted by SIGINT."""
     rate = step.overrides.rate_rps
-    run = RunResult.from_dict(make_run(f"r{rate}", rps=rate))
+    run = RunResult.from_dict(make_run(f"r{rate:g}", rps=rate))
     if rate >= 2:
         raise RunInterrupted(signal.SIGINT, run)
     return run
