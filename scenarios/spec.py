@@ -92,10 +92,24 @@ class EmpiricalLen(_Strict):
 LengthSpec = Annotated[FixedLen | UniformLen | LognormalLen | EmpiricalLen, Field(discriminator="dist")]
 
 
-class Workload(_Strict):
-    """One of: `input` and `output` length distributions, `pairs` (observed length pairs resampled jointly,
-    with their shared prefix blocks), or a `trace` (lengths and prefixes row by row, in order)."""
+class EmbedLoad(_Strict):
+    """What one `embed` request carries: `inputs_per_request` texts, each a chunk of `chunk_words` words of the
+    shipped corpus (`scenarios.corpus`); tokens are counted by the engine's own tokenizer."""
 
+    inputs_per_request: Annotated[int, Field(ge=1, le=4096)]
+    chunk_words: Annotated[int, Field(ge=1, le=4096)]
+
+
+class Workload(_Strict):
+    """The task (`generate`, the default, or `embed`) and its load.
+
+    `generate`: one of `input` and `output` length distributions, `pairs` (observed length pairs resampled
+    jointly, with their shared prefix blocks), or a `trace` (lengths and prefixes row by row, in order).
+    `embed`: an `embed` block (inputs per request, words per input) and nothing else.
+    """
+
+    task: Literal["generate", "embed"] = "generate"
+    embed: EmbedLoad | None = None
     input: LengthSpec | None = None
     output: LengthSpec | None = None
     # lognormal input and output drawn with this correlation of their logarithms (0: independent)
@@ -105,6 +119,14 @@ class Workload(_Strict):
 
     @model_validator(mode="after")
     def _one_kind(self) -> Workload:
+        if self.task == "embed":
+            given = [k for k in ("input", "output", "log_correlation", "pairs", "trace") if getattr(self, k) is not None]
+            if self.embed is None or given:
+                raise ValueError("an `embed` workload takes an `embed` block (inputs_per_request, chunk_words) and "
+                                 f"no {', '.join(given) or 'lengths'}")
+            return self
+        if self.embed is not None:
+            raise ValueError("an `embed` block needs `task: embed` (the default task is generate)")
         has_dists = self.input is not None or self.output is not None
         kinds = [k for k, given in (("input/output", has_dists), ("pairs", self.pairs is not None),
                                     ("trace", self.trace is not None)) if given]
@@ -306,6 +328,8 @@ class Scenario(_Strict):
         return self
 
     def _sessions_consistent(self) -> None:
+        if self.workload.task == "embed" and (self.sessions is not None or isinstance(self.arrival, ClosedArrival)):
+            raise ValueError("an `embed` scenario takes an open-loop or offline `arrival`, not sessions or closed loop")
         if self.sessions is None:
             if self.arrival is None:
                 raise ValueError("give an `arrival` process, or a `sessions` block (multi-turn conversations)")
