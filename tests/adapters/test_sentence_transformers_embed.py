@@ -1,0 +1,67 @@
+"""The sentence-transformers adapter on a tiny random BERT made here (no download): counts, vectors, refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from adapters import embedders
+from adapters.base import AdapterError, EngineUnavailable
+from adapters.embed_base import EmbedRequest
+
+pytest.importorskip("sentence_transformers")
+
+WORDS = "the a and of to in he that his was for on is with they be at one have this".split()
+
+
+@pytest.fixture(scope="module")
+def tiny_st(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from tokenizers import Tokenizer, pre_tokenizers
+    from tokenizers.models import WordPiece
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    root = tmp_path_factory.mktemp("tiny-st")
+    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
+    tok = Tokenizer(WordPiece(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    hf_tok = BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                               sep_token="[SEP]", mask_token="[MASK]")
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=64)).save_pretrained(root / "hf")
+    hf_tok.save_pretrained(root / "hf")
+    word = models.Transformer(str(root / "hf"), max_seq_length=16)
+    st = SentenceTransformer(modules=[word, models.Pooling(32, "mean"), models.Normalize()], device="cpu")
+    st.save(str(root / "st"))
+    return root / "st"
+
+
+def test_vectors_match_encode_and_tokens_are_the_tokenizers(tiny_st: Path) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    a = embedders.create("sentence-transformers", str(tiny_st), {"threads": 1})
+    info = a.start()
+    assert info.max_model_len == 16 and info.batching == "none" and info.extra["task"] == "embed"
+    texts = ("the one of his", "they have this and that")
+    res = asyncio.run(a.embed(EmbedRequest("r", texts, return_vectors=True)))
+    with pytest.raises(AdapterError, match="exceeds the model's max_seq_length 16") as e:
+        asyncio.run(a.embed(EmbedRequest("long", ("the " * 30,))))
+    assert e.value.kind == "refused"
+    a.close()
+    ref = SentenceTransformer(str(tiny_st), device="cpu").encode(list(texts))
+    assert res.n_tokens == (4 + 2) + (5 + 2) and res.dim == 32  # words + [CLS] and [SEP]
+    for got, want in zip(res.vectors, ref):
+        assert sum(x * y for x, y in zip(got, want)) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_generation_model_is_refused_in_one_line_before_loading(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    a = embedders.create("sentence-transformers", str(tmp_path))
+    with pytest.raises(EngineUnavailable, match="generation model, not an embedding model") as e:
+        a.start()
+    assert "\n" not in str(e.value)
