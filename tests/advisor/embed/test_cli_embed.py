@@ -57,3 +57,15 @@ def test_a_run_prints_its_figures_and_saves_them(tmp_path: Path, scenario: str) 
     [result] = list((tmp_path / "runs-embed").glob("*/result.json"))
     doc = json.loads(result.read_text())
     assert doc["scenario"] == scenario and doc["summary"]["n_ok"] > 0
+
+
+def test_bench_refuses_an_embed_scenario_and_an_embedding_model(tmp_path: Path) -> None:
+    _one_line_usage_error(_advisor("bench", "--scenario", str(ROOT / "scenarios/embed/embed-query.yaml"),
+                                   cwd=tmp_path, home=tmp_path), "is an embed scenario", "advisor embed")
+    st = tmp_path / "st"
+    st.mkdir()
+    (st / "config.json").write_text(json.dumps({"architectures": ["BertModel"]}))
+    (st / "modules.json").write_text("[]")
+    _one_line_usage_error(_advisor("bench", "--scenario", "chat", "--engine", "fake", "--model", str(st),
+                                   cwd=tmp_path, home=tmp_path), "embedding model (sentence-transformers)")
+    assert not (tmp_path / "runs").exists()
