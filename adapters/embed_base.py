@@ -41,6 +41,7 @@ class EmbedResult:
     n_tokens: int | None  # input tokens as the engine or the server's usage counted them; None: not reported
     dim: int  # width of each vector
     vectors: tuple[tuple[float, ...], ...] | None = None  # when the request asked for them
+    n_tokens_server: int | None = None  # a server's own usage count as it said it, beside the count used
 
 
 class EmbedAdapter(ABC):
@@ -55,6 +56,7 @@ class EmbedAdapter(ABC):
         self.options = options if options is not None else self.Options()
         assert isinstance(self.options, self.Options), (type(self.options), self.Options)
         self._info: EngineInfo | None = None
+        self._notes: list[str] = []  # learned at the warm-up, kept in EngineInfo.notes
 
     def start(self) -> EngineInfo:
         """Load the model and serve one warm-up request (the preflight); idempotent."""
@@ -68,7 +70,7 @@ class EmbedAdapter(ABC):
             self.close()
             raise EngineUnavailable(f"engine '{self.name}' started but could not embed a warm-up request "
                                     f"({e.kind}: {e}); {self.preflight_hint(e)}") from None
-        self._info = replace(info, ready_s=round(time.perf_counter() - t0, 4))
+        self._info = replace(info, ready_s=round(time.perf_counter() - t0, 4), notes=info.notes + tuple(self._notes))
         return self._info
 
     @property
@@ -95,6 +97,10 @@ class EmbedAdapter(ABC):
         if res.n_inputs != len(WARMUP_TEXTS) or res.dim < 1:
             raise AdapterError("stream", f"the warm-up answer held {res.n_inputs} vectors of width {res.dim} for "
                                          f"{len(WARMUP_TEXTS)} inputs")
+        self._learn(res)
+
+    def _learn(self, warm_up: EmbedResult) -> None:  # noqa: B027 (optional hook)
+        """What the warm-up answer says about the engine (a server's token accounting, ...)."""
 
     @staticmethod
     def run_sync(coro: object) -> None:

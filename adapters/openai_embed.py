@@ -2,8 +2,11 @@
 
 One POST per request through the load generator's own HTTP client (`adapters.http_stream.Pool`, the
 openai adapter's): `{"model", "input": [texts], "encoding_format": "float"}`. The answer's arrival is
-the client's stamp of the response's end; its tokens are the server's `usage.prompt_tokens` (None when
-the server reports no usage: tokens/s is then not reported, never guessed). Every answer is decoded and
+the client's stamp of the response's end; its tokens are the server's `usage.prompt_tokens`, or, with
+`tokenizer` (the model's folder or tokenizer.json), the client's own count with the model's special
+tokens, as the in-process engine counts them. A server whose usage counts characters (infinity-emb
+does) is found at the warm-up (its count equals the warm-up texts' characters) and its usage is then
+not used: tokens are None (tokens/s not reported, never guessed) unless `tokenizer` is given. Every answer is decoded and
 its vectors counted against the inputs; they are kept only when a request asks for them (the checks).
 A server without the endpoint fails the warm-up, before anything is measured, in one line. The server
 may truncate an input past its model's length without saying so: the preflight cannot see that here.
@@ -17,13 +20,14 @@ import os
 import time
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from typing import Any
 
 from pydantic import Field
 
 from adapters import json_codec
 from adapters.base import AdapterError, EngineInfo, EngineOptions, EngineUnavailable
-from adapters.embed_base import EmbedAdapter, EmbedRequest, EmbedResult
+from adapters.embed_base import WARMUP_TEXTS, EmbedAdapter, EmbedRequest, EmbedResult
 from adapters.http_stream import HTTPError, Pool
 from adapters.openai import base_url
 
@@ -36,6 +40,7 @@ class OpenAIEmbedOptions(EngineOptions):
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the API key")
     timeout_s: float = Field(600, gt=0, description="per-request timeout of the HTTP client")
     max_connections: int = Field(0, ge=0, description="HTTP connection cap (0: none)")
+    tokenizer: str | None = Field(None, description="model folder or tokenizer.json: count tokens on the client")
 
 
 class OpenAIEmbedAdapter(EmbedAdapter):
@@ -57,6 +62,10 @@ class OpenAIEmbedAdapter(EmbedAdapter):
         key = os.environ.get(o.api_key_env, "")
         self._headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
         self._http: Pool | None = None
+        self._usage_ok = True  # False once the warm-up shows the server's usage counts characters
+        self._tokenizer: Any = None
+        if o.tokenizer:
+            self._tokenizer = _load_tokenizer(o.tokenizer)
 
     def _start(self) -> EngineInfo:
         if self.served_model is None:
@@ -74,6 +83,13 @@ class OpenAIEmbedAdapter(EmbedAdapter):
         except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
             raise EngineUnavailable(f"could not ask {self.url}/v1/models which model it serves ({e}); "
                                     "give --opt served_model=NAME") from None
+
+    def _learn(self, warm_up: EmbedResult) -> None:
+        if warm_up.n_tokens_server is not None and warm_up.n_tokens_server == sum(len(t) for t in WARMUP_TEXTS):
+            self._usage_ok = False
+            self._notes.append("the server's usage.prompt_tokens counts characters, not tokens: not used"
+                               + ("; tokens counted on the client with the model's tokenizer" if self._tokenizer
+                                  else "; give --opt tokenizer=MODEL_FOLDER for tokens/s"))
 
     def preflight_hint(self, error: AdapterError) -> str:
         if "HTTP 404" in str(error) or "HTTP 405" in str(error):
@@ -114,7 +130,27 @@ class OpenAIEmbedAdapter(EmbedAdapter):
         if resp.status >= 400:
             kind = "http_429" if resp.status == 429 else "http_5xx" if resp.status >= 500 else "http_4xx"
             raise AdapterError(kind, f"HTTP {resp.status} from {PATH}: {resp.text(300)}")
-        return _result(b"".join(r[1] for r in resp.reads), len(req.texts), req.return_vectors, t)
+        res = _result(b"".join(r[1] for r in resp.reads), len(req.texts), req.return_vectors, t)
+        if self._tokenizer is not None:
+            n = sum(len(e.ids) for e in self._tokenizer.encode_batch(list(req.texts)))
+            return replace(res, n_tokens=n)
+        return res if self._usage_ok else replace(res, n_tokens=None)
+
+
+def _load_tokenizer(path: str) -> Any:
+    """A `tokenizers.Tokenizer` from a model folder or a tokenizer.json; EngineUnavailable names the fix."""
+    from pathlib import Path
+
+    from tokenizers import Tokenizer
+
+    p = Path(path).expanduser()
+    file = p / "tokenizer.json" if p.is_dir() else p
+    if not file.is_file():
+        raise EngineUnavailable(f"tokenizer={path}: no tokenizer.json there; give the model's folder or its file")
+    tok = Tokenizer.from_file(str(file))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
 
 
 def _result(body: bytes, n_inputs: int, return_vectors: bool, t_ns: int) -> EmbedResult:
@@ -130,5 +166,6 @@ def _result(body: bytes, n_inputs: int, return_vectors: bool, t_ns: int) -> Embe
     if len(vectors) != n_inputs or not vectors or not isinstance(vectors[0], list):
         raise AdapterError("stream", f"{PATH} answered {len(vectors)} float vectors for {n_inputs} inputs")
     n_tokens = usage.get("prompt_tokens", usage.get("total_tokens"))
-    return EmbedResult(t_ns, n_inputs, int(n_tokens) if n_tokens is not None else None, len(vectors[0]),
-                       tuple(tuple(v) for v in vectors) if return_vectors else None)
+    n = int(n_tokens) if n_tokens is not None else None
+    return EmbedResult(t_ns, n_inputs, n, len(vectors[0]), tuple(tuple(v) for v in vectors) if return_vectors else None,
+                       n_tokens_server=n)

@@ -2,8 +2,9 @@
 
 Its own process so that it never takes the test client's interpreter (the GIL) from the load generator.
 The work is a deterministic stand-in (`words`: (words, characters, 1.0) per text, tokens = words) for the
-fast tests, or a real sentence-transformers model (`st:FOLDER`) where a test checks vectors. `usage=False`
-answers without a usage block, `endpoint=False` answers 404 as a chat-only server does.
+fast tests, or a real sentence-transformers model (`st:FOLDER`) where a test checks vectors. `usage` is
+"tokens", "chars" (characters, as infinity-emb counts) or "none" (no usage block); `endpoint=False`
+answers 404 as a chat-only server does.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _sentence_transformers(folder: str):  # noqa: ANN202
     return embed
 
 
-def serve(work: str, usage: bool, endpoint: bool, model: str) -> None:
+def serve(work: str, usage: str, endpoint: bool, model: str) -> None:
     embed = _words if work == "words" else _sentence_transformers(work.removeprefix("st:"))
 
     class Handler(BaseHTTPRequestHandler):
@@ -64,8 +65,9 @@ def serve(work: str, usage: bool, endpoint: bool, model: str) -> None:
             doc: dict[str, object] = {"object": "list", "model": body["model"],
                                       "data": [{"object": "embedding", "index": i, "embedding": v}
                                                for i, v in reversed(list(enumerate(vecs)))]}  # out of order on purpose
-            if usage:
-                doc["usage"] = {"prompt_tokens": n_tokens, "total_tokens": n_tokens}
+            if usage != "none":
+                n = n_tokens if usage == "tokens" else sum(len(t) for t in texts)
+                doc["usage"] = {"prompt_tokens": n, "total_tokens": n}
             self._send(200, doc)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -74,7 +76,7 @@ def serve(work: str, usage: bool, endpoint: bool, model: str) -> None:
 
 
 @contextmanager
-def embeddings_server(work: str = "words", usage: bool = True, endpoint: bool = True,
+def embeddings_server(work: str = "words", usage: str = "tokens", endpoint: bool = True,
                       model: str = "test-embedder") -> Iterator[str]:
     """Serve in a child process until the block ends; yields the base URL."""
     root = Path(__file__).resolve().parents[2]
@@ -91,4 +93,4 @@ def embeddings_server(work: str = "words", usage: bool = True, endpoint: bool = 
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2] == "True", sys.argv[3] == "True", sys.argv[4])
+    serve(sys.argv[1], sys.argv[2], sys.argv[3] == "True", sys.argv[4])

@@ -62,7 +62,27 @@ def test_a_run_against_the_server_is_measured_saved_and_valid(tmp_path) -> None:
 
 
 def test_without_usage_tokens_per_s_is_not_reported_never_guessed(tmp_path) -> None:
-    with embeddings_server(usage=False) as url:
+    with embeddings_server(usage="none") as url:
         run = run_embed("embed-query", "openai-embed", "m", {"url": url}, Overrides(rate_rps=20, duration_s=1,
                         warmup_s=0), usd_per_hour=1.0, out_root=None)
     assert run.summary.n_ok > 0 and run.summary.tokens_per_s is None and run.summary.usd_per_million_tokens is None
+
+
+def test_a_server_counting_characters_is_caught_at_the_warm_up(tmp_path) -> None:
+    from tokenizers import Tokenizer, pre_tokenizers
+    from tokenizers.models import WordLevel
+
+    tok = Tokenizer(WordLevel({"[UNK]": 0}, unk_token="[UNK]"))  # one token a word, no special tokens
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.save(str(tmp_path / "tokenizer.json"))
+    texts = ("one two", "three four five")
+    with embeddings_server(usage="chars") as url:
+        plain = embedders.create("openai-embed", "m", {"url": url})
+        assert "counts characters" in plain.start().notes[0]
+        assert asyncio.run(plain.embed(EmbedRequest("r", texts))).n_tokens is None  # never the character count
+        plain.close()
+        counted = embedders.create("openai-embed", "m", {"url": url, "tokenizer": str(tmp_path)})
+        counted.start()
+        res = asyncio.run(counted.embed(EmbedRequest("r", texts)))
+        counted.close()
+    assert res.n_tokens == 5 and res.n_tokens_server == 22
