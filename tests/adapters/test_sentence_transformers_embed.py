@@ -65,3 +65,15 @@ def test_a_generation_model_is_refused_in_one_line_before_loading(tmp_path: Path
     with pytest.raises(EngineUnavailable, match="generation model, not an embedding model") as e:
         a.start()
     assert "\n" not in str(e.value)
+
+
+def test_an_input_past_the_models_length_stops_the_run_before_measuring(tiny_st: Path, tmp_path: Path) -> None:
+    from advisor.embed.bench import EmbedInputError, run_embed
+
+    yaml = tmp_path / "long.yaml"
+    yaml.write_text("name: long\ndescription: inputs longer than the tiny model's 16 tokens\n"
+                    "workload: {task: embed, embed: {inputs_per_request: 2, chunk_words: 40}}\n"
+                    "arrival: {process: constant, rate_rps: 5}\nduration_s: 2\n")
+    with pytest.raises(EmbedInputError, match="longest request before measuring.*max_seq_length 16") as e:
+        run_embed(str(yaml), "sentence-transformers", str(tiny_st), {"threads": 1}, out_root=tmp_path / "runs")
+    assert "\n" not in str(e.value) and not (tmp_path / "runs").exists()
