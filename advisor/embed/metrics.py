@@ -13,10 +13,14 @@ from dataclasses import dataclass
 from advisor.cost import usd_per_million_tokens
 from advisor.embed.drive import EmbedRecord
 from advisor.metrics.distribution import Distribution
+from advisor.metrics.verdict import FAILED_ERROR_RATE, MAX_ERROR_RATE
 from scenarios.embed_schedule import EmbedSchedule
 
 LAG_FLOOR_MS = 5.0  # the send-lag rule's floor (docs/metrics.md, "The send-lag rule")
 MAX_LATE_FRACTION = 0.01  # at most 1% of sends later than the limit
+# successful measured requests for VALID: the least that gives a p95 (advisor.metrics.distribution); the
+# generation verdict asks 100, which embed-ingest's batches of 32 would need minutes for on a small machine
+MIN_N_EMBED = 20
 
 
 @dataclass(frozen=True)
@@ -108,9 +112,17 @@ def summarise(schedule: EmbedSchedule, records: list[EmbedRecord], usd_per_hour:
 
 
 def _verdict(n: int, n_ok: int, late: int, unfinished: int, errors: dict[str, int]) -> tuple[str, list[str]]:
-    if n == 0 or n_ok == 0:
-        return "FAILED", [f"no measured request succeeded ({n} attempted; errors: {errors or 'none'})"]
+    """The generation verdict's order and error bounds (advisor.metrics.verdict); its own minimum sample."""
+    n_failed = sum(errors.values())
+    if n == 0 or n_ok == 0 or n_failed / n > FAILED_ERROR_RATE:
+        return "FAILED", [f"most measured requests failed: {n_failed} of {n} ({errors or 'none sent'}), so the run "
+                          "measured failures, not an engine"]
     reasons = []
+    if n_failed / n > MAX_ERROR_RATE:
+        reasons.append(f"{n_failed} of {n} measured requests failed ({errors}), over the {MAX_ERROR_RATE:.0%} bound")
+    if n_ok < MIN_N_EMBED:
+        reasons.append(f"{n_ok} successful measured requests are too few for a p95 (at least {MIN_N_EMBED}): "
+                       "raise --duration or --rate")
     if late > MAX_LATE_FRACTION * n:
         reasons.append(f"{late} of {n} sends were later than the send-lag limit (more than 1%): the load "
                        "generator did not keep up, so latencies and rates are not the engine's")
@@ -119,6 +131,4 @@ def _verdict(n: int, n_ok: int, late: int, unfinished: int, errors: dict[str, in
     if unfinished > MAX_LATE_FRACTION * n:
         return "SATURATED", [f"{unfinished} of {n} measured requests were answered after the window or never: "
                              "the engine did not keep up with the offered rate"]
-    if errors:
-        return "VALID", [f"{sum(errors.values())} of {n} requests failed ({errors})"]
-    return "VALID", []
+    return "VALID", [f"{n_failed} of {n} requests failed ({errors})"] if errors else []

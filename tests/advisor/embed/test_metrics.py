@@ -66,3 +66,18 @@ def test_unreported_token_counts_leave_tokens_per_s_and_cost_unset() -> None:
     sch = _schedule()
     s = summarise(sch, _records(sch, 10.0, tokens=None), usd_per_hour=1.0)
     assert s.tokens_per_s is None and s.usd_per_million_tokens is None and s.inputs_per_s == pytest.approx(40.0)
+
+
+def test_errors_past_their_bounds_and_too_small_a_sample_are_not_valid() -> None:
+    sch = _schedule()
+    recs = _records(sch, 10.0)
+    broken = [EmbedRecord(r.index, r.warmup, 4, r.t_sched_ns, r.t_send_ns, r.t_done_ns, error_kind="connection",
+                          error="refused") if r.index % 20 == 0 else r for r in recs]
+    s = summarise(sch, broken)
+    assert s.verdict == "INVALID" and "over the 1% bound" in s.reasons[0] and s.errors_by_kind == {"connection": 5}
+    mostly = [EmbedRecord(r.index, r.warmup, 4, r.t_sched_ns, r.t_send_ns, r.t_done_ns, error_kind="connection",
+                          error="refused") if r.index % 10 else r for r in recs]
+    assert summarise(sch, mostly).verdict == "FAILED"  # 90% failed: it measured failures
+    few = _schedule(rate=1.0)  # 10 measured requests
+    s = summarise(few, _records(few, 10.0))
+    assert s.verdict == "INVALID" and "too few for a p95" in s.reasons[0]
