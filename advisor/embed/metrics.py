@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from advisor.cost import usd_per_million_tokens
 from advisor.embed.drive import EmbedRecord
 from advisor.metrics.distribution import Distribution
-from advisor.metrics.verdict import FAILED_ERROR_RATE, MAX_ERROR_RATE
+from advisor.metrics.verdict import FAILED_ERROR_RATE, MAX_ERROR_RATE, MIN_COMPLETION_RATIO
 from scenarios.embed_schedule import EmbedSchedule
 
 LAG_FLOOR_MS = 5.0  # the send-lag rule's floor (docs/metrics.md, "The send-lag rule")
@@ -128,7 +128,8 @@ def _verdict(n: int, n_ok: int, late: int, unfinished: int, errors: dict[str, in
                        "generator did not keep up, so latencies and rates are not the engine's")
     if reasons:
         return "INVALID", reasons
-    if unfinished > MAX_LATE_FRACTION * n:
-        return "SATURATED", [f"{unfinished} of {n} measured requests were answered after the window or never: "
-                             "the engine did not keep up with the offered rate"]
+    if (n - unfinished) / n < MIN_COMPLETION_RATIO:  # a request or two just before the end is not saturation
+        return "SATURATED", [f"{unfinished} of {n} measured requests were answered after the window or never "
+                             f"(more than {1 - MIN_COMPLETION_RATIO:.0%}): the engine did not keep up with the "
+                             "offered rate"]
     return "VALID", [f"{n_failed} of {n} requests failed ({errors})"] if errors else []
