@@ -70,6 +70,6 @@ def _entry(name: str) -> Entry:
 
 register(Entry("sentence-transformers", "adapters.sentence_transformers_embed:SentenceTransformersAdapter",
                ("sentence_transformers", "torch"), "embed",
-               "sentence-transformers in this process (PyTorch), one request at a time: the naive embedding baseline"))
+               "sentence-transformers (PyTorch) in a process of its own, one request at a time: the naive embedding baseline"))
 register(Entry("openai-embed", "adapters.openai_embed:OpenAIEmbedAdapter", (), None,
                "any server with the OpenAI /v1/embeddings API (infinity-emb, vLLM, TEI, hosted APIs)"))

@@ -69,3 +69,15 @@ def test_bench_refuses_an_embed_scenario_and_an_embedding_model(tmp_path: Path) 
     _one_line_usage_error(_advisor("bench", "--scenario", "chat", "--engine", "fake", "--model", str(st),
                                    cwd=tmp_path, home=tmp_path), "embedding model (sentence-transformers)")
     assert not (tmp_path / "runs").exists()
+
+
+def test_engines_and_scenarios_list_the_embedding_ones_apart() -> None:
+    from click.testing import CliRunner
+
+    from advisor_cli import cli
+
+    engines = CliRunner().invoke(cli, ["engines"], terminal_width=200)
+    assert engines.exit_code == 0 and "embedding engines" in engines.output and "openai-embed" in engines.output
+    listed = CliRunner().invoke(cli, ["scenarios"], terminal_width=200)
+    assert listed.exit_code == 0 and "advisor embed --scenario NAME" in listed.output
+    assert "embed-query" in listed.output and "embed-ingest" in listed.output
