@@ -1,8 +1,9 @@
-"""The contract of an engine that embeds text: one request (a tuple of texts) in, its vectors and token count out.
+"""The contract of an engine that embeds or reranks text: one request in, its vectors (or scores) and tokens out.
 
-The `embed` task's counterpart of `adapters.base.Adapter`: an embedding request streams nothing, so an
-adapter answers once per request and the client stamps the answer's arrival (`perf_counter_ns`). It
-reports raw facts only (arrival, tokens as the engine or the server's `usage` counted them, vector
+The `embed` and `rerank` tasks' counterpart of `adapters.base.Adapter`: such a request streams nothing,
+so an adapter answers once per request and the client stamps the answer's arrival (`perf_counter_ns`).
+A rerank request is an embed request with a `query`: its texts are passages and the answer one score
+per passage. It reports raw facts only (arrival, tokens as the engine or the server's `usage` counted them, vector
 width); metrics are computed later, in `advisor.embed.metrics`. Errors, engine info and options are
 the generation contract's own types (`AdapterError`, `EngineInfo`, `EngineOptions`).
 """
@@ -19,13 +20,15 @@ from typing import ClassVar
 from adapters.base import AdapterError, EngineInfo, EngineOptions, EngineUnavailable
 
 WARMUP_TEXTS = ("The quick brown fox jumps over the lazy dog.", "A second, shorter warm-up input.")
+WARMUP_QUERY = "which animal jumps?"
 
 
 @dataclass(frozen=True, slots=True)
 class EmbedRequest:
     request_id: str
-    texts: tuple[str, ...]
-    return_vectors: bool = False  # the vectors come back only when asked for (checks, not load runs)
+    texts: tuple[str, ...]  # embed: the inputs; rerank: the passages
+    return_vectors: bool = False  # the vectors (rerank: the scores) come back only when asked for (checks)
+    query: str | None = None  # rerank: the query every passage is scored against; None: an embed request
 
     def __post_init__(self) -> None:
         if not self.texts:
@@ -42,6 +45,7 @@ class EmbedResult:
     dim: int  # width of each vector
     vectors: tuple[tuple[float, ...], ...] | None = None  # when the request asked for them
     n_tokens_server: int | None = None  # a server's own usage count as it said it, beside the count used
+    scores: tuple[float, ...] | None = None  # rerank: one relevance score per passage, in the passages' order
 
 
 class EmbedAdapter(ABC):
@@ -50,6 +54,7 @@ class EmbedAdapter(ABC):
     name: ClassVar[str]
     Options: ClassVar[type[EngineOptions]] = EngineOptions
     served: ClassVar[bool]  # reached over the network; else loaded by advisor in this process
+    tasks: ClassVar[tuple[str, ...]] = ("embed",)  # the scenario tasks it serves: embed, rerank
 
     def __init__(self, model: str | None, options: EngineOptions | None = None) -> None:
         self.model = model
@@ -89,13 +94,17 @@ class EmbedAdapter(ABC):
     def preflight_hint(self, error: AdapterError) -> str:
         return "check the model and the engine's log"
 
+    def warm_up_request(self) -> EmbedRequest:
+        """The warm-up (and preflight) request of the adapter's first task."""
+        return EmbedRequest("warmup-0", WARMUP_TEXTS, query=WARMUP_QUERY if self.tasks[0] == "rerank" else None)
+
     async def _warm_up(self) -> None:
         try:
-            res = await self.embed(EmbedRequest("warmup-0", WARMUP_TEXTS))
+            res = await self.embed(self.warm_up_request())
         finally:
             await self.aclose()
         if res.n_inputs != len(WARMUP_TEXTS) or res.dim < 1:
-            raise AdapterError("stream", f"the warm-up answer held {res.n_inputs} vectors of width {res.dim} for "
+            raise AdapterError("stream", f"the warm-up answer held {res.n_inputs} answers of width {res.dim} for "
                                          f"{len(WARMUP_TEXTS)} inputs")
         self._learn(res)
 

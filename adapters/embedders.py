@@ -71,5 +71,7 @@ def _entry(name: str) -> Entry:
 register(Entry("sentence-transformers", "adapters.sentence_transformers_embed:SentenceTransformersAdapter",
                ("sentence_transformers", "torch"), "embed",
                "sentence-transformers (PyTorch) in a process of its own, one request at a time: the naive embedding baseline"))
+register(Entry("openai-rerank", "adapters.openai_rerank:OpenAIRerankAdapter", (), None,
+               "any server with the shared rerank API, /v1/rerank (infinity-emb, vLLM, TEI, Cohere-style APIs)"))
 register(Entry("openai-embed", "adapters.openai_embed:OpenAIEmbedAdapter", (), None,
                "any server with the OpenAI /v1/embeddings API (infinity-emb, vLLM, TEI, hosted APIs)"))

@@ -21,13 +21,13 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
 from adapters import json_codec
 from adapters.base import AdapterError, EngineInfo, EngineOptions, EngineUnavailable
-from adapters.embed_base import WARMUP_TEXTS, EmbedAdapter, EmbedRequest, EmbedResult
+from adapters.embed_base import EmbedAdapter, EmbedRequest, EmbedResult
 from adapters.http_stream import HTTPError, Pool
 from adapters.openai import base_url
 
@@ -47,6 +47,7 @@ class OpenAIEmbedAdapter(EmbedAdapter):
     name = "openai-embed"
     Options = OpenAIEmbedOptions
     served = True
+    path: ClassVar[str] = PATH
 
     def __init__(self, model: str | None, options: OpenAIEmbedOptions | None = None) -> None:
         super().__init__(model, options)
@@ -70,9 +71,9 @@ class OpenAIEmbedAdapter(EmbedAdapter):
     def _start(self) -> EngineInfo:
         if self.served_model is None:
             self.served_model = self._first_model()
-        return EngineInfo(adapter=self.name, engine="openai-embeddings-server", version="unknown", device=self.url,
+        return EngineInfo(adapter=self.name, engine=f"server ({self.path})", version="unknown", device=self.url,
                           model=self.served_model, format="server", precision="unknown", batching="unknown",
-                          extra={"task": "embed", "endpoint": PATH})
+                          extra={"task": self.tasks[0], "endpoint": self.path})
 
     def _first_model(self) -> str:
         try:
@@ -85,7 +86,7 @@ class OpenAIEmbedAdapter(EmbedAdapter):
                                     "give --opt served_model=NAME") from None
 
     def _learn(self, warm_up: EmbedResult) -> None:
-        if warm_up.n_tokens_server is not None and warm_up.n_tokens_server == sum(len(t) for t in WARMUP_TEXTS):
+        if warm_up.n_tokens_server is not None and warm_up.n_tokens_server == self._characters(self.warm_up_request()):
             self._usage_ok = False
             self._notes.append("the server's usage.prompt_tokens counts characters, not tokens: not used"
                                + ("; tokens counted on the client with the model's tokenizer" if self._tokenizer
@@ -93,7 +94,7 @@ class OpenAIEmbedAdapter(EmbedAdapter):
 
     def preflight_hint(self, error: AdapterError) -> str:
         if "HTTP 404" in str(error) or "HTTP 405" in str(error):
-            return (f"the server at {self.url} has no {PATH} endpoint: start it with an embedding model (infinity "
+            return (f"the server at {self.url} has no {self.path} endpoint: start it with a model for it (infinity "
                     "serves it with --url-prefix /v1)")
         return f"check that {self.url} serves an embedding model named '{self.served_model}'"
 
@@ -112,12 +113,28 @@ class OpenAIEmbedAdapter(EmbedAdapter):
             self._http.close()
             self._http = None
 
+    def _body(self, req: EmbedRequest) -> dict[str, Any]:
+        return {"model": self.served_model, "input": list(req.texts), "encoding_format": "float"}
+
+    def _parse(self, body: bytes, req: EmbedRequest, t_ns: int) -> EmbedResult:
+        return _result(body, len(req.texts), req.return_vectors, t_ns)
+
+    def _count(self, req: EmbedRequest) -> int:
+        """The request's tokens as the model's tokenizer counts them, special tokens included."""
+        return sum(len(e.ids) for e in self._tokenizer.encode_batch(list(req.texts)))
+
+    @staticmethod
+    def _characters(req: EmbedRequest) -> int:
+        """What a server that counts characters reports for this request."""
+        return sum(len(t) for t in req.texts)
+
     async def embed(self, req: EmbedRequest) -> EmbedResult:
         pool = self._pool()
-        data = json_codec.dumps({"model": self.served_model, "input": list(req.texts), "encoding_format": "float"})
-        prefix = pool.prefixes.get(PATH)
+        path = self.path
+        data = json_codec.dumps(self._body(req))
+        prefix = pool.prefixes.get(path)
         if prefix is None:
-            prefix = pool.prefixes[PATH] = pool.head_prefix("POST", PATH, self._headers)
+            prefix = pool.prefixes[path] = pool.head_prefix("POST", path, self._headers)
         try:
             resp, _ = await pool.send(b"%b%d\r\n\r\n%b" % (prefix, len(data), data))
             while not resp.complete:
@@ -125,15 +142,14 @@ class OpenAIEmbedAdapter(EmbedAdapter):
         except TimeoutError as e:
             raise AdapterError("timeout", f"no complete response within {pool.timeout_s:g} s") from e
         except HTTPError as e:
-            raise AdapterError("connection", f"{PATH}: {e}") from e
+            raise AdapterError("connection", f"{path}: {e}") from e
         t = time.perf_counter_ns()
         if resp.status >= 400:
             kind = "http_429" if resp.status == 429 else "http_5xx" if resp.status >= 500 else "http_4xx"
-            raise AdapterError(kind, f"HTTP {resp.status} from {PATH}: {resp.text(300)}")
-        res = _result(b"".join(r[1] for r in resp.reads), len(req.texts), req.return_vectors, t)
+            raise AdapterError(kind, f"HTTP {resp.status} from {path}: {resp.text(300)}")
+        res = self._parse(b"".join(r[1] for r in resp.reads), req, t)
         if self._tokenizer is not None:
-            n = sum(len(e.ids) for e in self._tokenizer.encode_batch(list(req.texts)))
-            return replace(res, n_tokens=n)
+            return replace(res, n_tokens=self._count(req))
         return res if self._usage_ok else replace(res, n_tokens=None)
 
 

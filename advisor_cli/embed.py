@@ -1,4 +1,4 @@
-"""`advisor embed`: benchmark an embedding engine on an embed scenario (latency, inputs/s, tokens/s, goodput, cost)."""
+"""`advisor embed`: benchmark an embedding or rerank engine on its scenario (latency, inputs/s, tokens/s, goodput, cost)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ def fmt(x: float | None) -> str:
 
 @click.command("embed")
 @click.option("--scenario", default="embed-query", show_default=True,
-              help="embed scenario: embed-query, embed-ingest, or a YAML file with `task: embed`")
+              help="embed or rerank scenario: embed-query, embed-ingest, rerank, or a YAML file with `task: embed` "
+                   "or `task: rerank`")
 @click.option("--engine", default="sentence-transformers", show_default=True,
-              help="embedding engine: sentence-transformers, openai-embed")
+              help="embedding engine: sentence-transformers, openai-embed; rerank engine: openai-rerank")
 @click.option("--model", default=None, help="embedding model folder or cached name (e.g. minilm)")
 @click.option("--url", default=None, help="server address for openai-embed, e.g. http://127.0.0.1:7997")
 @click.option("--threads", default=None, type=click.IntRange(1, 1024), help="engine threads")
@@ -44,7 +45,7 @@ def embed_command(scenario: str, engine: str, model: str | None, url: str | None
                   opts: tuple[str, ...], rate: float | None, duration: float | None, warmup: float | None,
                   max_requests: int | None, seed: int, full_scale: bool, price_usd_per_hour: float | None,
                   as_json: bool) -> None:
-    """Measure an embedding engine on an embed scenario; saved in runs-embed/<run-id>/."""
+    """Measure an embedding (or rerank) engine on an embed (or rerank) scenario; saved in runs-embed/<run-id>/."""
     from adapters import OptionsError
     from adapters.base import EngineUnavailable
     from advisor.embed.bench import EmbedInputError, run_embed
@@ -69,10 +70,14 @@ def embed_command(scenario: str, engine: str, model: str | None, url: str | None
     lat = s.latency_ms
     click.echo(f"{run.scenario} on {run.engine.engine} {run.engine.version} ({run.engine.model}): {s.verdict}")
     click.echo(f"  latency ms p50 {fmt(lat.p50)}  p95 {fmt(lat.p95)}  p99 {fmt(lat.p99)}  (n={lat.n})")
-    click.echo(f"  requests/s {fmt(s.requests_per_s)}  inputs/s {fmt(s.inputs_per_s)}  tokens/s {fmt(s.tokens_per_s)}"
+    unit = "passages" if s.task == "rerank" else "inputs"
+    click.echo(f"  requests/s {fmt(s.requests_per_s)}  {unit}/s {fmt(s.inputs_per_s)}  tokens/s {fmt(s.tokens_per_s)}"
                f"  goodput req/s {fmt(s.goodput_rps)}  SLO met {s.slo_met}")
+    done = "reranked" if s.task == "rerank" else "embedded"
+    if s.usd_per_million_inputs is not None:
+        click.echo(f"  $ per 1M {unit} {done} {s.usd_per_million_inputs:.4g} at ${s.usd_per_hour:g}/h")
     if s.usd_per_million_tokens is not None:
-        click.echo(f"  $ per 1M tokens embedded {s.usd_per_million_tokens:.4g} at ${s.usd_per_hour:g}/h")
+        click.echo(f"  $ per 1M tokens {done} {s.usd_per_million_tokens:.4g} at ${s.usd_per_hour:g}/h")
     for r in s.reasons:
         click.echo(f"  {r}", err=True)
     click.echo(f"  saved: {run.path}")

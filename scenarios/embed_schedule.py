@@ -1,10 +1,10 @@
-"""An `embed` scenario + seed + overrides -> its schedule: when each request goes out and which texts it carries.
+"""An `embed` or `rerank` scenario + seed + overrides -> its schedule: when each request goes out, which texts it carries.
 
 The arrival times come from the same settings and processes as a generation schedule (`resolve`,
 `draw_times`); each request's inputs are chunks of the shipped corpus (`scenarios.corpus`), picked by
-a numpy Generator seeded from (seed, stream), so the same inputs give the same schedule. Embed
-scenarios are shipped in `scenarios/embed/` (apart from the generation ones, which every generation
-command lists and runs).
+a numpy Generator seeded from (seed, stream), so the same inputs give the same schedule; a rerank
+request's query and passages come from their own chunk sizes. Embed and rerank scenarios are shipped
+in `scenarios/embed/` (apart from the generation ones, which every generation command lists and runs).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from scenarios.settings import Settings
 from scenarios.slos import SLOs
 
 EMBED_DIR = Path(__file__).resolve().parent / "embed"
-_ARRIVAL, _TEXTS = 0, 4  # random streams per seed (4: apart from the generation schedule's 0-3)
+_ARRIVAL, _TEXTS, _QUERIES = 0, 4, 5  # random streams per seed (4, 5: apart from the generation schedule's 0-3)
+RETRIEVAL_TASKS = ("embed", "rerank")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +34,9 @@ class EmbedPlanned:
     """One scheduled embed request: its send offset from the run's start and its input texts."""
 
     t_s: float
-    texts: tuple[str, ...]
+    texts: tuple[str, ...]  # embed: the inputs; rerank: the passages
     warmup: bool  # sent before the measurement window opens; not measured
+    query: str | None = None  # rerank: the query the passages are scored against
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,9 @@ class EmbedSchedule:
     scenario: str
     settings: Settings
     slos: SLOs
-    chunk_words: int
+    chunk_words: int  # words per input (rerank: per passage)
     requests: tuple[EmbedPlanned, ...]
+    task: str = "embed"  # embed or rerank
 
     @property
     def measured(self) -> tuple[EmbedPlanned, ...]:
@@ -56,19 +59,20 @@ def embed_scenario_names() -> list[str]:
 
 
 def load_embed_scenario(name_or_path: str) -> S.Scenario:
-    """A shipped embed scenario by name, or a YAML file by path; a generation scenario is refused in one line."""
+    """A shipped embed or rerank scenario by name, or a YAML file by path; a generation scenario is refused in one line."""
     shipped = EMBED_DIR / f"{name_or_path}.yaml"
     scenario = load_scenario(shipped if shipped.is_file() else name_or_path)
-    if scenario.workload.task != "embed":
-        raise ScenarioError(f"scenario '{scenario.name}' is a {scenario.workload.task} scenario, not embed; "
-                            f"choose one of {', '.join(embed_scenario_names())} or a YAML file with `task: embed`")
+    if scenario.workload.task not in RETRIEVAL_TASKS:
+        raise ScenarioError(f"scenario '{scenario.name}' is a {scenario.workload.task} scenario, not embed or rerank; "
+                            f"choose one of {', '.join(embed_scenario_names())} or a YAML file with `task: embed` "
+                            "or `task: rerank`")
     return scenario
 
 
 def build_embed_schedule(scenario: S.Scenario, seed: int = 0, overrides: Overrides | None = None) -> EmbedSchedule:
     """The deterministic schedule of an embed scenario."""
-    load = scenario.workload.embed
-    assert scenario.workload.task == "embed" and load is not None, scenario.name
+    w = scenario.workload
+    assert w.task in RETRIEVAL_TASKS, scenario.name
     st = resolve(scenario, overrides, seed)
     a = st.arrival
     assert a is not None and not isinstance(a, S.ClosedArrival), a  # refused by the schema
@@ -80,7 +84,15 @@ def build_embed_schedule(scenario: S.Scenario, seed: int = 0, overrides: Overrid
     if len(times) > MAX_SCHEDULE_REQUESTS:
         raise ScenarioError(f"scenario '{scenario.name}' would send over {MAX_SCHEDULE_REQUESTS:,} requests; "
                             "lower --rate or --duration, or give --max-requests")
-    pool = chunks(load.chunk_words)
-    picks = np.random.default_rng([st.seed, _TEXTS]).integers(0, len(pool), size=(len(times), load.inputs_per_request))
-    reqs = tuple(EmbedPlanned(t, tuple(pool[i] for i in row), t < st.warmup_s) for t, row in zip(times, picks))
-    return EmbedSchedule(scenario.name, st, scenario.slos, load.chunk_words, reqs)
+    if w.embed is not None:
+        words, per_request, queries = w.embed.chunk_words, w.embed.inputs_per_request, None
+    else:
+        assert w.rerank is not None
+        words, per_request = w.rerank.passage_words, w.rerank.passages_per_request
+        qpool = chunks(w.rerank.query_words)
+        queries = [qpool[i] for i in np.random.default_rng([st.seed, _QUERIES]).integers(0, len(qpool), len(times))]
+    pool = chunks(words)
+    picks = np.random.default_rng([st.seed, _TEXTS]).integers(0, len(pool), size=(len(times), per_request))
+    reqs = tuple(EmbedPlanned(t, tuple(pool[i] for i in row), t < st.warmup_s, queries[k] if queries else None)
+                 for k, (t, row) in enumerate(zip(times, picks)))
+    return EmbedSchedule(scenario.name, st, scenario.slos, words, reqs, w.task)

@@ -1,7 +1,8 @@
-"""One embedding benchmark: plan the schedule, start the engine, check the inputs fit, measure, summarise, save.
+"""One embedding or rerank benchmark: plan the schedule, start the engine, check the inputs fit, measure, save.
 
 Everything a user got wrong is refused before the measurement: an unknown scenario or a generation one
-(`scenarios.embed_schedule`), an engine that cannot start or a model for another task (the adapter's
+(`scenarios.embed_schedule`), an engine for another task (an embedder given a rerank scenario), an
+engine that cannot start or a model for another task (the adapter's
 start), and an input the model cannot take whole (the preflight embeds the schedule's longest request
 first; an engine that would truncate it refuses it). Saved as `runs-embed/<run-id>/` (result.json and
 requests.jsonl), apart from the generation runs' folder, which every generation command reads.
@@ -45,7 +46,7 @@ class EmbedRun:
 
     def to_dict(self) -> dict[str, Any]:
         st = self.schedule.settings
-        return {"run_id": self.run_id, "task": "embed", "advisor_version": __version__, "scenario": self.scenario,
+        return {"run_id": self.run_id, "task": self.schedule.task, "advisor_version": __version__, "scenario": self.scenario,
                 "engine": self.engine.to_dict(), "event_loop": eventloop.name(), "schedule": {"effective": st.to_dict(), "n_requests":
                 len(self.schedule.requests), "chunk_words": self.schedule.chunk_words,
                 "inputs_per_request": len(self.schedule.requests[0].texts) if self.schedule.requests else None},
@@ -61,7 +62,7 @@ def preflight(adapter: EmbedAdapter, schedule: EmbedSchedule) -> None:
 
     async def once() -> None:
         try:
-            await adapter.embed(EmbedRequest("preflight", longest.texts))
+            await adapter.embed(EmbedRequest("preflight", longest.texts, query=longest.query))
         finally:
             await adapter.aclose()
 
@@ -78,6 +79,11 @@ def run_embed(scenario: str, engine: str, model: str | None, options: Mapping[st
     """Run one embedding benchmark; saved under `out_root` unless it is None."""
     sc = load_embed_scenario(scenario)
     schedule = build_embed_schedule(sc, seed, overrides)
+    tasks = embedders.adapter_class(engine).tasks
+    if schedule.task not in tasks:
+        fits = [n for n in embedders.EMBED_REGISTRY if schedule.task in embedders.adapter_class(n).tasks]
+        raise EmbedInputError(f"engine '{engine}' serves {', '.join(tasks)}, and scenario '{sc.name}' is a "
+                              f"{schedule.task} scenario: choose {' or '.join(fits)}")
     adapter = embedders.create(engine, model, options)
     try:
         info = adapter.start()

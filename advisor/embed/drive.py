@@ -57,7 +57,7 @@ async def drive(adapter: EmbedAdapter, schedule: EmbedSchedule, timeout_s: float
         t_send = time.perf_counter_ns()
         try:
             async with asyncio.timeout(timeout_s):
-                res = await adapter.embed(EmbedRequest(f"r{i}", plan.texts))
+                res = await adapter.embed(EmbedRequest(f"r{i}", plan.texts, query=plan.query))
         except AdapterError as e:
             return EmbedRecord(i, plan.warmup, len(plan.texts), t_sched - t0, t_send - t0,
                                time.perf_counter_ns() - t0, error_kind=e.kind, error=str(e)[:300])

@@ -45,6 +45,8 @@ class EmbedSummary:
     reasons: tuple[str, ...]
     usd_per_hour: float | None = None
     usd_per_million_tokens: float | None = None
+    usd_per_million_inputs: float | None = None  # embed: per 1M inputs embedded; rerank: per 1M passages reranked
+    task: str = "embed"
 
     def to_dict(self) -> dict[str, object]:
         d = dict(self.__dict__)
@@ -108,7 +110,9 @@ def summarise(schedule: EmbedSchedule, records: list[EmbedRecord], usd_per_hour:
         slo_met=(at <= e2e) if at is not None and e2e is not None else None,
         tokens_per_input=(sum(n for n in counted if n is not None) / n_in) if tokens_known and n_in else None,
         unfinished=unfinished, verdict=verdict, reasons=tuple(reasons), usd_per_hour=usd_per_hour,
-        usd_per_million_tokens=cost)
+        usd_per_million_tokens=cost, task=schedule.task,
+        usd_per_million_inputs=(usd_per_million_tokens(usd_per_hour, 1.0, n_in / window_s)
+                                if usd_per_hour is not None else None))
 
 
 def _verdict(n: int, n_ok: int, late: int, unfinished: int, errors: dict[str, int]) -> tuple[str, list[str]]:

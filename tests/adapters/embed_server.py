@@ -1,10 +1,11 @@
-"""A small OpenAI `/v1/embeddings` server on loopback for the tests, in a process of its own (stdlib `http.server`).
+"""A small OpenAI `/v1/embeddings` (and `/v1/rerank`) server on loopback for the tests, in a process of its own.
 
 Its own process so that it never takes the test client's interpreter (the GIL) from the load generator.
 The work is a deterministic stand-in (`words`: (words, characters, 1.0) per text, tokens = words) for the
 fast tests, or a real sentence-transformers model (`st:FOLDER`) where a test checks vectors. `usage` is
 "tokens", "chars" (characters, as infinity-emb counts) or "none" (no usage block); `endpoint=False`
-answers 404 as a chat-only server does.
+answers 404 as a chat-only server does. `/v1/rerank` scores a passage by the words it shares with the
+query and answers best first, as servers do; its usage counts the query's and the passage's words.
 """
 
 from __future__ import annotations
@@ -57,6 +58,14 @@ def serve(work: str, usage: str, endpoint: bool, model: str) -> None:
 
         def do_POST(self) -> None:  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if endpoint and self.path == "/v1/rerank":  # score: words the passage shares with the query
+                q = set(body["query"].split())
+                results = sorted(({"index": i, "relevance_score": float(len(q & set(d.split())))}
+                                  for i, d in enumerate(body["documents"])), key=lambda r: -r["relevance_score"])
+                n = sum(len(body["query"].split()) + len(d.split()) for d in body["documents"])
+                self._send(200, {"object": "rerank", "results": results, "model": body["model"],
+                                 "usage": {"prompt_tokens": n, "total_tokens": n}})
+                return
             if not endpoint or self.path != "/v1/embeddings":
                 self._send(404, {"detail": "Not Found"})
                 return

@@ -30,15 +30,20 @@ def test_a_chunk_longer_than_every_book_is_refused_in_one_line() -> None:
 
 
 def test_shipped_embed_scenarios_build_with_slos_and_real_text() -> None:
-    assert {"embed-query", "embed-ingest"} <= set(embed_scenario_names())
+    assert {"embed-query", "embed-ingest", "rerank"} <= set(embed_scenario_names())
     for name in embed_scenario_names():
         sc = load_embed_scenario(name)
-        assert sc.workload.task == "embed" and sc.slos.e2e_ms is not None and sc.fit.rate_rps is not None
+        assert sc.slos.e2e_ms is not None and sc.fit.rate_rps is not None
         sch = build_embed_schedule(sc)
-        assert sch.settings.fitted and sch.measured
-        pool = set(corpus.chunks(sc.workload.embed.chunk_words))
-        assert all(len(r.texts) == sc.workload.embed.inputs_per_request and set(r.texts) <= pool
-                   for r in sch.requests)
+        assert sch.settings.fitted and sch.measured and sch.task == sc.workload.task
+        if sc.workload.task == "embed":
+            n, words, qwords = sc.workload.embed.inputs_per_request, sc.workload.embed.chunk_words, None
+        else:
+            w = sc.workload.rerank
+            n, words, qwords = w.passages_per_request, w.passage_words, w.query_words
+        pool = set(corpus.chunks(words))
+        assert all(len(r.texts) == n and set(r.texts) <= pool for r in sch.requests)
+        assert all((r.query is None) if qwords is None else r.query in corpus.chunks(qwords) for r in sch.requests)
     # embed scenarios stay out of the generation catalog that bench, sweep and the dashboard list
     assert not set(embed_scenario_names()) & set(scenario_names())
 
@@ -64,6 +69,13 @@ def test_task_rules_of_the_schema() -> None:
                                                  "input": {"dist": "fixed", "value": 8}}})
     with pytest.raises(ScenarioError, match="takes an `embed` block"):
         scenario_from_dict({**BASE, "workload": {"task": "embed"}})
+    rr = {"passages_per_request": 20, "query_words": 8, "passage_words": 64}
+    assert scenario_from_dict({**BASE, "workload": {"task": "rerank", "rerank": rr}}).workload.rerank.query_words == 8
+    with pytest.raises(ScenarioError, match="takes an `rerank` block.*no embed"):
+        scenario_from_dict({**BASE, "workload": {"task": "rerank", "rerank": rr,
+                                                 "embed": {"inputs_per_request": 1, "chunk_words": 8}}})
+    with pytest.raises(ScenarioError, match="needs `task: rerank`"):
+        scenario_from_dict({**BASE, "workload": {"rerank": rr}})
     closed = {**BASE, "arrival": {"process": "closed", "concurrency": 2, "think_s": 0, "requests_per_user": 3}}
     with pytest.raises(ScenarioError, match="open-loop or offline"):
         scenario_from_dict({**closed, "workload": {"task": "embed", "embed": {"inputs_per_request": 1,
@@ -73,7 +85,7 @@ def test_task_rules_of_the_schema() -> None:
 def test_each_task_refuses_the_other_kind_of_scenario_in_one_line() -> None:
     with pytest.raises(ScenarioError, match="advisor embed --scenario embed-query"):
         build_schedule(load_embed_scenario("embed-query"))
-    with pytest.raises(ScenarioError, match="is a generate scenario, not embed") as e:
+    with pytest.raises(ScenarioError, match="is a generate scenario, not embed or rerank") as e:
         load_embed_scenario("chat")
     assert "\n" not in str(e.value)
     assert load_scenario("chat").workload.task == "generate"  # today's scenarios keep the default task

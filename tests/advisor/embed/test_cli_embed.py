@@ -30,7 +30,7 @@ def _one_line_usage_error(p: subprocess.CompletedProcess[str], *needles: str) ->
 
 def test_a_generation_scenario_or_model_and_a_missing_url_are_refused(tmp_path: Path) -> None:
     _one_line_usage_error(_advisor("embed", "--scenario", "chat", cwd=tmp_path, home=tmp_path),
-                          "is a generate scenario, not embed", "embed-query")
+                          "is a generate scenario, not embed or rerank", "embed-query")
     lm = tmp_path / "lm"
     lm.mkdir()
     (lm / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
