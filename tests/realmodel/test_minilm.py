@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -81,17 +83,18 @@ def _infinity() -> str | None:
     return os.environ.get("ADVISOR_INFINITY") or shutil.which("infinity_emb")
 
 
-@pytest.mark.skipif(_infinity() is None, reason="infinity_emb not found: scripts/test_embed.sh makes .venv-infinity")
-def test_infinity_serves_the_same_vectors_as_the_in_process_engine(minilm: Path, tmp_path: Path) -> None:
+@contextmanager
+def _infinity_serving(model: Path, name: str, log: Path) -> Iterator[str]:
+    """infinity-emb serving `model` on a free loopback port until the block ends; yields its URL."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    log = (tmp_path / "infinity.log").open("w")
     env = {**os.environ, "INFINITY_ANONYMOUS_USAGE_STATS": "0", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen([_infinity(), "v2", "--model-id", str(minilm), "--served-model-name", "minilm",
-                             "--engine", "torch", "--device", "cpu", "--host", "127.0.0.1", "--port", str(port),
-                             "--url-prefix", "/v1", "--no-bettertransformer"], stdout=log, stderr=subprocess.STDOUT,
-                            env=env, start_new_session=True)
+    with log.open("w") as out:
+        proc = subprocess.Popen([str(_infinity()), "v2", "--model-id", str(model), "--served-model-name", name,
+                                 "--engine", "torch", "--device", "cpu", "--host", "127.0.0.1", "--port", str(port),
+                                 "--url-prefix", "/v1", "--no-bettertransformer"], stdout=out, stderr=subprocess.STDOUT,
+                                env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 300
@@ -100,14 +103,47 @@ def test_infinity_serves_the_same_vectors_as_the_in_process_engine(minilm: Path,
                 urllib.request.urlopen(url + "/v1/models", timeout=5).read()
                 break
             except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "infinity.log").read_text()
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
                 time.sleep(2)
-        texts = chunks(128)[:12] + chunks(12)[:12]
-        _, ref = _embed("sentence-transformers", str(minilm), texts, threads=1)
-        info, got = _embed("openai-embed", None, texts, url=url, tokenizer=str(minilm))
+        yield url
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+@pytest.mark.skipif(_infinity() is None, reason="infinity_emb not found: scripts/test_embed.sh makes .venv-infinity")
+def test_infinity_serves_the_same_vectors_as_the_in_process_engine(minilm: Path, tmp_path: Path) -> None:
+    texts = chunks(128)[:12] + chunks(12)[:12]
+    with _infinity_serving(minilm, "minilm", tmp_path / "infinity.log") as url:
+        _, ref = _embed("sentence-transformers", str(minilm), texts, threads=1)
+        info, got = _embed("openai-embed", None, texts, url=url, tokenizer=str(minilm))
     assert info.model == "minilm" and "counts characters" in info.notes[0]  # infinity's usage is characters
     assert got.n_tokens == ref.n_tokens and got.n_tokens_server == sum(len(t) for t in texts)
     assert min(_cos(u, v) for u, v in zip(got.vectors, ref.vectors)) >= 0.999
+
+
+@pytest.mark.skipif(_infinity() is None, reason="infinity_emb not found: scripts/test_embed.sh makes .venv-infinity")
+def test_infinity_reranks_as_the_in_process_cross_encoder(minilm: Path, tmp_path: Path) -> None:
+    """A seeded random cross-encoder (MiniLM's tokenizer, 2 layers): the served scores are sentence-transformers'."""
+    import torch
+    from sentence_transformers import CrossEncoder
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    folder = tmp_path / "tiny-reranker"
+    tok = AutoTokenizer.from_pretrained(str(minilm))
+    torch.manual_seed(0)
+    BertForSequenceClassification(BertConfig(vocab_size=tok.vocab_size, hidden_size=64, num_hidden_layers=2,
+                                             num_attention_heads=2, intermediate_size=128, num_labels=1)
+                                  ).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    query, passages = chunks(12)[7], chunks(96)[:20]
+    want = CrossEncoder(str(folder), device="cpu").predict([(query, p) for p in passages],
+                                                           activation_fn=torch.nn.Sigmoid())
+    with _infinity_serving(folder, "tiny-reranker", tmp_path / "infinity.log") as url:
+        a = embedders.create("openai-rerank", None, {"url": url, "tokenizer": str(folder)})
+        info = a.start()
+        got = asyncio.run(a.embed(EmbedRequest("r", passages, return_vectors=True, query=query)))
+        a.close()
+    assert "counts characters" in info.notes[0]
+    assert max(abs(g - float(w)) for g, w in zip(got.scores, want)) < 1e-4
+    assert got.n_tokens == sum(len(ids) for ids in tok([query] * len(passages), list(passages))["input_ids"])
