@@ -12,6 +12,7 @@ VENV="${INFINITY_VENV:-.venv-infinity}"
 MAIN="${MAIN_VENV:-.venv}"
 PY="${PYTHON:-python3}"
 
+"$MAIN/bin/pip" install -q --disable-pip-version-check -e ".[dev,embed]"   # sentence-transformers
 if [ ! -x "$VENV/bin/infinity_emb" ]; then
     echo "creating $VENV with infinity-emb..."
     "$PY" -m venv "$VENV"
@@ -21,4 +22,6 @@ if [ ! -x "$VENV/bin/infinity_emb" ]; then
 fi
 
 export ADVISOR_INFINITY="$PWD/$VENV/bin/infinity_emb"
-exec "$MAIN/bin/python" -m pytest -m engines tests/realmodel/test_minilm.py tests/adapters/test_sentence_transformers_embed.py -q -p no:cacheprovider "$@"
+# the real-model tests (engines-marked) and the fast ones that need sentence-transformers
+exec "$MAIN/bin/python" -m pytest -m "engines or not engines" tests/realmodel/test_minilm.py \
+    tests/adapters/test_sentence_transformers_embed.py tests/advisor/embed -q -p no:cacheprovider "$@"
