@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from advisor.cost import usd_per_million_tokens
 from advisor.embed.drive import EmbedRecord
 from advisor.metrics.distribution import Distribution
+from advisor.metrics.lag import LagCheck, check_lag
 from advisor.metrics.verdict import FAILED_ERROR_RATE, MAX_ERROR_RATE, MIN_COMPLETION_RATIO
 from scenarios.embed_schedule import EmbedSchedule
 
-LAG_FLOOR_MS = 5.0  # the send-lag rule's floor (docs/metrics.md, "The send-lag rule")
-MAX_LATE_FRACTION = 0.01  # at most 1% of sends later than the limit
 # successful measured requests for VALID: the least that gives a p95 (advisor.metrics.distribution); the
 # generation verdict asks 100, which embed-ingest's batches of 32 would need minutes for on a small machine
 MIN_N_EMBED = 20
@@ -31,7 +30,7 @@ class EmbedSummary:
     window_s: float
     latency_ms: Distribution  # answer minus send, successful measured requests
     send_lag_ms: Distribution
-    send_lag_limit_ms: float
+    send_lag_limit_ms: float | None  # None: not an open-loop run
     late_sends: int
     requests_per_s: float
     inputs_per_s: float
@@ -83,12 +82,9 @@ def summarise(schedule: EmbedSchedule, records: list[EmbedRecord], usd_per_hour:
     inside = [r for r in ok if r.t_done_ns is not None and start <= r.t_done_ns <= end]
     latency = Distribution.from_values(r.latency_ms for r in ok if r.latency_ms is not None)
     lags = [r.send_lag_ms for r in measured]
-    gaps_ms = (schedule.settings.duration_s * 1e3 / len(measured)) if measured and schedule.settings.mode == "open" \
-        else None
-    limit = LAG_FLOOR_MS
-    if latency.p50 is not None and gaps_ms is not None:
-        limit = max(LAG_FLOOR_MS, min(0.05 * latency.p50, 0.10 * gaps_ms))
-    late = sum(1 for x in lags if x > limit) if schedule.settings.mode == "open" else 0
+    st = schedule.settings
+    # the generation runs' send-lag rule (advisor.metrics.lag), with the latency median in place of TTFT's
+    lag = check_lag(lags, latency.p50, len(measured) / st.duration_s) if st.mode == "open" and lags else None
     counted = [r.n_tokens for r in inside]
     tokens_known = bool(inside) and all(n is not None for n in counted)
     tokens_per_s = sum(n for n in counted if n is not None) / window_s if tokens_known else None
@@ -98,12 +94,13 @@ def summarise(schedule: EmbedSchedule, records: list[EmbedRecord], usd_per_hour:
     n_in = sum(r.n_inputs for r in inside)
     unfinished = sum(1 for r in measured if r.ok and r.t_done_ns is not None and r.t_done_ns > end) + \
         sum(1 for r in measured if r.t_done_ns is None)
-    verdict, reasons = _verdict(len(measured), len(ok), late, unfinished, errors)
+    verdict, reasons = _verdict(len(measured), len(ok), lag, unfinished, errors)
     cost = (usd_per_million_tokens(usd_per_hour, 1.0, tokens_per_s)
             if usd_per_hour is not None and tokens_per_s is not None else None)
     return EmbedSummary(
         n_requests=len(measured), n_ok=len(ok), errors_by_kind=errors, window_s=window_s, latency_ms=latency,
-        send_lag_ms=Distribution.from_values(lags), send_lag_limit_ms=limit, late_sends=late,
+        send_lag_ms=Distribution.from_values(lags), send_lag_limit_ms=lag.limit_ms if lag else None,
+        late_sends=lag.n_late if lag else 0,
         requests_per_s=len(inside) / window_s, inputs_per_s=n_in / window_s, tokens_per_s=tokens_per_s,
         goodput_rps=len(good) / window_s if e2e is not None else None,
         slo_attainment=len(good) / len(measured) if e2e is not None and measured else None,
@@ -115,7 +112,8 @@ def summarise(schedule: EmbedSchedule, records: list[EmbedRecord], usd_per_hour:
                                 if usd_per_hour is not None else None))
 
 
-def _verdict(n: int, n_ok: int, late: int, unfinished: int, errors: dict[str, int]) -> tuple[str, list[str]]:
+def _verdict(n: int, n_ok: int, lag: LagCheck | None, unfinished: int, errors: dict[str, int]
+             ) -> tuple[str, list[str]]:
     """The generation verdict's order and error bounds (advisor.metrics.verdict); its own minimum sample."""
     n_failed = sum(errors.values())
     if n == 0 or n_ok == 0 or n_failed / n > FAILED_ERROR_RATE:
@@ -127,9 +125,8 @@ def _verdict(n: int, n_ok: int, late: int, unfinished: int, errors: dict[str, in
     if n_ok < MIN_N_EMBED:
         reasons.append(f"{n_ok} successful measured requests are too few for a p95 (at least {MIN_N_EMBED}): "
                        "raise --duration or --rate")
-    if late > MAX_LATE_FRACTION * n:
-        reasons.append(f"{late} of {n} sends were later than the send-lag limit (more than 1%): the load "
-                       "generator did not keep up, so latencies and rates are not the engine's")
+    if lag is not None and not lag.ok:
+        reasons.append(str(lag.reason()))
     if reasons:
         return "INVALID", reasons
     if (n - unfinished) / n < MIN_COMPLETION_RATIO:  # a request or two just before the end is not saturation
