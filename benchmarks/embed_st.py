@@ -23,11 +23,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adapters import embedders  # noqa: E402
-from adapters.embed_base import EmbedRequest  # noqa: E402
+from adapters.embed_base import EmbedAdapter, EmbedRequest  # noqa: E402
 from scenarios.corpus import chunks  # noqa: E402
 
 CASES = (("query: batch 1 x 12 words", 1, 12), ("chunk: batch 1 x 128 words", 1, 128),
          ("ingest: batch 32 x 12 words", 32, 12), ("ingest: batch 32 x 128 words", 32, 128))
+
+
+async def _timed(adapter: EmbedAdapter, req: EmbedRequest) -> tuple[float, int]:
+    """Seconds for one call, and its tokens."""
+    t0 = time.perf_counter()
+    res = await adapter.embed(req)
+    return time.perf_counter() - t0, res.n_tokens or 0
 
 
 def main() -> None:
@@ -44,13 +51,7 @@ def main() -> None:
             pool = chunks(words)
             reqs = [EmbedRequest(f"{i}", tuple(pool[(i * batch + j) % len(pool)] for j in range(batch)))
                     for i in range(a.repeats + 3)]
-
-            async def timed(req: EmbedRequest) -> tuple[float, int]:
-                t0 = time.perf_counter()
-                res = await adapter.embed(req)
-                return time.perf_counter() - t0, res.n_tokens or 0
-
-            out = [asyncio.run(timed(r)) for r in reqs][3:]
+            out = [asyncio.run(_timed(adapter, r)) for r in reqs][3:]
             ms = statistics.median(t for t, _ in out) * 1e3
             tokens = statistics.mean(n for _, n in out)
             row = {"case": label, "threads": threads, "batch": batch, "ms_per_call": round(ms, 2),
