@@ -71,6 +71,9 @@ def _entry(name: str) -> Entry:
 register(Entry("sentence-transformers", "adapters.sentence_transformers_embed:SentenceTransformersAdapter",
                ("sentence_transformers", "torch"), "embed",
                "sentence-transformers (PyTorch) in a process of its own, one request at a time: the naive embedding baseline"))
+register(Entry("sentence-transformers-rerank", "adapters.sentence_transformers_embed:SentenceTransformersRerankAdapter",
+               ("sentence_transformers", "torch"), "embed",
+               "a sentence-transformers CrossEncoder (PyTorch) in a process of its own: the naive rerank baseline"))
 register(Entry("openai-rerank", "adapters.openai_rerank:OpenAIRerankAdapter", (), None,
                "any server with the shared rerank API, /v1/rerank (infinity-emb, vLLM, TEI, Cohere-style APIs)"))
 register(Entry("openai-embed", "adapters.openai_embed:OpenAIEmbedAdapter", (), None,

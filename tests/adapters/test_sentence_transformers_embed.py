@@ -77,3 +77,46 @@ def test_an_input_past_the_models_length_stops_the_run_before_measuring(tiny_st:
     with pytest.raises(EmbedInputError, match="longest request before measuring.*max_seq_length 16") as e:
         run_embed(str(yaml), "sentence-transformers", str(tiny_st), {"threads": 1}, out_root=tmp_path / "runs")
     assert "\n" not in str(e.value) and not (tmp_path / "runs").exists()
+
+
+@pytest.fixture(scope="module")
+def tiny_ce(tiny_st: Path) -> Path:
+    """A seeded random cross-encoder on the tiny model's tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    folder = tiny_st.parent / "ce"
+    torch.manual_seed(1)
+    cfg = BertConfig.from_pretrained(tiny_st.parent / "hf", num_labels=1)
+    BertForSequenceClassification(cfg).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tiny_st.parent / "hf").save_pretrained(folder)
+    return folder
+
+
+def test_the_cross_encoder_scores_as_predict_and_counts_the_pairs(tiny_ce: Path, tiny_st: Path, tmp_path: Path) -> None:
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    from advisor.embed.bench import run_embed
+    from scenarios.overrides import Overrides
+
+    query, passages = "the one of his", ("they have this", "he was at one", "for the")
+    a = embedders.create("sentence-transformers-rerank", str(tiny_ce), {"threads": 1})
+    assert a.start().extra["task"] == "rerank"
+    res = asyncio.run(a.embed(EmbedRequest("r", passages, return_vectors=True, query=query)))
+    a.close()
+    want = CrossEncoder(str(tiny_ce), device="cpu").predict([(query, p) for p in passages],
+                                                            activation_fn=torch.nn.Sigmoid())
+    assert res.scores == pytest.approx([float(w) for w in want], abs=1e-6)
+    assert res.n_tokens == 3 * (4 + 2) + (3 + 4 + 2) + 3  # each pair: [CLS] query [SEP] passage [SEP]
+    yaml = tmp_path / "rr.yaml"
+    yaml.write_text("name: rr\ndescription: a short rerank run on the tiny cross-encoder\n"
+                    "workload: {task: rerank, rerank: {passages_per_request: 4, query_words: 3, passage_words: 5}}\n"
+                    "arrival: {process: constant, rate_rps: 5}\nduration_s: 2\n")
+    run = run_embed(str(yaml), "sentence-transformers-rerank", str(tiny_ce), {"threads": 1},
+                    Overrides(warmup_s=0.0), out_root=None)
+    assert run.summary.task == "rerank" and run.summary.n_ok == run.summary.n_requests >= 9
+    assert run.summary.inputs_per_s == pytest.approx(4 * run.summary.requests_per_s)
+    b = embedders.create("sentence-transformers-rerank", str(tiny_st))
+    with pytest.raises(EngineUnavailable, match="is an embedding model .*, not a cross-encoder"):
+        b.start()
