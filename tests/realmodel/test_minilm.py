@@ -124,7 +124,7 @@ def test_infinity_serves_the_same_vectors_as_the_in_process_engine(minilm: Path,
 
 @pytest.mark.skipif(_infinity() is None, reason="infinity_emb not found: scripts/test_embed.sh makes .venv-infinity")
 def test_infinity_reranks_as_the_in_process_cross_encoder(minilm: Path, tmp_path: Path) -> None:
-    """A seeded random cross-encoder (MiniLM's tokenizer, 2 layers): the served scores are sentence-transformers'."""
+    """A seeded random cross-encoder (MiniLM's tokenizer, 2 layers): served scores and tokens are the in-process ones."""
     import torch
     from sentence_transformers import CrossEncoder
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
@@ -139,6 +139,10 @@ def test_infinity_reranks_as_the_in_process_cross_encoder(minilm: Path, tmp_path
     query, passages = chunks(12)[7], chunks(96)[:20]
     want = CrossEncoder(str(folder), device="cpu").predict([(query, p) for p in passages],
                                                            activation_fn=torch.nn.Sigmoid())
+    local = embedders.create("sentence-transformers-rerank", str(folder), {"threads": 1})
+    local.start()
+    ours = asyncio.run(local.embed(EmbedRequest("r", passages, return_vectors=True, query=query)))
+    local.close()
     with _infinity_serving(folder, "tiny-reranker", tmp_path / "infinity.log") as url:
         a = embedders.create("openai-rerank", None, {"url": url, "tokenizer": str(folder)})
         info = a.start()
@@ -146,4 +150,6 @@ def test_infinity_reranks_as_the_in_process_cross_encoder(minilm: Path, tmp_path
         a.close()
     assert "counts characters" in info.notes[0]
     assert max(abs(g - float(w)) for g, w in zip(got.scores, want)) < 1e-4
-    assert got.n_tokens == sum(len(ids) for ids in tok([query] * len(passages), list(passages))["input_ids"])
+    assert max(abs(g - o) for g, o in zip(got.scores, ours.scores)) < 1e-4  # the in-process rerank engine
+    assert got.n_tokens == ours.n_tokens == sum(len(ids) for ids in tok([query] * len(passages),
+                                                                        list(passages))["input_ids"])
