@@ -36,7 +36,7 @@ def test_a_run_reports_passages_per_second_and_their_price() -> None:
     assert s.tokens_per_input == pytest.approx(12 + 96)  # query + passage words, as this server counts
 
 
-@pytest.mark.parametrize(("scenario", "engine", "fix"), [("rerank", "openai-embed", "choose openai-rerank"),
+@pytest.mark.parametrize(("scenario", "engine", "fix"), [("rerank", "openai-embed", "choose sentence-transformers-rerank or openai-rerank"),
                                                          ("embed-query", "openai-rerank", "choose sentence-transformers "
                                                                                           "or openai-embed")])
 def test_an_engine_for_the_other_task_is_refused_before_it_starts(scenario: str, engine: str, fix: str) -> None:
