@@ -19,6 +19,10 @@ def engines_command(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows))
         return
+    from adapters import embedders
     from advisor import console
 
     console.print_engines(rows)
+    click.echo("embedding engines (run with `advisor embed --engine NAME`):")
+    console.print_engines([{"name": e.name, "available": (why := embedders.why_unavailable(e.name)) is None,
+                            "why": why, "summary": e.summary} for e in embedders.EMBED_REGISTRY.values()])

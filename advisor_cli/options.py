@@ -198,9 +198,23 @@ def check_scenario(scenario: str) -> None:
     from scenarios.errors import ScenarioError
 
     try:
-        load_scenario(scenario)  # validation only: a trace file is read when the schedule is built
+        sc = load_scenario(scenario)  # validation only: a trace file is read when the schedule is built
     except ScenarioError as e:
         fail(str(e))
+    if sc.workload.task != "generate":
+        fail(f"scenario '{sc.name}' is an {sc.workload.task} scenario: run it with `advisor embed --scenario {scenario}`")
+
+
+def check_model_task(model: str | None) -> None:
+    """An embedding model given to a generation command is a usage error (exit 2), before anything starts."""
+    from model_cache.model_task import task_mismatch
+    from model_cache.paths import models_root
+
+    if model is None:
+        return
+    folder = next((p for p in (Path(model).expanduser(), models_root() / model) if p.is_dir()), None)
+    if folder is not None and (why := task_mismatch(folder, "generate")) is not None:
+        fail(why)
 
 
 def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: tuple[str, ...],
@@ -221,6 +235,7 @@ def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: 
     if not scenario:
         fail("--scenario is required (see `advisor scenarios`)")
     check_scenario(scenario)
+    check_model_task(model)
     served = server_hardware_from(engine, server_hardware, server_hardware_count, server_where, server_metrics)
     options = engine_options(opts, threads=threads, device=device, url=url, launch=launch)
     check_engine_options(engine, options)

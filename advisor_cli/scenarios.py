@@ -20,8 +20,11 @@ def _list(as_json: bool) -> None:
         click.echo(json.dumps([s.model_dump(mode="json") for s in items]))
         return
     from advisor import console
+    from scenarios.embed_schedule import embed_scenario_names, load_embed_scenario
 
     console.print_scenarios(items)
+    click.echo("embed scenarios (run with `advisor embed --scenario NAME`):")
+    console.print_scenarios([load_embed_scenario(n) for n in embed_scenario_names()])
 
 
 @click.group("scenarios", invoke_without_command=True)

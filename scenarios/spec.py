@@ -92,10 +92,35 @@ class EmpiricalLen(_Strict):
 LengthSpec = Annotated[FixedLen | UniformLen | LognormalLen | EmpiricalLen, Field(discriminator="dist")]
 
 
-class Workload(_Strict):
-    """One of: `input` and `output` length distributions, `pairs` (observed length pairs resampled jointly,
-    with their shared prefix blocks), or a `trace` (lengths and prefixes row by row, in order)."""
+class EmbedLoad(_Strict):
+    """What one `embed` request carries: `inputs_per_request` texts, each a chunk of `chunk_words` words of the
+    shipped corpus (`scenarios.corpus`); tokens are counted by the engine's own tokenizer."""
 
+    inputs_per_request: Annotated[int, Field(ge=1, le=4096)]
+    chunk_words: Annotated[int, Field(ge=1, le=4096)]
+
+
+class RerankLoad(_Strict):
+    """What one `rerank` request carries: a query of `query_words` words and `passages_per_request` passages of
+    `passage_words` words each, all chunks of the shipped corpus (`scenarios.corpus`)."""
+
+    passages_per_request: Annotated[int, Field(ge=1, le=4096)]
+    query_words: Annotated[int, Field(ge=1, le=4096)]
+    passage_words: Annotated[int, Field(ge=1, le=4096)]
+
+
+class Workload(_Strict):
+    """The task (`generate`, the default, or `embed`) and its load.
+
+    `generate`: one of `input` and `output` length distributions, `pairs` (observed length pairs resampled
+    jointly, with their shared prefix blocks), or a `trace` (lengths and prefixes row by row, in order).
+    `embed`: an `embed` block (inputs per request, words per input) and nothing else; `rerank`: a `rerank`
+    block (passages per request, words per query and per passage) and nothing else.
+    """
+
+    task: Literal["generate", "embed", "rerank"] = "generate"
+    embed: EmbedLoad | None = None
+    rerank: RerankLoad | None = None
     input: LengthSpec | None = None
     output: LengthSpec | None = None
     # lognormal input and output drawn with this correlation of their logarithms (0: independent)
@@ -105,6 +130,18 @@ class Workload(_Strict):
 
     @model_validator(mode="after")
     def _one_kind(self) -> Workload:
+        blocks = {"embed": "inputs_per_request, chunk_words", "rerank": "passages_per_request, query_words, "
+                  "passage_words"}
+        for task, keys in sorted(blocks.items(), key=lambda kv: kv[0] != self.task):  # its own block first
+            if self.task == task:
+                given = [k for k in ("input", "output", "log_correlation", "pairs", "trace", *blocks)
+                         if k != task and getattr(self, k) is not None]
+                if getattr(self, task) is None or given:
+                    raise ValueError(f"an `{task}` workload takes an `{task}` block ({keys}) and no "
+                                     f"{', '.join(given) or 'lengths'}")
+                return self
+            if getattr(self, task) is not None:
+                raise ValueError(f"an `{task}` block needs `task: {task}` (the default task is generate)")
         has_dists = self.input is not None or self.output is not None
         kinds = [k for k, given in (("input/output", has_dists), ("pairs", self.pairs is not None),
                                     ("trace", self.trace is not None)) if given]
@@ -306,6 +343,9 @@ class Scenario(_Strict):
         return self
 
     def _sessions_consistent(self) -> None:
+        if self.workload.task != "generate" and (self.sessions is not None or isinstance(self.arrival, ClosedArrival)):
+            raise ValueError(f"an `{self.workload.task}` scenario takes an open-loop or offline `arrival`, not sessions "
+                             "or closed loop")
         if self.sessions is None:
             if self.arrival is None:
                 raise ValueError("give an `arrival` process, or a `sessions` block (multi-turn conversations)")

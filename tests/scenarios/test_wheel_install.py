@@ -105,3 +105,14 @@ def test_fit_runs_from_a_plain_install(installed: tuple[Path, Path, dict[str, st
     out = _run([str(target / "bin" / "advisor"), "bench", "--scenario", str(work / "mine.yaml"), "--engine", "fake",
                 "--rate", "20", "--warmup", "0.5", "--duration", "2", "--out", str(work / "runs"), "--json"], work, env)
     assert json.loads(out)["summary"]["n_ok"] >= 20
+
+
+def test_embed_scenarios_and_their_corpus_ship_in_the_wheel(installed: tuple[Path, Path, dict[str, str]]) -> None:
+    target, work, env = installed
+    out = _run([str(target / "bin" / "python"), "-c", "from scenarios import corpus; from scenarios.embed_schedule "
+                "import build_embed_schedule, embed_scenario_names, load_embed_scenario as load; "
+                "print(corpus.CORPUS_FILE); print(*embed_scenario_names()); "
+                "print(sum(len(build_embed_schedule(load(n)).requests) for n in embed_scenario_names()))"],
+               work, env).split("\n")
+    assert out[0].startswith(str(target)) and (Path(out[0]).parent / "README.md").is_file(), out
+    assert out[1].split() == ["embed-ingest", "embed-query"] and int(out[2]) > 0, out

@@ -1,0 +1,140 @@
+"""The contract of an engine that embeds or reranks text: one request in, its vectors (or scores) and tokens out.
+
+The `embed` and `rerank` tasks' counterpart of `adapters.base.Adapter`: such a request streams nothing,
+so an adapter answers once per request and the client stamps the answer's arrival (`perf_counter_ns`).
+A rerank request is an embed request with a `query`: its texts are passages and the answer one score
+per passage. It reports raw facts only (arrival, tokens as the engine or the server's `usage` counted them, vector
+width); metrics are computed later, in `advisor.embed.metrics`. Errors, engine info and options are
+the generation contract's own types (`AdapterError`, `EngineInfo`, `EngineOptions`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from adapters.base import AdapterError, EngineInfo, EngineOptions, EngineUnavailable
+
+WARMUP_TEXTS = ("The quick brown fox jumps over the lazy dog.", "A second, shorter warm-up input.")
+WARMUP_QUERY = "which animal jumps?"
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedRequest:
+    request_id: str
+    texts: tuple[str, ...]  # embed: the inputs; rerank: the passages
+    return_vectors: bool = False  # the vectors (rerank: the scores) come back only when asked for (checks)
+    query: str | None = None  # rerank: the query every passage is scored against; None: an embed request
+
+    def __post_init__(self) -> None:
+        if not self.texts:
+            raise ValueError("an embed request needs at least one input text")
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedResult:
+    """One answered request as it reached the client."""
+
+    t_done_ns: int  # time.perf_counter_ns() when the whole answer was on the client side
+    n_inputs: int
+    n_tokens: int | None  # input tokens as the engine or the server's usage counted them; None: not reported
+    dim: int  # width of each vector
+    vectors: tuple[tuple[float, ...], ...] | None = None  # when the request asked for them
+    n_tokens_server: int | None = None  # a server's own usage count as it said it, beside the count used
+    scores: tuple[float, ...] | None = None  # rerank: one relevance score per passage, in the passages' order
+
+
+class EmbedAdapter(ABC):
+    """Every embedding-engine wrapper; created by `adapters.embedders.create`, heavy imports in `_start`."""
+
+    name: ClassVar[str]
+    Options: ClassVar[type[EngineOptions]] = EngineOptions
+    served: ClassVar[bool]  # reached over the network; else loaded by advisor in this process
+    tasks: ClassVar[tuple[str, ...]] = ("embed",)  # the scenario tasks it serves: embed, rerank
+
+    def __init__(self, model: str | None, options: EngineOptions | None = None) -> None:
+        self.model = model
+        self.options = options if options is not None else self.Options()
+        assert isinstance(self.options, self.Options), (type(self.options), self.Options)
+        self._info: EngineInfo | None = None
+        self._notes: list[str] = []  # learned at the warm-up, kept in EngineInfo.notes
+
+    def start(self) -> EngineInfo:
+        """Load the model and serve one warm-up request (the preflight); idempotent."""
+        if self._info is not None:
+            return self._info
+        t0 = time.perf_counter()
+        info = self._start()
+        try:
+            self.run_sync(self._warm_up())
+        except AdapterError as e:
+            self.close()
+            raise EngineUnavailable(f"engine '{self.name}' started but could not embed a warm-up request "
+                                    f"({e.kind}: {e}); {self.preflight_hint(e)}") from None
+        self._info = replace(info, ready_s=round(time.perf_counter() - t0, 4), notes=info.notes + tuple(self._notes))
+        return self._info
+
+    @property
+    def info(self) -> EngineInfo:
+        if self._info is None:
+            raise RuntimeError(f"the {self.name} adapter is not started: call start() first")
+        return self._info
+
+    def close(self) -> None:
+        self._close()
+        self._info = None
+
+    async def aclose(self) -> None:  # noqa: B027 (optional hook)
+        """Release what is bound to the current event loop (HTTP connections)."""
+
+    def preflight_hint(self, error: AdapterError) -> str:
+        return "check the model and the engine's log"
+
+    def warm_up_request(self) -> EmbedRequest:
+        """The warm-up (and preflight) request of the adapter's first task."""
+        return EmbedRequest("warmup-0", WARMUP_TEXTS, query=WARMUP_QUERY if self.tasks[0] == "rerank" else None)
+
+    async def _warm_up(self) -> None:
+        try:
+            res = await self.embed(self.warm_up_request())
+        finally:
+            await self.aclose()
+        if res.n_inputs != len(WARMUP_TEXTS) or res.dim < 1:
+            raise AdapterError("stream", f"the warm-up answer held {res.n_inputs} answers of width {res.dim} for "
+                                         f"{len(WARMUP_TEXTS)} inputs")
+        self._learn(res)
+
+    def _learn(self, warm_up: EmbedResult) -> None:  # noqa: B027 (optional hook)
+        """What the warm-up answer says about the engine (a server's token accounting, ...)."""
+
+    @staticmethod
+    def run_sync(coro: object) -> None:
+        """Run a coroutine on a private loop in a helper thread, so start() also works from async code."""
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                asyncio.run(coro)  # type: ignore[arg-type]
+            except BaseException as e:  # re-raised in the caller's thread
+                errors.append(e)
+
+        t = threading.Thread(target=run, name="embed-warm-up")
+        t.start()
+        t.join()
+        if errors:
+            raise errors[0]
+
+    @abstractmethod
+    def _start(self) -> EngineInfo:
+        """Load the model (or reach the server); return what is being measured."""
+
+    @abstractmethod
+    async def embed(self, req: EmbedRequest) -> EmbedResult:
+        """Embed one request's texts; raise AdapterError for a failed request."""
+
+    def _close(self) -> None:  # noqa: B027 (optional hook)
+        """Release what `_start` acquired; safe when not started."""

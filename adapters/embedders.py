@@ -1,0 +1,80 @@
+"""The registry of embedding engines, lazy factories as in `adapters` (importing it imports no engine).
+
+Apart from the generation registry so that every command, matrix and contract test that walks the
+generation engines is unchanged; the entries and the unavailability reasons are the same `Entry` type.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from adapters import Entry, OptionsError
+from adapters.base import EngineUnavailable
+from adapters.embed_base import EmbedAdapter
+
+EMBED_REGISTRY: dict[str, Entry] = {}
+
+
+def register(entry: Entry) -> None:
+    assert entry.name not in EMBED_REGISTRY, entry.name
+    EMBED_REGISTRY[entry.name] = entry
+
+
+def why_unavailable(name: str) -> str | None:
+    """None when the embedding engine can be created here, else the reason and the fix."""
+    entry = _entry(name)
+    missing = [m for m in entry.requires if importlib.util.find_spec(m) is None]
+    if missing:
+        hint = entry.hint or (f"pip install -e '.[{entry.extra}]'" if entry.extra else "see README")
+        return f"missing package(s) {', '.join(missing)}: {hint}"
+    return None
+
+
+def adapter_class(name: str) -> type[EmbedAdapter]:
+    module_name, cls_name = _entry(name).target.split(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    assert issubclass(cls, EmbedAdapter), cls
+    return cls
+
+
+def create(name: str, model: str | None = None, options: Mapping[str, Any] | None = None) -> EmbedAdapter:
+    """An embedding adapter by name (not started); EngineUnavailable or OptionsError name the fix."""
+    why = why_unavailable(name)
+    if why:
+        raise EngineUnavailable(f"embedding engine '{name}' is not available here: {why}")
+    cls = adapter_class(name)
+    given = dict(options or {})
+    unknown = sorted(set(given) - set(cls.Options.model_fields))
+    if unknown:
+        raise OptionsError(f"unknown option(s) {', '.join(unknown)} for embedding engine '{name}'; valid options: "
+                           f"{', '.join(sorted(cls.Options.model_fields))}")
+    try:
+        opts = cls.Options.model_validate(given)
+    except ValidationError as e:
+        errs = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']} (got {err.get('input')!r})"
+                         for err in e.errors())
+        raise OptionsError(f"bad option for embedding engine '{name}': {errs}") from None
+    return cls(model, opts)
+
+
+def _entry(name: str) -> Entry:
+    if name not in EMBED_REGISTRY:
+        raise EngineUnavailable(f"unknown embedding engine '{name}'; choose one of: {', '.join(sorted(EMBED_REGISTRY))}")
+    return EMBED_REGISTRY[name]
+
+
+register(Entry("sentence-transformers", "adapters.sentence_transformers_embed:SentenceTransformersAdapter",
+               ("sentence_transformers", "torch"), "embed",
+               "sentence-transformers (PyTorch) in a process of its own, one request at a time: the naive embedding baseline"))
+register(Entry("sentence-transformers-rerank", "adapters.sentence_transformers_embed:SentenceTransformersRerankAdapter",
+               ("sentence_transformers", "torch"), "embed",
+               "a sentence-transformers CrossEncoder (PyTorch) in a process of its own: the naive rerank baseline"))
+register(Entry("openai-rerank", "adapters.openai_rerank:OpenAIRerankAdapter", (), None,
+               "any server with the shared rerank API, /v1/rerank (infinity-emb, vLLM, TEI, Cohere-style APIs)"))
+register(Entry("openai-embed", "adapters.openai_embed:OpenAIEmbedAdapter", (), None,
+               "any server with the OpenAI /v1/embeddings API (infinity-emb, vLLM, TEI, hosted APIs)"))

@@ -1,0 +1,86 @@
+"""`advisor embed`: bad input is one line and exit 2 before anything is measured; a run prints its figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.adapters.embed_server import embeddings_server
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _advisor(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ADVISOR_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "advisor_cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def _one_line_usage_error(p: subprocess.CompletedProcess[str], *needles: str) -> None:
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert p.returncode == 2, p.stderr
+    assert lines[-1].startswith("Error: ") and all(n in lines[-1] for n in needles), p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_a_generation_scenario_or_model_and_a_missing_url_are_refused(tmp_path: Path) -> None:
+    _one_line_usage_error(_advisor("embed", "--scenario", "chat", cwd=tmp_path, home=tmp_path),
+                          "is a generate scenario, not embed or rerank", "embed-query")
+    lm = tmp_path / "lm"
+    lm.mkdir()
+    (lm / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    if subprocess.run([sys.executable, "-c", "import sentence_transformers"]).returncode == 0:
+        _one_line_usage_error(_advisor("embed", "--model", str(lm), cwd=tmp_path, home=tmp_path),
+                              "generation model, not an embedding model")
+    _one_line_usage_error(_advisor("embed", "--engine", "openai-embed", cwd=tmp_path, home=tmp_path), "--url")
+    if subprocess.run([sys.executable, "-c", "import sentence_transformers"]).returncode == 0:
+        _one_line_usage_error(_advisor("embed", cwd=tmp_path, home=tmp_path), "needs an embedding model: give --model")
+        assert not (tmp_path / "models").exists()  # the default (generation) model was not made
+    assert not (tmp_path / "runs-embed").exists()  # nothing was measured or saved
+
+
+def test_a_server_without_the_endpoint_is_refused_before_measuring(tmp_path: Path) -> None:
+    with embeddings_server(endpoint=False) as url:
+        p = _advisor("embed", "--engine", "openai-embed", "--url", url, cwd=tmp_path, home=tmp_path)
+    _one_line_usage_error(p, "no /v1/embeddings endpoint")
+
+
+@pytest.mark.parametrize("scenario", ["embed-ingest"])  # embed-query runs in tests/adapters/test_openai_embed.py
+def test_a_run_prints_its_figures_and_saves_them(tmp_path: Path, scenario: str) -> None:
+    with embeddings_server() as url:
+        p = _advisor("embed", "--scenario", scenario, "--engine", "openai-embed", "--url", url, "--duration", "2",
+                     "--warmup", "0", "--price-usd-per-hour", "2", cwd=tmp_path, home=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "latency ms p50" in p.stdout and "tokens/s" in p.stdout and "$ per 1M tokens embedded" in p.stdout
+    [result] = list((tmp_path / "runs-embed").glob("*/result.json"))
+    doc = json.loads(result.read_text())
+    assert doc["scenario"] == scenario and doc["summary"]["n_ok"] > 0
+
+
+def test_bench_refuses_an_embed_scenario_and_an_embedding_model(tmp_path: Path) -> None:
+    _one_line_usage_error(_advisor("bench", "--scenario", str(ROOT / "scenarios/embed/embed-query.yaml"),
+                                   cwd=tmp_path, home=tmp_path), "is an embed scenario", "advisor embed")
+    st = tmp_path / "st"
+    st.mkdir()
+    (st / "config.json").write_text(json.dumps({"architectures": ["BertModel"]}))
+    (st / "modules.json").write_text("[]")
+    _one_line_usage_error(_advisor("bench", "--scenario", "chat", "--engine", "fake", "--model", str(st),
+                                   cwd=tmp_path, home=tmp_path), "embedding model (sentence-transformers)")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_engines_and_scenarios_list_the_embedding_ones_apart() -> None:
+    from click.testing import CliRunner
+
+    from advisor_cli import cli
+
+    engines = CliRunner().invoke(cli, ["engines"], terminal_width=200)
+    assert engines.exit_code == 0 and "embedding engines" in engines.output and "openai-embed" in engines.output
+    listed = CliRunner().invoke(cli, ["scenarios"], terminal_width=200)
+    assert listed.exit_code == 0 and "advisor embed --scenario NAME" in listed.output
+    assert "embed-query" in listed.output and "embed-ingest" in listed.output
