@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from adapters.embedders import EMBED_REGISTRY
+
 
 def _opts(pairs: tuple[str, ...]) -> dict[str, str]:
     out = {}
@@ -23,12 +25,12 @@ def fmt(x: float | None) -> str:
 
 
 @click.command("embed")
-@click.option("--scenario", default="embed-query", show_default=True,
+@click.option("--scenario", "-s", default="embed-query", show_default=True,
               help="embed or rerank scenario: embed-query, embed-ingest, rerank, or a YAML file with `task: embed` "
                    "or `task: rerank`")
-@click.option("--engine", default="sentence-transformers", show_default=True,
-              help="embedding engine: sentence-transformers, openai-embed; rerank engine: openai-rerank")
-@click.option("--model", default=None, help="embedding model folder or cached name (e.g. minilm)")
+@click.option("--engine", "-e", default="sentence-transformers", show_default=True,
+              help=f"embedding or rerank engine: {', '.join(EMBED_REGISTRY)}")
+@click.option("--model", "-m", default=None, help="embedding model folder or cached name (e.g. minilm)")
 @click.option("--url", default=None, help="server address for openai-embed, e.g. http://127.0.0.1:7997")
 @click.option("--threads", default=None, type=click.IntRange(1, 1024), help="engine threads")
 @click.option("--opt", "opts", multiple=True, help="engine option KEY=VALUE (repeatable)")
