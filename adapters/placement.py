@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from fileform import FileForm
+
 
 def available_cpus() -> tuple[int, ...]:
     """CPUs this process may run on (its affinity), sorted."""
@@ -27,17 +29,11 @@ def available_cpus() -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class Placement:
+class Placement(FileForm):
     engine_threads: int
     engine_cpus: tuple[int, ...] | None  # None: not pinned
     client_cpus: tuple[int, ...] | None  # None: not pinned
     note: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"engine_threads": self.engine_threads,
-                "engine_cpus": list(self.engine_cpus) if self.engine_cpus is not None else None,
-                "client_cpus": list(self.client_cpus) if self.client_cpus is not None else None,
-                "note": self.note}
 
 
 def plan(threads: int | None, cpus: tuple[int, ...] | None = None) -> Placement:

@@ -7,49 +7,56 @@ today's scenario schema would refuse rather than refuse a run that was valid whe
 
 The offered rate is not here: it is saved once, as the summary's `offered_rps`, and read through
 `advisor.run_rates`. Older files may also hold it as `schedule.offered_rps` (always the same number:
-one variable fed both); `from_dict` drops that copy.
+one variable fed both); reading drops that copy.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
+from pydantic import PlainSerializer, PlainValidator
+
+from fileform import OWN_FORM, FileForm
 from scenarios.overrides import Overrides
 from scenarios.settings import Settings
 
 REPEAT_KEY = "repeat"  # under result.json's "schedule": how this run was planned
 
 
+def _saved_overrides(v: Any) -> Overrides:
+    if isinstance(v, Overrides):
+        return v
+    if not isinstance(v, dict):
+        raise ValueError("input should be an object")
+    return Overrides.from_saved(v)
+
+
+# the command-line overrides as given: only what the user set is written (`Overrides.as_dict`), and a saved
+# value today's ranges refuse is kept as saved (`Overrides.from_saved`)
+SavedOverrides = Annotated[Overrides, PlainValidator(_saved_overrides), PlainSerializer(lambda o: o.as_dict())]
+
+
 @dataclass(frozen=True)
-class RepeatTag:
+class RepeatTag(FileForm):
     group_id: str
-    index: int  # 0-based
-    count: int  # repeats planned
-    restart_engine: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: Any) -> RepeatTag | None:
-        """The tag, or None where there is none (not an object, or no group id)."""
-        if not isinstance(d, dict) or not d.get("group_id"):
-            return None
-        return cls(str(d["group_id"]), int(d.get("index", 0)), int(d.get("count", 1)), bool(d.get("restart_engine")))
+    index: int = 0  # 0-based
+    count: int = 1  # repeats planned
+    restart_engine: bool = False
 
 
 @dataclass(frozen=True)
-class RunSchedule:
+class RunSchedule(FileForm):
     mode: str  # "open", "closed" or "offline"
     seed: int | None = None
-    overrides: Overrides = field(default_factory=Overrides)  # the command-line overrides as given
+    overrides: SavedOverrides = field(default_factory=Overrides)  # the command-line overrides as given
     n_requests: int | None = None  # scheduled, warm-up included
     warmup_s: float | None = None
     duration_s: float | None = None
     concurrency: int | None = None  # closed loop: users
-    effective: Settings | None = None  # the resolved settings (None: a run saved before they were recorded)
-    repeat: RepeatTag | None = None  # one repeat of a cell (advisor.repeats)
+    # the resolved settings (None: a run saved before they were recorded, written as {})
+    effective: Annotated[Settings, OWN_FORM] | None = None
+    repeat: RepeatTag | None = None  # one repeat of a cell (advisor.repeats); the key is left out when None
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -62,21 +69,22 @@ class RunSchedule:
         return self.effective is not None and self.effective.fitted
 
     def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != REPEAT_KEY}
-        out["overrides"] = self.overrides.as_dict()
-        out["effective"] = self.effective.to_dict() if self.effective is not None else {}
-        if self.repeat is not None:
-            out[REPEAT_KEY] = self.repeat.to_dict()
-        return out
+        """The fields (`FileForm`), with the file's two shapes for "none": `effective` {}, no `repeat` key."""
+        d = super().to_dict()
+        if d["effective"] is None:
+            d["effective"] = {}
+        if d[REPEAT_KEY] is None:
+            del d[REPEAT_KEY]
+        return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> RunSchedule:
-        known = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in known}
-        for name in ("overrides", "effective"):
-            if not isinstance(kw.get(name) or {}, dict):
-                raise ValueError(f"schedule.{name} is {type(kw[name]).__name__}, not an object")
-        kw["overrides"] = Overrides.from_saved(kw.get("overrides") or {})
-        kw["effective"] = Settings.from_dict(kw["effective"]) if kw.get("effective") else None
-        kw[REPEAT_KEY] = RepeatTag.from_dict(d.get(REPEAT_KEY))
-        return cls(**kw)
+    def upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
+        """`effective` {} is None; a repeat tag that is no object or names no group is none (the key `offered_rps`
+        of older files is not a field, so it is dropped)."""
+        d = dict(d)
+        if d.get("effective") == {}:
+            d["effective"] = None
+        tag = d.get(REPEAT_KEY)
+        if not (isinstance(tag, dict) and tag.get("group_id")):
+            d[REPEAT_KEY] = None
+        return d

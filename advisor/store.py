@@ -75,8 +75,8 @@ class RunResult(FileForm):
     run_id: str
     created_utc: str
     scenario: dict[str, Any]
-    schedule: Annotated[RunSchedule, OWN_FORM]
-    slos: Annotated[SLOs, OWN_FORM]
+    schedule: Annotated[RunSchedule, OWN_FORM]  # its to_dict writes the file's shapes for "none"
+    slos: SLOs
     engine: EngineInfo
     manifest: dict[str, Any]
     summary: RunSummary

@@ -11,8 +11,11 @@ Three rules hold for every such type, as they did for every file advisor wrote b
 - a null where the type does not allow None reads as the field's default.
 
 A type whose older files had another shape rewrites them in its `upgrade` classmethod. A field of a
-type that keeps its own `to_dict`/`from_dict` is declared `Annotated[T, OWN_FORM]`. Layer 0: imports
-nothing of advisor's, so adapters (EngineInfo) and advisor (the run record) share it.
+type that keeps its own `to_dict`/`from_dict` is declared `Annotated[T, OWN_FORM]`; so is a field of a
+FileForm type whose `to_dict` adds to its fields (`RunSchedule`, `Settings`), since a nested field is written
+by pydantic from the field declarations, not by the type's own `to_dict`. The floor below every
+other package: it imports nothing of the project's, so scenarios (SLOs), adapters (EngineInfo) and advisor
+(the run record) share it.
 """
 
 from __future__ import annotations

@@ -9,27 +9,49 @@ turns it into a dict and reads it back by key: `to_dict`/`from_dict` exist only 
 offered rate: that one is counted from the drawn schedule over the run's real window
 (docs/metrics.md, "The real window") and saved once, as the run summary's `offered_rps`. So
 `target_rps` is not written to result.json (it follows from `arrival`, or a trace's own rate);
-older files wrote it there as `offered_rps`, and `from_dict` drops that key.
+older files wrote it there as `offered_rps`, and reading drops that key.
+
+The fields are the file's keys (`FileForm`); the saved `arrival` and `sessions` blocks are read leniently
+(`_lenient`), and `mode` is written after them (it follows from the two, and is not read back).
 """
 
 from __future__ import annotations
 
 import typing
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, PlainSerializer, PlainValidator, TypeAdapter, ValidationError
 
+from fileform import FileForm
 from scenarios import spec as S
 
 _ARRIVAL = TypeAdapter(S.ArrivalSpec)
 
 
+def _saved_arrival(doc: Any) -> Any:
+    return doc if doc is None or isinstance(doc, S._Strict) else _lenient(doc, _arrival_class(doc),
+                                                                          _ARRIVAL.validate_python)
+
+
+def _saved_sessions(doc: Any) -> Any:
+    return doc if doc is None or isinstance(doc, S.SessionSpec) else _lenient(doc, S.SessionSpec,
+                                                                              S.SessionSpec.model_validate)
+
+
+# checked against today's scenario schema, and loaded as saved where it no longer passes (a run valid when it
+# was made is not refused because the schema moved on)
+SavedArrival = Annotated[S.ArrivalSpec | None, PlainValidator(_saved_arrival),
+                         PlainSerializer(lambda a: None if a is None else a.model_dump(mode="json"))]
+SavedSessions = Annotated[S.SessionSpec | None, PlainValidator(_saved_sessions),
+                          PlainSerializer(lambda s: None if s is None else s.model_dump(mode="json", exclude_none=True))]
+
+
 @dataclass(frozen=True)
-class Settings:
+class Settings(FileForm):
     """The effective parameters of one schedule (what was actually run)."""
 
-    arrival: S.ArrivalSpec | None = None  # None: multi-turn `sessions` drive the arrivals
+    arrival: SavedArrival = None  # None: multi-turn `sessions` drive the arrivals
     duration_s: float = 0.0
     warmup_s: float = 0.0
     seed: int = 0
@@ -39,9 +61,9 @@ class Settings:
     max_output_tokens: int | None = None
     fitted: bool = False  # the scenario's `fit` block was applied
     notes: tuple[str, ...] = ()  # what the schedule did that the user should know (a compressed profile, ...)
-    sessions: S.SessionSpec | None = None  # multi-turn sessions (instead of `arrival`)
+    sessions: SavedSessions = None  # multi-turn sessions (instead of `arrival`)
     # the arrival process's mean rate, requests (turns) per second; None for closed loop and offline. Not saved.
-    target_rps: float | None = None
+    target_rps: Annotated[float | None, Field(exclude=True)] = None
 
     @property
     def mode(self) -> str | None:
@@ -53,36 +75,14 @@ class Settings:
         return {"closed": "closed", "offline": "offline"}.get(self.arrival.process, "open")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, for the result ("what was actually run"); `target_rps` stays out (see the module)."""
-        d: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "target_rps"}
-        d["arrival"] = self.arrival.model_dump(mode="json") if self.arrival is not None else None
-        d["sessions"] = self.sessions.model_dump(mode="json", exclude_none=True) if self.sessions is not None else None
-        d["notes"] = list(self.notes)
-        d["mode"] = self.mode
-        return d
+        """JSON-ready, for the result ("what was actually run"): the fields but `target_rps`, then `mode`."""
+        return {**super().to_dict(), "mode": self.mode}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Settings:
-        """A saved run's settings. A key an older file lacks takes the default; the arrival and sessions
-        blocks are checked against today's scenario schema, and one that no longer passes is still loaded
-        (a run valid when it was made is not refused because the schema moved on)."""
-        if not isinstance(d, dict):
-            raise ValueError(f"schedule.effective is {type(d).__name__}, not an object")
-        # not read back: `target_rps` (not saved), an older file's `offered_rps` (the target under its old
-        # name) and `mode` (follows from arrival and sessions)
-        known = {f.name for f in fields(cls)} - {"target_rps"}
-        kw: dict[str, Any] = {k: v for k, v in d.items() if k in known and v is not None}
-        if "arrival" in kw:
-            kw["arrival"] = _lenient(kw["arrival"], _arrival_class(kw["arrival"]), _ARRIVAL.validate_python)
-        if "sessions" in kw:
-            kw["sessions"] = _lenient(kw["sessions"], S.SessionSpec, S.SessionSpec.model_validate)
-        if "notes" in kw:
-            kw["notes"] = tuple(str(n) for n in kw["notes"])
-        for name, conv in (("duration_s", float), ("warmup_s", float), ("length_scale", float), ("seed", int),
-                           ("fitted", bool)):
-            if name in kw:
-                kw[name] = conv(kw[name])
-        return cls(**kw)
+    def upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
+        """Not read back: `target_rps` (not saved), an older file's `offered_rps` (the target under its old
+        name: not a field, so dropped) and `mode` (follows from arrival and sessions: not a field)."""
+        return {k: v for k, v in d.items() if k != "target_rps"}
 
 
 def _arrival_class(doc: Any) -> type[S._Strict] | None:

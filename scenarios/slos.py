@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import ConfigDict
+
+from fileform import FileForm
 
 # The percentiles a run reports (advisor.metrics.distribution.PERCENTILES), so the ones an SLO can name
 SLO_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9)
@@ -27,12 +28,13 @@ def check_percentile(percentile: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class SLOs:
+class SLOs(FileForm):
     """Per-request limits; a request is 'good' when it meets every limit that is set.
 
     The run meets its SLOs when the `percentile`-th percentile of each metric is
     within its limit (e.g. p95 TTFT <= ttft_ms). Also the scenario YAML's `slos` block
-    (pydantic validates it through this class: unknown keys and non-finite numbers refused).
+    (pydantic validates it through this class: unknown keys and non-finite numbers refused), and result.json's
+    `slos` object (`FileForm`: a limit an older file lacks is unset, a missing percentile 95).
     """
 
     __pydantic_config__ = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -54,12 +56,3 @@ class SLOs:
     def any_limit(self) -> bool:
         """Whether any latency limit is set (without one there is no goodput or SLO verdict to report)."""
         return any(v is not None for v in (self.ttft_ms, self.tpot_ms, self.e2e_ms))
-
-    def to_dict(self) -> dict[str, Any]:
-        """result.json's `slos` object."""
-        return {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "e2e_ms": self.e2e_ms, "percentile": self.percentile}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SLOs:
-        """Inverse of `to_dict`; a missing limit is unset, a missing percentile 95."""
-        return cls(**{k: d[k] for k in ("ttft_ms", "tpot_ms", "e2e_ms", "percentile") if d.get(k) is not None})

@@ -12,13 +12,14 @@ import json
 import re
 import secrets
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from advisor.atomic import write_atomic
 from advisor.matrix.plan import Cell, Plan, PlanError, plan_from_dict
 from advisor.redact import redact_text
+from fileform import FileForm, FormError
 
 SCHEMA = "advisor.matrix/1"
 MATRIX_FILE = "matrix.json"
@@ -34,7 +35,7 @@ def utc_now() -> str:
 
 
 @dataclass
-class Attempt:
+class Attempt(FileForm):
     node_id: str
     node: str  # human-readable: short id and address
     started_utc: str
@@ -44,26 +45,22 @@ class Attempt:
 
 
 @dataclass
-class CellRecord:
+class CellRecord(FileForm):
     name: str
     state: CellState = "pending"
-    attempts: list[Attempt] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
     sweep_id: str | None = None
     error: str | None = None
+    attempts: list[Attempt] = field(default_factory=list)
 
     @property
     def node(self) -> str | None:
         return self.attempts[-1].node if self.attempts else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "state": self.state, "node": self.node, "run_ids": self.run_ids,
-                "sweep_id": self.sweep_id, "error": self.error, "attempts": [asdict(a) for a in self.attempts]}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CellRecord:
-        return cls(d["name"], d["state"], [Attempt(**a) for a in d.get("attempts", [])], list(d.get("run_ids", [])),
-                   d.get("sweep_id"), d.get("error"))
+        """The fields, with the last attempt's node (not read back) after the state, where the file has it."""
+        d = super().to_dict()
+        return {"name": d.pop("name"), "state": d.pop("state"), "node": self.node, **d}
 
 
 @dataclass
@@ -148,9 +145,12 @@ def load_matrix(matrix_id: str, root: Path) -> MatrixFile:
     except PlanError as e:
         raise PlanError([f"matrix {matrix_id}: {p}" for p in e.problems]) from None
     plan = plan.model_copy(update={"source": d["plan"].get("source", {})})
+    try:
+        cells = [CellRecord.from_dict(c) for c in d["cells"]]
+    except FormError as e:
+        raise MatrixStoreError(f"{path}: a cell's record is damaged ({e}); start the matrix again") from None
     m = MatrixFile(d["matrix_id"], folder.parent, plan, d.get("backend", "local"), d["created_utc"], d["state"],
-                   {c["name"]: CellRecord.from_dict(c) for c in d["cells"]}, list(d.get("interrupted", [])),
-                   list(d.get("notes", [])))
+                   {c.name: c for c in cells}, list(d.get("interrupted", [])), list(d.get("notes", [])))
     return m
 
 

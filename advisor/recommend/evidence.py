@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from advisor.metrics.support import requests_needed
@@ -20,6 +20,7 @@ from advisor.recommend.machines import is_served
 from advisor.recommend.ranking import Row
 from advisor.run_rates import load_rps
 from advisor.store import RunResult
+from fileform import FileForm
 
 MIN_VALID_REQUESTS = 100  # the verdict's min_n_p95 (advisor.metrics.verdict)
 SAFETY = 1.2  # room for a few requests over the limit, which raise the early-stopping bar
@@ -27,13 +28,10 @@ HEADLINE = "no trustworthy recommendation yet"
 
 
 @dataclass(frozen=True)
-class EvidenceGap:
+class EvidenceGap(FileForm):
     reason: str  # one sentence, starting with HEADLINE
     commands: tuple[str, ...]  # exact commands, each followed by "  # what it buys"
     notes: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def requests_for(percentile: float) -> int:

@@ -43,6 +43,7 @@ def test_only_invalid_runs_give_no_recommendation_and_the_commands_that_fix_it(t
     d = json.loads(r.output)
     assert d["best"] is None and d["runners_up"] == []
     assert d["evidence"]["reason"].startswith("no trustworthy recommendation yet: none of the 2 runs is VALID")
+    assert list(d["evidence"]) == ["reason", "commands", "notes"]  # EvidenceGap's fields, in order
     (cmd,) = d["evidence"]["commands"]  # one cell (same scenario, engine, model, lengths): one sweep
     line, why = cmd.split("  # ")
     assert ">= 120 requests per run" in why and "p95 limit needs 90" in why
