@@ -126,7 +126,7 @@ def _export(folder: Path, out: Path) -> dict[str, Any]:
     except Exception as e:  # noqa: BLE001 (any exporter failure is one line naming the model)
         raise ConversionError(f"torch.onnx.export could not export {folder}: {type(e).__name__}: {str(e)[:300]}") from e
     return {"inputs": inputs, "max_seq_length": int(m.max_seq_length),
-            "dim": int(m.get_sentence_embedding_dimension() or 0), "modules": st_modules(folder)}
+            "dim": int(getattr(m, "get_embedding_dimension", m.get_sentence_embedding_dimension)() or 0), "modules": st_modules(folder)}
 
 
 def _quantize(src: Path, out: Path) -> None:
