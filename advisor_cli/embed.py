@@ -27,7 +27,8 @@ def fmt(x: float | None) -> str:
               help="embed or rerank scenario: embed-query, embed-ingest, rerank, or a YAML file with `task: embed` "
                    "or `task: rerank`")
 @click.option("--engine", default="sentence-transformers", show_default=True,
-              help="embedding engine: sentence-transformers, openai-embed; rerank engine: openai-rerank")
+              help="embedding engine: sentence-transformers, onnxruntime-embed, openvino-embed (--opt precision=int8), "
+                   "openai-embed; rerank engine: sentence-transformers-rerank, openai-rerank")
 @click.option("--model", default=None, help="embedding model folder or cached name (e.g. minilm)")
 @click.option("--url", default=None, help="server address for openai-embed, e.g. http://127.0.0.1:7997")
 @click.option("--threads", default=None, type=click.IntRange(1, 1024), help="engine threads")

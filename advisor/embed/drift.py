@@ -33,6 +33,8 @@ VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("sentence-transformers", {}),
     ("onnxruntime-embed", {"precision": "fp32"}),
     ("onnxruntime-embed", {"precision": "int8"}),
+    ("openvino-embed", {"precision": "fp32"}),
+    ("openvino-embed", {"precision": "int8"}),
 )
 
 

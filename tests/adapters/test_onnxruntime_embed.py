@@ -125,3 +125,22 @@ def test_verify_says_in_one_line_when_the_corpus_chunks_do_not_fit_the_model(tin
     r = CliRunner().invoke(verify_command, ["--model", str(tiny_st), "--engine", "onnxruntime-embed"])
     assert r.exit_code == 2 and "exceeds the model's max_seq_length 16" in r.output
     assert "Traceback" not in r.output and not (tmp_path / "runs-embed").exists()
+
+
+def test_openvino_runs_the_same_graphs(tiny_st: Path) -> None:  # noqa: F811
+    pytest.importorskip("openvino")
+    from adapters.formats import st_onnx
+    from advisor.embed.drift import cosines
+
+    ref = _reference(tiny_st, TEXTS)
+    for precision in ("fp32", "int8"):
+        a = embedders.create("openvino-embed", str(tiny_st), {"threads": 1, "precision": precision})
+        info = a.start()
+        res = asyncio.run(a.embed(EmbedRequest("r", TEXTS, return_vectors=True)))
+        with pytest.raises(AdapterError, match="exceeds the model's max_seq_length 16"):
+            asyncio.run(a.embed(EmbedRequest("long", ("the " * 30,))))
+        a.close()
+        assert info.engine == "OpenVINO" and info.precision == precision and info.adapter == "openvino-embed"
+        assert res.n_tokens == (4 + 2) + (5 + 2) + (6 + 2) and res.dim == 32
+        cos = cosines(np.asarray(res.vectors), ref)
+        assert cos.min() >= (0.999 if precision == "fp32" else st_onnx.MIN_COSINE["int8"]), (precision, cos)
