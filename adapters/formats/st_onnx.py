@@ -72,7 +72,7 @@ def ensure(folder: Path, precision: str, force: bool = False) -> StOnnx:
         raise ConversionError(f"{folder}: modules.json has {', '.join(unsupported)}; the ONNX embedding conversion "
                               f"handles {', '.join(SUPPORTED_MODULES)}")
     target = converted_dir(folder, precision)
-    fp = fingerprint(folder)
+    fp = _fingerprint(folder, fingerprint(folder))
     old = read_manifest(target)
     if not force and old is not None and old.get("source_fingerprint") == fp and (target / FILENAME).is_file():
         return StOnnx(target, False, old, None)
@@ -98,6 +98,19 @@ def ensure(folder: Path, precision: str, force: bool = False) -> StOnnx:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return StOnnx(target, True, manifest, round(time.perf_counter() - t0, 4))
+
+
+def _fingerprint(folder: Path, weights: str) -> str:
+    """The weights' fingerprint and the module stack's own files (modules.json, each module's config), hashed:
+    a changed pooling mode or max_seq_length converts again."""
+    import hashlib
+
+    h = hashlib.sha256(weights.encode())
+    for f in sorted([folder / "modules.json", folder / "sentence_bert_config.json",
+                     *(p for p in folder.glob("*_*/config.json"))]):
+        if f.is_file():
+            h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()
 
 
 def _export(folder: Path, out: Path) -> dict[str, Any]:

@@ -144,3 +144,19 @@ def test_openvino_runs_the_same_graphs(tiny_st: Path) -> None:  # noqa: F811
         assert res.n_tokens == (4 + 2) + (5 + 2) + (6 + 2) and res.dim == 32
         cos = cosines(np.asarray(res.vectors), ref)
         assert cos.min() >= (0.999 if precision == "fp32" else st_onnx.MIN_COSINE["int8"]), (precision, cos)
+
+
+def test_a_changed_pooling_mode_converts_again(tiny_st: Path, tmp_path: Path) -> None:  # noqa: F811
+    import shutil
+
+    from adapters.formats import st_onnx
+
+    copy = tmp_path / "st"
+    shutil.copytree(tiny_st, copy, ignore=shutil.ignore_patterns("converted"))
+    assert st_onnx.ensure(copy, "fp32").fresh and not st_onnx.ensure(copy, "fp32").fresh
+    pooling = next(copy.glob("*_Pooling/config.json"))
+    cfg = json.loads(pooling.read_text())
+    cfg.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    pooling.write_text(json.dumps(cfg))
+    again = st_onnx.ensure(copy, "fp32")  # CLS pooling now: a new graph, checked against the new stack
+    assert again.fresh and again.manifest["check"]["min_cosine"] >= st_onnx.MIN_COSINE["fp32"]
