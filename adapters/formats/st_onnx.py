@@ -6,8 +6,8 @@ Normalize when present), exported by `torch.onnx.export` from the loaded `Senten
 tokenizer's (`input_ids`, `attention_mask`, and `token_type_ids` when the tokenizer makes them), the output is
 `sentence_embedding`, so pooling and normalisation run inside ONNX Runtime exactly as sentence-transformers
 configures them. int8 is `onnxruntime.quantization.quantize_dynamic` (int8 weights per output channel,
-activations quantised per batch at run time) of the cached fp32 graph; per-tensor weights gave MiniLM about
-three times the worst cosine drift on the shipped corpus. A conversion goes to `<model>/converted/st-onnx-<precision>/`
+activations quantised per batch at run time) of the cached fp32 graph; per-tensor weights gave MiniLM about three
+times the worst cosine drift (0.950 against 0.984 on fixed texts and corpus chunks). A conversion goes to `<model>/converted/st-onnx-<precision>/`
 with a `manifest.json` (source fingerprint, tool versions, the check's result); an unchanged source is not
 converted again. Every fresh conversion is checked: its vectors against the sentence-transformers fp32 ones
 on fixed texts, cosine at least `MIN_COSINE[precision]`, else ConversionError and nothing is cached.
