@@ -78,3 +78,11 @@ register(Entry("openai-rerank", "adapters.openai_rerank:OpenAIRerankAdapter", ()
                "any server with the shared rerank API, /v1/rerank (infinity-emb, vLLM, TEI, Cohere-style APIs)"))
 register(Entry("openai-embed", "adapters.openai_embed:OpenAIEmbedAdapter", (), None,
                "any server with the OpenAI /v1/embeddings API (infinity-emb, vLLM, TEI, hosted APIs)"))
+register(Entry("onnxruntime-embed", "adapters.onnxruntime_embed:OnnxRuntimeEmbedAdapter",
+               ("onnxruntime", "onnx", "sentence_transformers", "torch"), "onnx",
+               "ONNX Runtime on the model converted by advisor (fp32, or int8 by dynamic quantisation), one request "
+               "at a time; the conversion needs sentence-transformers", hint="pip install -e '.[onnx,embed]'"))
+register(Entry("openvino-embed", "adapters.openvino_embed:OpenVinoEmbedAdapter",
+               ("openvino", "onnxruntime", "onnx", "sentence_transformers", "torch"), "openvino",
+               "OpenVINO on the ONNX graphs advisor converts (fp32, int8), one request at a time; the conversion "
+               "needs sentence-transformers and ONNX Runtime", hint="pip install -e '.[openvino,onnx,embed]'"))

@@ -29,7 +29,8 @@ def fmt(x: float | None) -> str:
               help="embed or rerank scenario: embed-query, embed-ingest, rerank, or a YAML file with `task: embed` "
                    "or `task: rerank`")
 @click.option("--engine", "-e", default="sentence-transformers", show_default=True,
-              help=f"embedding or rerank engine: {', '.join(EMBED_REGISTRY)}")
+              help=f"embedding or rerank engine: {', '.join(EMBED_REGISTRY)} (onnxruntime-embed and "
+                   "openvino-embed take --opt precision=int8)")
 @click.option("--model", "-m", default=None, help="embedding model folder or cached name (e.g. minilm)")
 @click.option("--url", default=None, help="server address for openai-embed, e.g. http://127.0.0.1:7997")
 @click.option("--threads", default=None, type=click.IntRange(1, 1024), help="engine threads")

@@ -20,13 +20,24 @@ import click
                                                          "`advisor recommend --quality FILE` reads)")
 def verify_command(model: str | None, n_tokens: int, n_prompts: int, threads: int | None, engines: tuple[str, ...],
                    no_text: bool, as_json: bool) -> None:
-    """Check that every engine/format variant computes the same function as own_engine fp32."""
+    """Check that every engine/format variant computes the same function as own_engine fp32.
+
+    On an embedding model: each embedding engine's drift from sentence-transformers fp32 on the shipped corpus
+    (cosine per chunk, recall@10 overlap per query; docs/metrics.md)."""
     from advisor.verify import all_variants, verify
 
     if model is not None and model.strip().lower().endswith(".gguf"):  # resolve_model would say "no such folder"
         raise click.UsageError(f"--model {model}: verify takes a model folder or a cached model name, not a GGUF "
                                "file; import it first with `advisor models import FILE.gguf` and pass the name it "
                                "prints")
+    if model is not None and _task(model) in ("embed", "rerank"):
+        if _task(model) == "rerank":
+            raise click.UsageError(f"--model {model} is a cross-encoder: verify measures drift of generation and "
+                                   "embedding models; rerank drift is not measured yet")
+        from advisor_cli.verify_embed import embed_verify
+
+        embed_verify(model, threads, engines, as_json)
+        return
     every = all_variants()
     variants = tuple(v for v in every if not engines or v.adapter in engines)
     if not variants:
@@ -47,6 +58,17 @@ def verify_command(model: str | None, n_tokens: int, n_prompts: int, threads: in
         click.echo(f"variant(s) that must match own_engine fp32 do not: {', '.join(bad)}. A converter or engine "
                    "computes a different function; do not compare their speed until fixed.", err=True)
         sys.exit(1)
+
+
+def _task(model: str) -> str | None:
+    """The task of the model folder `model` names (embed, rerank, generate), None when it names none here."""
+    from model_cache.model_task import model_task
+    from model_cache.resolve import resolve_model
+
+    try:
+        return model_task(resolve_model(model))
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 def _table(report) -> None:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run the embedding tests of the engines group (MiniLM in process and served by infinity-emb).
+# Run the embedding tests of the engines group (MiniLM in process and served by infinity-emb, the ONNX Runtime
+# embedding conversion on a tiny model).
 #
 # infinity-emb goes into its own venv (.venv-infinity): it pins older transformers and
 # sentence-transformers than the main venv. That venv reads the main venv's site-packages
@@ -12,7 +13,7 @@ VENV="${INFINITY_VENV:-.venv-infinity}"
 MAIN="${MAIN_VENV:-.venv}"
 PY="${PYTHON:-python3}"
 
-"$MAIN/bin/pip" install -q --disable-pip-version-check -e ".[dev,embed]"   # sentence-transformers
+"$MAIN/bin/pip" install -q --disable-pip-version-check -e ".[dev,embed,onnx]"   # sentence-transformers; ONNX Runtime for onnxruntime-embed
 if [ ! -x "$VENV/bin/infinity_emb" ]; then
     echo "creating $VENV with infinity-emb..."
     "$PY" -m venv "$VENV"
@@ -24,4 +25,4 @@ fi
 export ADVISOR_INFINITY="$PWD/$VENV/bin/infinity_emb"
 # the real-model tests (engines-marked) and the fast ones that need sentence-transformers
 exec "$MAIN/bin/python" -m pytest -m "engines or not engines" tests/realmodel/test_minilm.py \
-    tests/adapters/test_sentence_transformers_embed.py tests/advisor/embed -q -p no:cacheprovider "$@"
+    tests/adapters/test_sentence_transformers_embed.py tests/adapters/test_onnxruntime_embed.py tests/advisor/embed -q -p no:cacheprovider "$@"

@@ -1,0 +1,51 @@
+"""`advisor verify` on an embedding model: each embedding engine's drift from sentence-transformers fp32."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+OUT_ROOT = Path("runs-embed") / "verify"  # beside the embed runs
+
+
+def embed_verify(model: str, threads: int | None, engines: tuple[str, ...], as_json: bool,
+                 out_root: Path | None = OUT_ROOT) -> None:
+    """Print (and save under `out_root`) the drift of every embedding variant, or those of `engines`."""
+    from adapters.base import AdapterError, EngineUnavailable
+    from advisor.embed import drift
+
+    variants = tuple(v for v in drift.VARIANTS if not engines or v[0] in engines)
+    if not variants:
+        names = sorted({v[0] for v in drift.VARIANTS})
+        raise click.UsageError(f"no embedding variants for engine(s) {', '.join(engines)}; choose from: "
+                               f"{', '.join(names)}")
+    try:
+        report = drift.run_drift(model, variants, threads=threads)
+    except (EngineUnavailable, AdapterError, FileNotFoundError) as e:
+        raise click.UsageError(f"the reference (sentence-transformers fp32) could not run: {e}") from None
+    doc = report.to_dict()
+    saved = None
+    if out_root is not None:
+        out_root.mkdir(parents=True, exist_ok=True)
+        saved = out_root / f"{time.strftime('%Y%m%d-%H%M%S')}-{Path(model).name}.json"
+        saved.write_text(json.dumps(doc, indent=1))
+    if as_json:
+        click.echo(json.dumps(doc, indent=1))
+        return
+    f = lambda x, spec: "-" if x is None else format(x, spec)  # noqa: E731
+    click.echo(f"drift from {report.reference} on {report.model}: {report.results[0].n_chunks if report.results else 0} "
+               f"corpus chunks of {report.chunk_words} words, recall@{drift.K} overlap over seeded corpus queries "
+               f"(seed {report.seed})")
+    click.echo(f"  {'engine':24s} {'precision':9s} {'status':6s} {'cos min':>10s} {'cos mean':>10s} "
+               f"{'recall@10 mean':>15s} {'recall@10 min':>14s}")
+    for r in report.results:
+        click.echo(f"  {r.engine:24s} {r.precision:9s} {r.status:6s} {f(r.cosine_min, '.6f'):>10s} "
+                   f"{f(r.cosine_mean, '.6f'):>10s} {f(r.recall_overlap_mean, '.3f'):>15s} "
+                   f"{f(r.recall_overlap_min, '.3f'):>14s}")
+        if r.error:
+            click.echo(f"    {r.error}")
+    if saved is not None:
+        click.echo(f"  saved: {saved}")
