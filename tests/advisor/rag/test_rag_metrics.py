@@ -118,3 +118,15 @@ def test_failed_stages_are_counted_and_too_few_answers_are_invalid() -> None:
     assert s.errors_by_stage == {"rerank": 1} and s.n_ok == s.n_requests - 1
     assert s.verdict == "INVALID" and any("too few for a p95" in r for r in s.reasons)
     assert s.slo_met is None  # 19 answers give no p95
+
+
+def test_the_scenario_list_names_the_rag_command() -> None:
+    from click.testing import CliRunner
+
+    from advisor_cli import cli
+
+    out = CliRunner().invoke(cli, ["scenarios"], terminal_width=200).output
+    assert "rag scenarios (run with `advisor rag --scenario NAME`)" in out
+    assert "rag" in out.split("rag scenarios")[1]
+    bench = CliRunner().invoke(cli, ["bench", "--scenario", "scenarios/rag/rag.yaml"])
+    assert bench.exit_code == 2 and "advisor rag --scenario scenarios/rag/rag.yaml" in bench.output
