@@ -9,7 +9,6 @@ the shipped corpus (hundreds of passages) does not need one.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 

@@ -94,6 +94,15 @@ def _figures(task: str, s: dict[str, Any]) -> dict[str, Any]:
     return figs
 
 
+def _order(o: Option, task: str, priced: bool) -> tuple[int, float, float, str]:
+    """SLO met, then the task's unit (cost up, or throughput down), then the p95 latency, then the run id."""
+    (cost_key, _), (tput_key, _) = UNITS[task]
+    v = o.figures.get(cost_key if priced else tput_key)
+    x = (float(v) if v is not None else float("inf")) if priced else -(float(v) if v is not None else 0.0)
+    tail = o.figures.get(TAIL[task])
+    return {True: 0, None: 1, False: 2}[o.slo_met], x, float(tail) if tail is not None else float("inf"), o.run_id
+
+
 def rank(runs: list[dict[str, Any]], task: str, scenario: str | None = None) -> list[Ranking]:
     """One ranking per scenario (sorted by name); NoRetrievalRuns when there is nothing to rank."""
     assert task in TASKS, task
@@ -117,15 +126,7 @@ def rank(runs: list[dict[str, Any]], task: str, scenario: str | None = None) -> 
                        else f"{s.get('verdict')}: {(s.get('reasons') or ['no reason saved'])[0]}")
             (options if s.get("verdict") == "VALID" else excluded).append(o)
         priced = bool(options) and all(o.figures.get(cost_key) is not None for o in options)
-        slo_rank = {True: 0, None: 1, False: 2}
-
-        def key(o: Option) -> tuple[int, float, float, str]:
-            v = o.figures.get(cost_key if priced else tput_key)
-            x = float(v) if v is not None else float("inf") if priced else 0.0
-            tail = o.figures.get(TAIL[task])
-            return slo_rank[o.slo_met], x if priced else -x, float(tail) if tail is not None else float("inf"), o.run_id
-
-        options.sort(key=key)
+        options.sort(key=lambda o, p=priced: _order(o, task, p))
         unit = (f"{cost_unit}, lowest first" if priced else f"{tput_unit}, highest first"
                 + (" (not every run has a price: give --price-usd-per-hour when measuring)" if options else ""))
         out.append(Ranking(task, name, f"SLO met first, then {unit}, then {TAIL[task]} lowest first",
