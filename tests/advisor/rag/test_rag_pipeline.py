@@ -130,3 +130,27 @@ def test_bad_input_is_one_line_and_exit_2_before_measuring(tiny: dict[str, Path]
                           "needs --rerank-model")
     _one_line_usage_error(_advisor("--scenario", "chat", cwd=tmp_path), "not rag")
     assert not (tmp_path / "runs-embed").exists()
+
+
+@pytest.mark.slow
+def test_the_own_engine_answers_from_its_tokenizers_prompt(tiny: dict[str, Path], tmp_path: Path) -> None:
+    """The default generate stage: own_engine on the built-in tiny model, the prompt in its own tokenizer's ids."""
+    from advisor.rag.bench import Stages, run_rag
+    from advisor.rag.drive import prompt_text
+    from model_cache.resolve import resolve_model
+    from model_cache.tokenizer import load_tokenizer
+    from scenarios.corpus import chunks
+    from scenarios.overrides import Overrides
+
+    stages = Stages("sentence-transformers", str(tiny["st"]), "none", None, "own", None, {"threads": 1}, None,
+                    {"threads": 1})
+    run = run_rag(str(_yaml(tmp_path, rate=6.0, duration=4.0)), stages, Overrides(warmup_s=0.5), out_root=None)
+    s = run.summary
+    assert s.n_ok == s.n_requests >= 20 and set(s.stage_ms) == {"embed", "search", "generate"}
+    assert run.index["prompt_tokens"] == "the generation model's tokenizer"
+    tok = load_tokenizer(resolve_model(None))
+    r = run.records[0]
+    text = prompt_text(run.schedule.requests[0].query, [chunks(96)[i] for i in r.passages])
+    assert r.n_prompt == len(tok.encode(text).ids) and r.n_answer == 6
+    for rec in run.records:
+        assert sum(rec.stage_ms().values()) == pytest.approx(rec.e2e_ms, abs=1e-6)
