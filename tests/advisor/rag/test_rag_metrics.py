@@ -130,3 +130,11 @@ def test_the_scenario_list_names_the_rag_command() -> None:
     assert "rag" in out.split("rag scenarios")[1]
     bench = CliRunner().invoke(cli, ["bench", "--scenario", "scenarios/rag/rag.yaml"])
     assert bench.exit_code == 2 and "advisor rag --scenario scenarios/rag/rag.yaml" in bench.output
+
+
+def test_advisor_embed_points_a_rag_scenario_to_its_command() -> None:
+    from scenarios.embed_schedule import embed_scenario_names, load_embed_scenario
+
+    with pytest.raises(ScenarioError, match="is a rag scenario: run it with `advisor rag --scenario rag`"):
+        load_embed_scenario("rag")
+    assert "rag" not in embed_scenario_names()
