@@ -215,7 +215,7 @@ def preflight(pipe: Pipeline, schedule: RagSchedule) -> None:
 
     async def once() -> None:
         try:
-            await pipe.answer("preflight", question, lambda _: None)
+            await pipe.answer("preflight", question, lambda *_: None)
         finally:
             for a in (pipe.embedder, pipe.reranker, pipe.generator):
                 if a is not None:

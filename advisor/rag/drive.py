@@ -38,7 +38,7 @@ class RagRecord:
     t_search_ns: int | None = None  # the index returned the top-k
     t_rerank_ns: int | None = None  # the rerank scores are back (== t_search_ns without a rerank stage)
     t_first_ns: int | None = None  # the first answer token arrived
-    t_done_ns: int | None = None  # the answer is complete (or the request failed)
+    t_done_ns: int | None = None  # the last answer token arrived (a failed request: when it failed)
     n_prompt: int | None = None  # prompt tokens sent to the generation engine
     n_answer: int = 0  # answer tokens received
     passages: tuple[int, ...] = ()  # passage numbers in the prompt, in prompt order
@@ -108,9 +108,9 @@ class Pipeline:
     context_passages: int
     answer_tokens: int
 
-    async def answer(self, rid: str, question: str, stamp: Callable[[str], None]) -> tuple[int, int, tuple[int, ...]]:
-        """Run one question through every stage; `stamp(stage)` is called as each ends, `stamp("first")` at the
-        first answer token. Returns (prompt tokens, answer tokens, passages in the prompt); AdapterError on
+    async def answer(self, rid: str, question: str, stamp: Callable[..., None]) -> tuple[int, int, tuple[int, ...]]:
+        """Run one question through every stage; `stamp(stage)` is called as each ends, `stamp("first", t_ns)` and
+        `stamp("last", t_ns)` with the first and the last answer token's arrival stamp. Returns (prompt tokens, answer tokens, passages in the prompt); AdapterError on
         a failed stage (its `stage` attribute names it)."""
         stage = "embed"
         try:
@@ -138,8 +138,10 @@ class Pipeline:
             n_answer = 0
             spec = RequestSpec(rid, ids, self.answer_tokens, min_tokens=self.answer_tokens, prompt_text=text)
             async for ch in self.generator.stream(spec):
-                if ch.n_tokens > 0 and n_answer == 0:
-                    stamp("first")
+                if ch.n_tokens > 0:  # the chunk's own arrival stamp, as the generation runs time tokens
+                    if n_answer == 0:
+                        stamp("first", ch.t_ns)
+                    stamp("last", ch.t_ns)
                 n_answer += ch.n_tokens
             if n_answer == 0:
                 raise AdapterError("stream", "the generation engine streamed no answer token")
@@ -160,12 +162,13 @@ async def drive(pipe: Pipeline, schedule: RagSchedule, timeout_s: float = 600.0)
         marks: dict[str, int] = {}
         t_send = time.perf_counter_ns()
 
-        def stamp(name: str) -> None:
-            marks[name] = time.perf_counter_ns() - t0
+        def stamp(name: str, t_ns: int | None = None) -> None:
+            marks[name] = (t_ns if t_ns is not None else time.perf_counter_ns()) - t0
 
         def rec(**kw: object) -> RagRecord:
+            done = marks["last"] if "last" in marks and "error_kind" not in kw else time.perf_counter_ns() - t0
             return RagRecord(i, plan.warmup, t_sched - t0, t_send - t0, marks.get("embed"), marks.get("search"),
-                             marks.get("rerank"), marks.get("first"), time.perf_counter_ns() - t0, **kw)  # type: ignore[arg-type]
+                             marks.get("rerank"), marks.get("first"), done, **kw)  # type: ignore[arg-type]
 
         try:
             async with asyncio.timeout(timeout_s):
