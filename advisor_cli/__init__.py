@@ -23,7 +23,7 @@ from advisor import __version__
 
 # Every sub-command, one module each under advisor_cli/ (attached to the main group in this order).
 _COMMANDS = ("bench", "sweep", "matrix", "show", "scenarios", "engines", "models", "generate", "verify", "recommend",
-             "estimate", "hardware", "report", "compare", "dashboard", "selftest", "embed")
+             "estimate", "hardware", "report", "compare", "dashboard", "selftest", "embed", "rag")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -202,7 +202,8 @@ def check_scenario(scenario: str) -> None:
     except ScenarioError as e:
         fail(str(e))
     if sc.workload.task != "generate":
-        fail(f"scenario '{sc.name}' is an {sc.workload.task} scenario: run it with `advisor embed --scenario {scenario}`")
+        command = "rag" if sc.workload.task == "rag" else "embed"
+        fail(f"scenario '{sc.name}' is an {sc.workload.task} scenario: run it with `advisor {command} --scenario {scenario}`")
 
 
 def check_model_task(model: str | None) -> None:

@@ -113,12 +113,20 @@ def _fraction(v: Any, path: Path, key: str) -> float:
 @click.option("--precision", "precisions", multiple=True, type=click.Choice(["bf16", "fp8", "fp4", "int4"]),
               help="With --model-config: precision to size (repeatable; default bf16 and fp8).")
 @price_flags
+@click.option("--task", type=click.Choice(["generate", "embed", "rerank", "rag"]), default="generate",
+              show_default=True, help="What to rank: generation runs, or the embed, rerank or RAG pipeline runs "
+                                      "saved by `advisor embed` / `advisor rag` (see --embed-runs).")
+@click.option("--embed-runs", "embed_root", type=click.Path(path_type=Path), default=Path("runs-embed"),
+              show_default=True, help="Folder of saved embed, rerank and rag runs (--task embed|rerank|rag).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else.")
 def recommend_command(scenario: str | None, root: Path, constraints_file: Path | None, quality_file: Path | None,
                       no_estimates: bool, tie_break: str | None, measure: bool, remeasure: bool, prices: Path | None,
                       price: tuple[str, ...], as_json: bool, model_config: str | None, precisions: tuple[str, ...],
-                      **flags: Any) -> None:
+                      task: str, embed_root: Path, **flags: Any) -> None:
     """Rank engine x hardware x config for your SLOs, load and budget, with why; measured and estimated."""
+    if task != "generate":
+        _recommend_retrieval(task, embed_root, scenario, as_json)
+        return
     from advisor.hardware_detect import detect
     from advisor.recommend import Constraints, ConstraintsError, NoRunsError, recommend
     from advisor.recommend.render import print_recommendation
@@ -163,3 +171,37 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
         click.echo(json.dumps(rec.to_dict(), default=str))
     else:
         print_recommendation(rec)
+
+
+def _recommend_retrieval(task: str, root: Path, scenario: str | None, as_json: bool) -> None:
+    """Embed, rerank or RAG runs ranked per scenario by their own unit (`advisor.recommend.retrieval`)."""
+    from dataclasses import asdict
+
+    from advisor.recommend.retrieval import NoRetrievalRuns, rank
+
+    try:
+        rankings = rank(load_runs_or_fail(root, task), task, scenario)
+    except NoRetrievalRuns as e:
+        raise click.UsageError(str(e)) from None
+    if as_json:
+        click.echo(json.dumps([asdict(r) for r in rankings], indent=1, default=str))
+        return
+    for r in rankings:
+        click.echo(f"{task} runs of scenario {r.scenario}, ranked by: {r.ranked_by}")
+        for i, o in enumerate(r.options, 1):
+            figs = "  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+                             for k, v in o.figures.items() if v is not None)
+            click.echo(f"  {i}. {o.engines}  SLO met {o.slo_met}  {figs}  [run {o.run_id}]")
+        if not r.options:
+            click.echo("  no VALID run to recommend")
+        for o in r.excluded:
+            click.echo(f"  excluded: {o.engines} [run {o.run_id}]: {o.reason}")
+
+
+def load_runs_or_fail(root: Path, task: str) -> list[Any]:
+    from advisor.recommend.retrieval import load_runs
+
+    if not root.is_dir():
+        raise click.UsageError(f"--embed-runs {root} is not a folder of saved runs; measure one with "
+                               f"`advisor {'rag' if task == 'rag' else 'embed'}` or point --embed-runs at one")
+    return load_runs(root, task)

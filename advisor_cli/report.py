@@ -31,9 +31,12 @@ from advisor_cli.options import RUNS
 @click.option("--quality", "quality_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="`advisor verify --json` output: adds quality drift per engine and precision with one sample "
                    "completion each.")
+@click.option("--embed-runs", "embed_root", type=click.Path(file_okay=False, path_type=Path), default=Path("runs-embed"),
+              show_default=True, help="Folder of saved embed, rerank and rag runs: ranked in a section of their own "
+                                      "(skipped when it does not exist).")
 def report_command(items: tuple[str, ...], output: Path, root: Path, constraints_file: Path | None,
                    price_usd_hour: float | None, title: str, usd_per_kwh: float | None,
-                   quality_file: Path | None) -> None:
+                   quality_file: Path | None, embed_root: Path) -> None:
     """Write a procurement report (HTML, opens offline, prints to PDF) for saved runs and sweeps."""
     from advisor.atomic import unfinished_warning
     from advisor.store import StoreError, item_folder, unfinished
@@ -93,11 +96,24 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
                                "of that scenario")
     prices = price_runs(chosen.included, usd_per_hour=price_usd_hour)
     path = write_report(output, selection.runs, prices=prices, recommendation=rec, sweeps=selection.sweeps,
-                        title=title, usd_per_kwh=usd_per_kwh, quality=quality)
+                        title=title, usd_per_kwh=usd_per_kwh, quality=quality, retrieval=_retrieval(embed_root))
     flagged = sum(1 for r in chosen.included if r.verdict.status != "VALID")
     note = f"; {flagged} not VALID, flagged in the report" if flagged else ""
     left = f"; {len(chosen.left_out)} left out, listed with why in the report" if chosen.left_out else ""
     click.echo(f"wrote {path} ({len(chosen.included)} runs{note}{left})")
+
+
+def _retrieval(root: Path) -> list[object]:
+    """The embed, rerank and rag rankings of `root` (`advisor.recommend.retrieval`); none when it holds no such run."""
+    from advisor.recommend.retrieval import TASKS, NoRetrievalRuns, load_runs, rank
+
+    out: list[object] = []
+    for task in TASKS:
+        try:
+            out.extend(rank(load_runs(root, task), task))
+        except NoRetrievalRuns:
+            continue
+    return out
 
 
 def _warn(line: str) -> None:

@@ -21,10 +21,13 @@ def _list(as_json: bool) -> None:
         return
     from advisor import console
     from scenarios.embed_schedule import embed_scenario_names, load_embed_scenario
+    from scenarios.rag_schedule import load_rag_scenario, rag_scenario_names
 
     console.print_scenarios(items)
     click.echo("embed scenarios (run with `advisor embed --scenario NAME`):")
     console.print_scenarios([load_embed_scenario(n) for n in embed_scenario_names()])
+    click.echo("rag scenarios (run with `advisor rag --scenario NAME`):")
+    console.print_scenarios([load_rag_scenario(n) for n in rag_scenario_names()])
 
 
 @click.group("scenarios", invoke_without_command=True)

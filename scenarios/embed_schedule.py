@@ -60,8 +60,12 @@ def embed_scenario_names() -> list[str]:
 
 def load_embed_scenario(name_or_path: str) -> S.Scenario:
     """A shipped embed or rerank scenario by name, or a YAML file by path; a generation scenario is refused in one line."""
-    shipped = EMBED_DIR / f"{name_or_path}.yaml"
-    scenario = load_scenario(shipped if shipped.is_file() else name_or_path)
+    shipped = next((p for p in (EMBED_DIR / f"{name_or_path}.yaml", EMBED_DIR.parent / "rag" / f"{name_or_path}.yaml")
+                    if p.is_file()), None)  # a shipped rag scenario is found too, to be refused naming its command
+    scenario = load_scenario(shipped if shipped is not None else name_or_path)
+    if scenario.workload.task == "rag":
+        raise ScenarioError(f"scenario '{scenario.name}' is a rag scenario: run it with `advisor rag --scenario "
+                            f"{name_or_path}`")
     if scenario.workload.task not in RETRIEVAL_TASKS:
         raise ScenarioError(f"scenario '{scenario.name}' is a {scenario.workload.task} scenario, not embed or rerank; "
                             f"choose one of {', '.join(embed_scenario_names())} or a YAML file with `task: embed` "

@@ -232,7 +232,7 @@ def build_schedule(scenario: S.Scenario, seed: int = 0, overrides: Overrides | N
     """The deterministic request schedule for (scenario, seed, overrides)."""
     if scenario.workload.task != "generate":
         raise ScenarioError(f"scenario '{scenario.name}' is an {scenario.workload.task} scenario: run it with "
-                            f"`advisor embed --scenario {scenario.name}`")
+                            f"`advisor {'rag' if scenario.workload.task == 'rag' else 'embed'} --scenario {scenario.name}`")
     st = resolve(scenario, overrides, seed)
     if st.sessions is not None:
         return _session_schedule(scenario, st, overrides)

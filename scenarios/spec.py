@@ -109,18 +109,44 @@ class RerankLoad(_Strict):
     passage_words: Annotated[int, Field(ge=1, le=4096)]
 
 
+class RagLoad(_Strict):
+    """What one `rag` request does: a query of `query_words` words (a chunk of the shipped corpus) is embedded,
+    the `top_k` nearest of the corpus cut into `passage_words`-word passages are found, the best
+    `context_passages` of them (after the rerank stage, when there is one) go into the prompt, and the answer
+    is `answer_tokens` tokens long. `embed_engine`, `rerank_engine` (`none`: no rerank stage) and
+    `generate_engine` name each stage's engine; the command's flags override them."""
+
+    query_words: Annotated[int, Field(ge=1, le=512)]
+    passage_words: Annotated[int, Field(ge=1, le=4096)]
+    top_k: Annotated[int, Field(ge=1, le=1000)]
+    context_passages: Annotated[int, Field(ge=1, le=100)]
+    answer_tokens: Annotated[int, Field(ge=1, le=65536)]
+    embed_engine: str = "sentence-transformers"
+    rerank_engine: str = "none"
+    generate_engine: str = "own"
+
+    @model_validator(mode="after")
+    def _fits(self) -> RagLoad:
+        if self.context_passages > self.top_k:
+            raise ValueError(f"context_passages ({self.context_passages}) cannot exceed top_k ({self.top_k}): the "
+                             "prompt takes passages from the search's top_k")
+        return self
+
+
 class Workload(_Strict):
-    """The task (`generate`, the default, or `embed`) and its load.
+    """The task (`generate`, the default, `embed`, `rerank` or `rag`) and its load.
 
     `generate`: one of `input` and `output` length distributions, `pairs` (observed length pairs resampled
     jointly, with their shared prefix blocks), or a `trace` (lengths and prefixes row by row, in order).
     `embed`: an `embed` block (inputs per request, words per input) and nothing else; `rerank`: a `rerank`
-    block (passages per request, words per query and per passage) and nothing else.
+    block (passages per request, words per query and per passage) and nothing else; `rag`: a `rag` block
+    (the pipeline's query, index, context and answer sizes, and each stage's engine) and nothing else.
     """
 
-    task: Literal["generate", "embed", "rerank"] = "generate"
+    task: Literal["generate", "embed", "rerank", "rag"] = "generate"
     embed: EmbedLoad | None = None
     rerank: RerankLoad | None = None
+    rag: RagLoad | None = None
     input: LengthSpec | None = None
     output: LengthSpec | None = None
     # lognormal input and output drawn with this correlation of their logarithms (0: independent)
@@ -131,7 +157,7 @@ class Workload(_Strict):
     @model_validator(mode="after")
     def _one_kind(self) -> Workload:
         blocks = {"embed": "inputs_per_request, chunk_words", "rerank": "passages_per_request, query_words, "
-                  "passage_words"}
+                  "passage_words", "rag": "query_words, passage_words, top_k, context_passages, answer_tokens"}
         for task, keys in sorted(blocks.items(), key=lambda kv: kv[0] != self.task):  # its own block first
             if self.task == task:
                 given = [k for k in ("input", "output", "log_correlation", "pairs", "trace", *blocks)

@@ -94,7 +94,7 @@ def summarise(schedule: EmbedSchedule, records: list[EmbedRecord], usd_per_hour:
     n_in = sum(r.n_inputs for r in inside)
     unfinished = sum(1 for r in measured if r.ok and r.t_done_ns is not None and r.t_done_ns > end) + \
         sum(1 for r in measured if r.t_done_ns is None)
-    verdict, reasons = _verdict(len(measured), len(ok), lag, unfinished, errors)
+    verdict, reasons = retrieval_verdict(len(measured), len(ok), lag, unfinished, errors)
     cost = (usd_per_million_tokens(usd_per_hour, 1.0, tokens_per_s)
             if usd_per_hour is not None and tokens_per_s is not None else None)
     return EmbedSummary(
@@ -112,7 +112,7 @@ def summarise(schedule: EmbedSchedule, records: list[EmbedRecord], usd_per_hour:
                                 if usd_per_hour is not None else None))
 
 
-def _verdict(n: int, n_ok: int, lag: LagCheck | None, unfinished: int, errors: dict[str, int]
+def retrieval_verdict(n: int, n_ok: int, lag: LagCheck | None, unfinished: int, errors: dict[str, int]
              ) -> tuple[str, list[str]]:
     """The generation verdict's order and error bounds (advisor.metrics.verdict); its own minimum sample."""
     n_failed = sum(errors.values())
