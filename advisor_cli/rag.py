@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from adapters import BUILTIN_ENGINE
 from advisor_cli.embed import _opts, fmt
 
 
@@ -58,7 +59,7 @@ def rag_command(scenario: str, embed_engine: str | None, embed_model: str | None
             raise RagInputError(f"the rerank stage ({rr}) needs --rerank-model (a cross-encoder folder), or give "
                                 f"--rerank-engine {NO_RERANK}")
         stages = Stages(embed_engine or load.embed_engine, embed_model, rr, rerank_model,
-                        generate_engine or load.generate_engine, generate_model, _opts(embed_opts),
+                        generate_engine or load.generate_engine or BUILTIN_ENGINE, generate_model, _opts(embed_opts),
                         _opts(rerank_opts), gen_options)
         ov = Overrides(rate_rps=rate, duration_s=duration, warmup_s=warmup, max_requests=max_requests,
                        full_scale=full_scale)

@@ -123,7 +123,7 @@ class RagLoad(_Strict):
     answer_tokens: Annotated[int, Field(ge=1, le=65536)]
     embed_engine: str = "sentence-transformers"
     rerank_engine: str = "none"
-    generate_engine: str = "own"
+    generate_engine: str | None = None  # None: advisor's built-in engine (adapters.BUILTIN_ENGINE)
 
     @model_validator(mode="after")
     def _fits(self) -> RagLoad:

@@ -162,7 +162,7 @@ def run_rag(scenario: str, stages: Stages | None = None, overrides: Overrides | 
     sc = load_rag_scenario(scenario)
     schedule = build_rag_schedule(sc, seed, overrides)
     load = schedule.load
-    s = stages or Stages(load.embed_engine, None, load.rerank_engine, None, load.generate_engine, None)
+    s = stages or Stages(load.embed_engine, None, load.rerank_engine, None, load.generate_engine or adapters.BUILTIN_ENGINE, None)
     check_stages(s)
     if not schedule.measured:
         raise RagInputError(f"scenario '{sc.name}' schedules no measured request: raise --duration or --rate")
