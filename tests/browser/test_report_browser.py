@@ -56,8 +56,12 @@ def test_first_screen_at_1280x800_shows_the_decision_and_its_cost(page, browser_
     _, runs = browser_runs
     chosen = runs if which == "recommended" else [r for r in runs if r.verdict.status != "VALID"]
     one_scenario = [r for r in chosen if r.scenario_name == "copilot"]  # a recommendation is for one scenario
+    from advisor.catalog import load_catalog
+
+    priced = load_catalog(price_flags=dict.fromkeys(load_catalog().hardware, 2.0))  # as `--price ID=2` would: a
+    # price the user gives is headlined, where the catalog's from-memory CPU prices are not
     path = write_report(artifacts / f"report-{which}.html", chosen, prices=price_runs(chosen, usd_per_hour=2.0),
-                        recommendation=make_recommendation(one_scenario))
+                        recommendation=make_recommendation(one_scenario, catalog=priced))
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(path.as_uri())
     page.locator("#fig-percentiles .main-svg").first.wait_for(state="attached", timeout=20_000)
