@@ -112,7 +112,10 @@ def test_embed_scenarios_and_their_corpus_ship_in_the_wheel(installed: tuple[Pat
     out = _run([str(target / "bin" / "python"), "-c", "from scenarios import corpus; from scenarios.embed_schedule "
                 "import build_embed_schedule, embed_scenario_names, load_embed_scenario as load; "
                 "print(corpus.CORPUS_FILE); print(*embed_scenario_names()); "
-                "print(sum(len(build_embed_schedule(load(n)).requests) for n in embed_scenario_names()))"],
+                "print(sum(len(build_embed_schedule(load(n)).requests) for n in embed_scenario_names())); "
+                "from scenarios.rag_schedule import build_rag_schedule, load_rag_scenario, rag_scenario_names; "
+                "print(*rag_scenario_names()); print(len(build_rag_schedule(load_rag_scenario('rag')).requests))"],
                work, env).split("\n")
     assert out[0].startswith(str(target)) and (Path(out[0]).parent / "README.md").is_file(), out
-    assert out[1].split() == ["embed-ingest", "embed-query"] and int(out[2]) > 0, out
+    assert out[1].split() == ["embed-ingest", "embed-query", "rerank"] and int(out[2]) > 0, out
+    assert out[3].split() == ["rag"] and int(out[4]) > 0, out  # the rag scenario ships too
