@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from adapters.base import AdapterError
 from adapters.embed_base import EmbedAdapter, EmbedRequest
 from scenarios.embed_schedule import EmbedSchedule
 
+R = TypeVar("R")
 START_LEAD_NS = 20_000_000  # the first send is this far after the start, so it is not late by set-up time
 
 
@@ -49,8 +52,6 @@ class EmbedRecord:
 async def drive(adapter: EmbedAdapter, schedule: EmbedSchedule, timeout_s: float = 600.0) -> list[EmbedRecord]:
     """Send every scheduled request at its time; the records in schedule order."""
     t0 = time.perf_counter_ns() + START_LEAD_NS
-    loop = asyncio.get_running_loop()
-    tasks: list[asyncio.Task[EmbedRecord]] = []
 
     async def one(i: int, t_sched: int) -> EmbedRecord:
         plan = schedule.requests[i]
@@ -69,8 +70,20 @@ async def drive(adapter: EmbedAdapter, schedule: EmbedSchedule, timeout_s: float
                            res.n_tokens, res.dim)
 
     try:
-        for i, plan in enumerate(schedule.requests):
-            t_sched = t0 + int(plan.t_s * 1e9)
+        return await send_on_schedule([plan.t_s for plan in schedule.requests], t0, one)
+    finally:
+        await adapter.aclose()
+
+
+async def send_on_schedule(offsets_s: list[float], t0: int, one: Callable[[int, int], Awaitable[R]]) -> list[R]:
+    """Start `one(i, t_sched_ns)` as its own task at each offset after t0 (a late one at once), so a slow answer
+    never holds back the next send; the results in schedule order. Tasks still open when it is cancelled (Ctrl-C)
+    are cancelled with it."""
+    loop = asyncio.get_running_loop()
+    tasks: list[asyncio.Task[R]] = []
+    try:
+        for i, offset in enumerate(offsets_s):
+            t_sched = t0 + int(offset * 1e9)
             wait_s = (t_sched - time.perf_counter_ns()) / 1e9
             if wait_s > 0:
                 await asyncio.sleep(wait_s)
@@ -79,4 +92,3 @@ async def drive(adapter: EmbedAdapter, schedule: EmbedSchedule, timeout_s: float
     finally:
         for t in tasks:
             t.cancel()
-        await adapter.aclose()

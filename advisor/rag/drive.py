@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from adapters.base import Adapter, AdapterError, RequestSpec
 from adapters.embed_base import EmbedAdapter, EmbedRequest
+from advisor.embed.drive import START_LEAD_NS, send_on_schedule
 from advisor.rag.index import VectorIndex
 from scenarios.rag_schedule import RagSchedule
 
-START_LEAD_NS = 20_000_000  # the first send is this far after the start, so it is not late by set-up time
 STAGES = ("embed", "search", "rerank", "generate")
 
 
@@ -154,8 +154,6 @@ class Pipeline:
 async def drive(pipe: Pipeline, schedule: RagSchedule, timeout_s: float = 600.0) -> list[RagRecord]:
     """Send every scheduled question at its time; the records in schedule order."""
     t0 = time.perf_counter_ns() + START_LEAD_NS
-    loop = asyncio.get_running_loop()
-    tasks: list[asyncio.Task[RagRecord]] = []
 
     async def one(i: int, t_sched: int) -> RagRecord:
         plan = schedule.requests[i]
@@ -181,16 +179,8 @@ async def drive(pipe: Pipeline, schedule: RagSchedule, timeout_s: float = 600.0)
         return rec(n_prompt=n_prompt, n_answer=n_answer, passages=kept)
 
     try:
-        for i, plan in enumerate(schedule.requests):
-            t_sched = t0 + int(plan.t_s * 1e9)
-            wait_s = (t_sched - time.perf_counter_ns()) / 1e9
-            if wait_s > 0:
-                await asyncio.sleep(wait_s)
-            tasks.append(loop.create_task(one(i, t_sched)))
-        return list(await asyncio.gather(*tasks))
+        return await send_on_schedule([plan.t_s for plan in schedule.requests], t0, one)
     finally:
-        for t in tasks:
-            t.cancel()
         for a in (pipe.embedder, pipe.reranker, pipe.generator):
             if a is not None:
                 await a.aclose()
