@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import signal
 import threading
 import time
 from multiprocessing.connection import Connection
@@ -60,6 +61,7 @@ def _score(m: Any, query: str, passages: list[str], return_scores: bool) -> tupl
 
 def _serve(conn: Connection, folder: str, device: str, threads: int | None, task: str) -> None:
     """The engine process: load, say ready, then answer (id, texts, return_vectors, query) until None or EOF."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent stops this process
     try:
         import sentence_transformers
         import torch

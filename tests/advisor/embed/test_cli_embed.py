@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -84,3 +86,40 @@ def test_engines_and_scenarios_list_the_embedding_ones_apart() -> None:
     listed = CliRunner().invoke(cli, ["scenarios"], terminal_width=200)
     assert listed.exit_code == 0 and "advisor embed --scenario NAME" in listed.output
     assert "embed-query" in listed.output and "embed-ingest" in listed.output
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_mid_run_saves_what_was_measured_and_exits_128_plus_it(tmp_path: Path, sig: int) -> None:
+    env = {**os.environ, "ADVISOR_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    with embeddings_server() as url:
+        proc = subprocess.Popen([sys.executable, "-m", "advisor_cli", "embed", "--engine", "openai-embed", "--url", url,
+                                 "--duration", "30", "--warmup", "0", "--rate", "20"], cwd=tmp_path, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(6)  # start, preflight and some seconds of the 30 s measurement
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, err
+    [result] = list((tmp_path / "runs-embed").glob("*/result.json"))
+    s = json.loads(result.read_text())["summary"]
+    assert s["verdict"] == "INVALID" and s["reasons"][0].startswith(f"interrupted by {signal.Signals(sig).name} after")
+    assert 0 < s["n_requests"] < 600 and s["n_ok"] == s["n_requests"]  # those that finished, none counted as failed
+    assert f"interrupted by {signal.Signals(sig).name}" in err and "Traceback" not in err
+
+
+def test_the_sender_keeps_the_finished_results_when_cancelled() -> None:
+    import asyncio
+
+    from advisor.embed.drive import send_on_schedule
+
+    async def one(i: int, t_sched: int) -> int:
+        await asyncio.sleep(0 if i < 3 else 10)  # three answer at once, the rest never before the cancel
+        return i
+
+    async def main() -> list[int]:
+        task = asyncio.create_task(send_on_schedule([0.0, 0.0, 0.0, 0.0, 0.0, 5.0], time.perf_counter_ns(), one))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        return await task
+
+    assert asyncio.run(main()) == [0, 1, 2]
