@@ -25,8 +25,11 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 GRACE_S = 2.0  # a signal within this long of a waiting one forces the exit and drops the save
@@ -142,6 +145,25 @@ def cancelling(task: asyncio.Task, loop: asyncio.AbstractEventLoop) -> Iterator[
         yield run
     finally:
         _active.remove(run)
+
+
+async def measured(coro: Coroutine[Any, Any, T]) -> tuple[T, int | None]:
+    """Await a measurement that a signal cancels (`cancelling`) instead of stopping advisor: its result (what it
+    keeps when cancelled) and the signal that stopped it (None: it ran to the end)."""
+    task = asyncio.create_task(coro)
+    with cancelling(task, asyncio.get_running_loop()) as run:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:  # cancelled from outside (asyncio.run's own Ctrl-C handling)
+            task.cancel()
+            result = await task
+            run.signum = run.signum or signal.SIGINT
+        return result, run.signum
+
+
+def interrupted_reason(signum: int, n_done: int, n_planned: int) -> str:
+    """The reason a partial run gives: 'interrupted by SIGINT after 152 of 215 measured requests'."""
+    return f"interrupted by {signal.Signals(signum).name} after {n_done} of {n_planned} measured requests"
 
 
 def exit_code(e: KeyboardInterrupt) -> int:

@@ -87,5 +87,9 @@ def rag_command(scenario: str, embed_engine: str | None, embed_model: str | None
     for r in s.reasons:
         click.echo(f"  {r}", err=True)
     click.echo(f"  saved: {run.path}")
+    if run.interrupted_by is not None:
+        from advisor.interrupts import Interrupted
+
+        raise Interrupted(run.interrupted_by)  # exit 128 + the signal, as bench's partial runs do
     if s.verdict == "FAILED":
         sys.exit(1)

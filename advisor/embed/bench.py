@@ -10,11 +10,9 @@ requests.jsonl), apart from the generation runs' folder, which every generation 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import platform
 import secrets
-import signal
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
@@ -92,16 +90,14 @@ def run_embed(scenario: str, engine: str, model: str | None, options: Mapping[st
         info = adapter.start()
         preflight(adapter, schedule)
         with interrupts.guarded("the run") as guard:  # saved exactly once, a signal or not
-            records, signum = eventloop.run(_measure(adapter, schedule, timeout_s))  # uvloop where installed
+            records, signum = eventloop.run(interrupts.measured(drive(adapter, schedule, timeout_s)))  # uvloop where installed
     finally:
         adapter.close()
     signum = signum if signum is not None else guard.stop
     summary = summarise(schedule, records, usd_per_hour)
     if signum is not None:  # what was measured up to the signal, saved and said to be partial
-        n = sum(1 for r in schedule.requests if not r.warmup)
-        summary = replace(summary, verdict="INVALID", reasons=(
-            f"interrupted by {signal.Signals(signum).name} after {summary.n_requests} of {n} measured requests",
-            *summary.reasons))
+        reason = interrupts.interrupted_reason(signum, summary.n_requests, len(schedule.measured))
+        summary = replace(summary, verdict="INVALID", reasons=(reason, *summary.reasons))
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}-{engine}-{secrets.token_hex(2)}"
     run = EmbedRun(run_id, sc.name, info, schedule, summary, records)
     if out_root is not None:
@@ -114,19 +110,6 @@ def run_embed(scenario: str, engine: str, model: str | None, options: Mapping[st
         run = EmbedRun(run_id, sc.name, info, schedule, summary, records, folder)
     return replace(run, interrupted_by=signum)
 
-
-async def _measure(adapter: EmbedAdapter, schedule: EmbedSchedule,
-                   timeout_s: float) -> tuple[list[EmbedRecord], int | None]:
-    """The records, and the signal that stopped the run (None: it ran to the end)."""
-    task = asyncio.create_task(drive(adapter, schedule, timeout_s))
-    with interrupts.cancelling(task, asyncio.get_running_loop()) as run:
-        try:
-            records = await asyncio.shield(task)
-        except asyncio.CancelledError:  # cancelled from outside (asyncio.run's own Ctrl-C handling)
-            task.cancel()
-            records = await task
-            run.signum = run.signum or signal.SIGINT
-        return records, run.signum
 
 
 __all__ = ["EmbedInputError", "EmbedRun", "EngineUnavailable", "preflight", "run_embed"]

@@ -17,7 +17,7 @@ import platform
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ import adapters
 from adapters import embedders
 from adapters.base import Adapter, AdapterError, EngineInfo, EngineUnavailable
 from adapters.embed_base import EmbedAdapter, EmbedRequest
-from advisor import __version__
+from advisor import __version__, interrupts
 from advisor.loadgen import eventloop
 from advisor.rag.drive import Pipeline, RagRecord, drive, word_ids
 from advisor.rag.index import BUILD_BATCH, VectorIndex
@@ -65,6 +65,7 @@ class RagRun:
     summary: RagSummary
     records: list[RagRecord]
     path: Path | None = None
+    interrupted_by: int | None = None  # the signal that stopped it (its records are those finished before)
 
     def to_dict(self) -> dict[str, Any]:
         st = self.schedule.settings
@@ -190,13 +191,18 @@ def run_rag(scenario: str, stages: Stages | None = None, overrides: Overrides | 
         pipe = Pipeline(embedder, reranker, generator, index, texts, encode, load.top_k, load.context_passages,
                         load.answer_tokens)
         preflight(pipe, schedule)
-        records = eventloop.run(drive(pipe, schedule, timeout_s))
+        with interrupts.guarded("the run") as guard:  # saved exactly once, a signal or not
+            records, signum = eventloop.run(interrupts.measured(drive(pipe, schedule, timeout_s)))
     except EngineUnavailable as e:
         raise RagInputError(str(e)) from None
     finally:
         for a in reversed(started):
             a.close()
+    signum = signum if signum is not None else guard.stop
     summary = summarise(schedule, records, reranker is not None, usd_per_hour)
+    if signum is not None:  # what was measured up to the signal, saved and said to be partial
+        reason = interrupts.interrupted_reason(signum, summary.n_requests, len(schedule.measured))
+        summary = replace(summary, verdict="INVALID", reasons=(reason, *summary.reasons))
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}-{s.embed_engine}-{s.generate_engine}-{secrets.token_hex(2)}"
     index_info = {"kind": "exact cosine (numpy matrix-vector product over unit vectors, top-k by score)",
                   "passages": index.n, "dim": index.dim, "build_s": round(index.build_s, 4),
@@ -210,7 +216,7 @@ def run_rag(scenario: str, stages: Stages | None = None, overrides: Overrides | 
             for r in records:
                 f.write(json.dumps(asdict(r)) + "\n")
         run = RagRun(run_id, sc.name, infos, index_info, schedule, summary, records, folder)
-    return run
+    return replace(run, interrupted_by=signum)
 
 
 def preflight(pipe: Pipeline, schedule: RagSchedule) -> None:

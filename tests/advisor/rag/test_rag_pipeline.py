@@ -156,3 +156,22 @@ def test_the_own_engine_answers_from_its_tokenizers_prompt(tiny: dict[str, Path]
     assert r.n_prompt == len(tok.encode(text).ids) and r.n_answer == 6
     for rec in run.records:
         assert sum(rec.stage_ms().values()) == pytest.approx(rec.e2e_ms, abs=1e-6)
+
+
+def test_ctrl_c_mid_run_saves_the_answered_questions_and_exits_130(tiny: dict[str, Path], tmp_path: Path) -> None:
+    import signal
+    import time
+
+    env = {**os.environ, "ADVISOR_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "advisor_cli", "rag", "--scenario", str(_yaml(tmp_path, 4.0, 60.0)),
+                             "--embed-model", str(tiny["st"]), "--engine", "fake"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(12)  # start, the index, the preflight and some seconds of the 60 s measurement
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    [result] = list((tmp_path / "runs-embed").glob("*/result.json"))
+    s = json.loads(result.read_text())["summary"]
+    assert s["verdict"] == "INVALID" and s["reasons"][0].startswith("interrupted by SIGINT after")
+    assert 0 < s["n_requests"] < 240 and "interrupted by SIGINT" in err and "Traceback" not in err
