@@ -23,6 +23,7 @@ if [ ! -x "$VENV/bin/infinity_emb" ]; then
 fi
 
 export ADVISOR_INFINITY="$PWD/$VENV/bin/infinity_emb"
-# the real-model tests (engines-marked) and the fast ones that need sentence-transformers
+# the real-model tests (engines-marked) and the ones that need sentence-transformers (the rag pipeline too)
 exec "$MAIN/bin/python" -m pytest -m "engines or not engines" tests/realmodel/test_minilm.py \
-    tests/adapters/test_sentence_transformers_embed.py tests/adapters/test_onnxruntime_embed.py tests/advisor/embed -q -p no:cacheprovider "$@"
+    tests/adapters/test_sentence_transformers_embed.py tests/adapters/test_onnxruntime_embed.py tests/advisor/embed \
+    tests/advisor/rag -q -p no:cacheprovider "$@"
