@@ -52,9 +52,9 @@ _attach()
 
 
 def _interrupted(e: Any) -> NoReturn:
-    from advisor import interrupts
-    from advisor.bench import RunInterrupted
-    from advisor.sweep import SweepInterrupted
+    from advisor.run import interrupts
+    from advisor.run.bench import RunInterrupted
+    from advisor.sweep.run import SweepInterrupted
 
     if isinstance(e, interrupts.SaveDropped):
         click.echo(f"interrupted by {e.name}: the save of {e.what} was dropped (a signal within "
@@ -71,7 +71,7 @@ def _interrupted(e: Any) -> NoReturn:
 
 
 def main() -> None:
-    from advisor import interrupts
+    from advisor.run import interrupts
 
     interrupts.install()  # SIGINT, SIGTERM and SIGHUP: save what was measured, stop engines and servers
     try:

@@ -39,9 +39,9 @@ def bench_command(as_json: bool, repeats: int, restart_engine: bool, exit_zero: 
       advisor bench --scenario copilot --repeats 6     # median [interval] of 6 runs
       advisor bench --scenario copilot --device sim:h200   # own on a simulated H200: no GPU, never priced
     """
-    from advisor import console
-    from advisor.bench import RunNotSaved, bench_once
-    from advisor.redact import redact_text
+    from advisor.run import console
+    from advisor.run.bench import RunNotSaved, bench_once
+    from advisor.saved.redact import redact_text
 
     cfg = bench_config(**flags)
     if repeats > 1 or restart_engine:
@@ -66,9 +66,9 @@ def bench_command(as_json: bool, repeats: int, restart_engine: bool, exit_zero: 
 
 def _bench_repeats(cfg: Any, n: int, restart: bool, as_json: bool) -> list[str]:
     """The same cell n times, one engine for all (or a fresh one each); a repeat group of saved runs."""
-    from advisor.bench import bench_once, open_engine, plan, run_bench
-    from advisor.repeat_table import print_group
-    from advisor.repeats import repeat_tag, run_repeats
+    from advisor.run.bench import bench_once, open_engine, plan, run_bench
+    from advisor.repeats.table import print_group
+    from advisor.repeats.group import repeat_tag, run_repeats
 
     p = plan(cfg)
     label = f"{p.scenario.name}-{cfg.engine}"

@@ -9,7 +9,7 @@ own CI; without it, it only reports. Single runs carry no interval: any differen
 gate on repeat groups where run-to-run noise matters. When A and B ran different workloads (scenario or
 its resolved settings: rate, users, lengths, duration, seed) a note says which, since the figures then
 follow the load as much as the engine. When A and B are different systems (model, engine, precision or
-hardware: `advisor.systems`) the differences are listed first, and a regression gate between them is refused
+hardware: `advisor.hardware.systems`) the differences are listed first, and a regression gate between them is refused
 (exit 2) unless `--allow-different`, which labels the output "different systems".
 """
 
@@ -25,10 +25,10 @@ import click
 from pydantic import BaseModel
 
 from advisor.metrics.intervals import Interval
-from advisor.repeats import FIGURE_BY_KEY, FIGURES, RepeatGroup, find_group
-from advisor.run_rates import offered_rps
-from advisor.store import RESULT_FILE, RunResult, StoreError, item_folder, list_runs, load_run
-from advisor.systems import system_differences
+from advisor.repeats.group import FIGURE_BY_KEY, FIGURES, RepeatGroup, find_group
+from advisor.run.rates import offered_rps
+from advisor.saved.store import RESULT_FILE, RunResult, StoreError, item_folder, list_runs, load_run
+from advisor.hardware.systems import system_differences
 from advisor_cli.options import RUNS
 
 COST_KEY = "usd_per_1m_output"
@@ -47,7 +47,7 @@ def resolve(item: str, root: Path, runs: list[RunResult] | None = None) -> Repea
         run = load_run(folder)
         return RepeatGroup(run.run_id, (run,), 1)
     group = find_group(runs if runs is not None else (list_runs(root) if root.is_dir() else []), item)
-    from advisor.sweep import SWEEP_FILE  # the sweep module loads the bench: only when a lookup failed
+    from advisor.sweep.run import SWEEP_FILE  # the sweep module loads the bench: only when a lookup failed
 
     if group is None and (folder / SWEEP_FILE).is_file():
         raise click.UsageError(f"{item} is a sweep: compare two of its steps' runs or repeat groups (`advisor show "
@@ -63,7 +63,7 @@ def _price_usd_hour(group: RepeatGroup, price_usd_hour: float | None) -> float |
     if price_usd_hour is not None:
         return price_usd_hour
     from advisor.catalog import load_catalog
-    from advisor.hardware_detect import match_hardware
+    from advisor.hardware.detect import match_hardware
 
     catalog = load_catalog()
     hw = match_hardware((group.runs[0].manifest or {}).get("hardware") or {}, catalog)

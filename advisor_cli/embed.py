@@ -85,7 +85,7 @@ def embed_command(scenario: str, engine: str, model: str | None, url: str | None
         click.echo(f"  {r}", err=True)
     click.echo(f"  saved: {run.path}")
     if run.interrupted_by is not None:
-        from advisor.interrupts import Interrupted
+        from advisor.run.interrupts import Interrupted
 
         raise Interrupted(run.interrupted_by)  # exit 128 + the signal, as bench's partial runs do
     if s.verdict == "FAILED":

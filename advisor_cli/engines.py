@@ -20,7 +20,7 @@ def engines_command(as_json: bool) -> None:
         click.echo(json.dumps(rows))
         return
     from adapters import embedders
-    from advisor import console
+    from advisor.run import console
 
     console.print_engines(rows)
     click.echo("embedding engines (run with `advisor embed --engine NAME`):")

@@ -17,7 +17,7 @@ from advisor_cli.options import catalog_from_flags, price_flags
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document and nothing else.")
 def hardware_command(measure: bool, price_tier: str, prices: Path | None, price: tuple[str, ...], as_json: bool) -> None:
     """List the hardware catalog (specs, prices, sources) and which entry this machine is."""
-    from advisor.hardware_detect import detect
+    from advisor.hardware.detect import detect
     from advisor.recommend.render import print_hardware
 
     catalog = catalog_from_flags(prices, price)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from advisor import interrupts
-from advisor.run_config import MAX_REPEATS
+from advisor.run import interrupts
+from advisor.run.config import MAX_REPEATS
 from advisor_cli.options import RUNS, out_folder
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ takes them receives the values as keyword arguments and turns them into a
 `BenchConfig` with `bench_config(...)`. The scenario flags' names come from
 `scenarios.overrides.FLAGS` (the one flag-name map). A flag that fills a config
 field is made from that field (`option(BenchConfig, "timeout_s")`): its name,
-type, default and help are the ones `advisor.run_config` declares, and its value
+type, default and help are the ones `advisor.run.config` declares, and its value
 is checked once, there (`--workers` is parsed by `BenchConfig`).
 A zero that means something is kept (`--warmup 0`); a bad value is a usage
 error naming the flag and the valid range, raised before anything runs.
@@ -20,7 +20,7 @@ from typing import Any, NoReturn, get_type_hints
 
 import click
 
-from advisor.run_config import BenchConfig, SweepConfig, bounds, default, extra_of
+from advisor.run.config import BenchConfig, SweepConfig, bounds, default, extra_of
 from advisor_cli.server_hardware import server_hardware_flags, server_hardware_from
 from scenarios.overrides import FLAGS, Overrides
 
@@ -231,7 +231,7 @@ def bench_config(*, scenario: str | None, engine: str, model: str | None, opts: 
     """
     from adapters.placement import available_cpus
     from advisor.loadgen import worker_spec
-    from advisor.run_config import BenchError
+    from advisor.run.config import BenchError
 
     if not scenario:
         fail("--scenario is required (see `advisor scenarios`)")

@@ -88,7 +88,7 @@ def rag_command(scenario: str, embed_engine: str | None, embed_model: str | None
         click.echo(f"  {r}", err=True)
     click.echo(f"  saved: {run.path}")
     if run.interrupted_by is not None:
-        from advisor.interrupts import Interrupted
+        from advisor.run.interrupts import Interrupted
 
         raise Interrupted(run.interrupted_by)  # exit 128 + the signal, as bench's partial runs do
     if s.verdict == "FAILED":

@@ -127,11 +127,11 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
     if task != "generate":
         _recommend_retrieval(task, embed_root, scenario, as_json)
         return
-    from advisor.hardware_detect import detect
+    from advisor.hardware.detect import detect
     from advisor.recommend import Constraints, ConstraintsError, NoRunsError, recommend
     from advisor.recommend.render import print_recommendation
-    from advisor.slo_evidence import load_samples
-    from advisor.store import readable_runs
+    from advisor.metrics.slo_evidence import load_samples
+    from advisor.saved.store import readable_runs
 
     quality = _quality(quality_file)  # a bad file is refused before anything is measured
     ties = tuple(x.strip() for x in tie_break.split(",") if x.strip()) if tie_break else None
@@ -161,8 +161,8 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
     except ValueError as e:
         raise click.UsageError(str(e)) from None
     if measure and not as_json:
-        from advisor import manifest
-        from advisor.bandwidth_cache import lookup
+        from advisor.run import manifest
+        from advisor.hardware.bandwidth_cache import lookup
 
         bw = lookup(manifest.collect()["hardware"])
         if bw is not None:

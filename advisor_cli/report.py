@@ -38,8 +38,8 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
                    price_usd_hour: float | None, title: str, usd_per_kwh: float | None,
                    quality_file: Path | None, embed_root: Path) -> None:
     """Write a procurement report (HTML, opens offline, prints to PDF) for saved runs and sweeps."""
-    from advisor.atomic import unfinished_warning
-    from advisor.store import StoreError, item_folder, unfinished
+    from advisor.saved.atomic import unfinished_warning
+    from advisor.saved.store import StoreError, item_folder, unfinished
     from reports.costs import price_runs
     from reports.html import write_report
     from reports.selection import (

@@ -19,7 +19,7 @@ def _list(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([s.model_dump(mode="json") for s in items]))
         return
-    from advisor import console
+    from advisor.run import console
     from scenarios.embed_schedule import embed_scenario_names, load_embed_scenario
     from scenarios.rag_schedule import load_rag_scenario, rag_scenario_names
 
@@ -137,7 +137,7 @@ def _fmt(v: float | None) -> str:
 def _print_arrival_check(c: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from advisor.console import out
+    from advisor.run.console import out
 
     n = c["requests_per_seed"]
     t = Table(title=f"arrivals drawn over seeds 0-{c['seeds'] - 1} ({c['window_s']:,.0f} s each: {min(n):,}-{max(n):,} "
@@ -157,7 +157,7 @@ def _print_fit(r: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from advisor.console import out
+    from advisor.run.console import out
 
     for s in r.sources:
         out.print(f"read {s.rows:,} requests from {escape(s.path)} ({escape(s.layout)})")

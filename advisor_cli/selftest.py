@@ -34,8 +34,8 @@ def selftest_command(ctx: click.Context, device: str, out_dir: Path | None, quic
     step_model = _step_model(step_model)
     import torch
 
-    from advisor.selftest import HTML_NAME, JSON_NAME, run_selftest
-    from advisor.selftest_model import SelftestConfig
+    from advisor.selftest.run import HTML_NAME, JSON_NAME, run_selftest
+    from advisor.selftest.model import SelftestConfig
 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -43,7 +43,7 @@ def selftest_command(ctx: click.Context, device: str, out_dir: Path | None, quic
         raise click.UsageError("--device cuda: torch sees no CUDA GPU here (torch "
                                f"{torch.__version__}); use --device cpu, or install a CUDA build of torch")
     out = out_dir or Path("runs") / f"selftest-{time.strftime('%Y%m%d-%H%M%S')}"
-    from advisor.bench import BenchError, check_out_dir
+    from advisor.run.bench import BenchError, check_out_dir
 
     try:
         check_out_dir(out)

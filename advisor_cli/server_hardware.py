@@ -58,7 +58,7 @@ def server_hardware_from(engine: str, hardware_id: str | None, count: int, where
 
 def _from_metrics(engine: str, hardware_id: str | None, url: str) -> dict[str, Any]:
     from advisor.catalog import load_catalog
-    from advisor.server_gpus import ServerGpusError, read_server_gpus, server_hardware_from_gpus
+    from advisor.hardware.server_gpus import ServerGpusError, read_server_gpus, server_hardware_from_gpus
 
     if hardware_id is not None:
         raise click.UsageError("--server-metrics and --server-hardware both name the server's hardware: give one")

@@ -19,10 +19,10 @@ from advisor_cli.options import RUNS
 @click.option("--json", "as_json", is_flag=True, help="Print the saved result.json (a sweep: its sweep.json).")
 def show_command(run: str, root: Path, as_json: bool) -> None:
     """Show a saved run or sweep (a folder, or an id under --runs)."""
-    from advisor import console
-    from advisor.atomic import unfinished_warning
-    from advisor.store import RESULT_FILE, item_folder, load_run, unfinished
-    from advisor.sweep import SWEEP_FILE, load_sweep
+    from advisor.run import console
+    from advisor.saved.atomic import unfinished_warning
+    from advisor.saved.store import RESULT_FILE, item_folder, load_run, unfinished
+    from advisor.sweep.run import SWEEP_FILE, load_sweep
 
     folder = item_folder(run, root)
     if Path(run).is_file() and not any((folder / name).is_file() for name in (RESULT_FILE, SWEEP_FILE)):
@@ -49,8 +49,8 @@ def show_command(run: str, root: Path, as_json: bool) -> None:
 
 def print_sweep(sweep: Any, folder: Path) -> None:
     """Its steps (each a run `advisor show` prints), the capacity and why it stopped (or that it was abandoned)."""
-    from advisor.capacity import capacity_text
-    from advisor.sweep import SWEEP_FILE, abandoned, resume_command
+    from advisor.sweep.capacity import capacity_text
+    from advisor.sweep.run import SWEEP_FILE, abandoned, resume_command
     from advisor_cli.sweep import step_line
 
     model = f", model {sweep.model}" if sweep.model else ""

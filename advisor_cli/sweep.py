@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from advisor.run_config import SweepConfig
+from advisor.run.config import SweepConfig
 from advisor_cli.options import engine_flags, option, repeat_flags, run_flags, scenario_flags
 
 
@@ -65,8 +65,8 @@ def _check_steps(cfg: SweepConfig) -> Any:
 
     A problem is named with sweep's own flags (--rates, --start, --concurrencies), never bench's.
     """
-    from advisor.bench import plan
-    from advisor.run_config import BenchError
+    from advisor.run.bench import plan
+    from advisor.run.config import BenchError
     from scenarios.catalog import load_scenario
     from scenarios.overrides import MAX_RATE_RPS
     from scenarios.schedule import resolve
@@ -129,8 +129,8 @@ def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float
       advisor sweep --scenario copilot --rates 1,2,4 --repeats 3   # each step 3 times, grouped
       advisor sweep --resume 20261122-101500-sweep-copilot-own-3fa2c1
     """
-    from advisor.bench import open_engine
-    from advisor.sweep import SweepError, check_unlocked, load_sweep, resume_config, run_sweep
+    from advisor.run.bench import open_engine
+    from advisor.sweep.run import SweepError, check_unlocked, load_sweep, resume_config, run_sweep
     from advisor_cli.options import bench_config
 
     resumed = None
@@ -164,7 +164,7 @@ def sweep_command(rates: str | None, concurrencies: str | None, start_rps: float
     if as_json:
         click.echo(json.dumps(res.to_dict(), default=str))
     else:
-        from advisor.capacity import capacity_text
+        from advisor.sweep.capacity import capacity_text
 
         cap = res.capacity
         click.echo(f"capacity: {capacity_text(cap.capacity_rps, cap.capacity_users)} - {cap.reason}")

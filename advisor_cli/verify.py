@@ -24,7 +24,7 @@ def verify_command(model: str | None, n_tokens: int, n_prompts: int, threads: in
 
     On an embedding model: each embedding engine's drift from sentence-transformers fp32 on the shipped corpus
     (cosine per chunk, recall@10 overlap per query; docs/metrics.md)."""
-    from advisor.verify import all_variants, verify
+    from advisor.quality.verify import all_variants, verify
 
     if model is not None and model.strip().lower().endswith(".gguf"):  # resolve_model would say "no such folder"
         raise click.UsageError(f"--model {model}: verify takes a model folder or a cached model name, not a GGUF "
@@ -98,8 +98,8 @@ def _table(report) -> None:
     if report.weights:
         console.print(f"weights: {report.weights}", markup=False, highlight=False, soft_wrap=True)
     if report.text_tokens:
-        from advisor.quality import TEXT_SOURCE
-        from advisor.verify import SAMPLE_PROMPT
+        from advisor.quality.text_drift import TEXT_SOURCE
+        from advisor.quality.verify import SAMPLE_PROMPT
 
         console.print(f"on text: teacher-forced over {report.text_tokens} tokens of {TEXT_SOURCE}, against own_engine "
                       "fp32 (docs/metrics.md); the recommender's quality drift is 1 - top-1 on text",

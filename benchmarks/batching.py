@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import adapters  # noqa: E402
-from advisor.bench import BenchConfig, run_bench  # noqa: E402
+from advisor.run.bench import BenchConfig, run_bench  # noqa: E402
 from scenarios.schedule import Overrides  # noqa: E402
 
 ENGINES = ("own", "own-static")

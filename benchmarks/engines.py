@@ -106,7 +106,7 @@ def write_scenario(out_dir: Path, users: int, measured: int,
 def run_cell(args: argparse.Namespace) -> dict:
     """One (engine, users) cell in this process; the numbers that go in the table."""
     import adapters
-    from advisor.bench import BenchConfig, run_bench
+    from advisor.run.bench import BenchConfig, run_bench
     from scenarios.overrides import Overrides
 
     scenario, lengths = write_scenario(Path(args.out_dir), args.users, args.requests, args.length_scale)

@@ -226,7 +226,7 @@ slos: {{}}
         return _row(f"advisor-{workers}", rate, False, None, 0, [], None, 0, cmd, failed=(work / "advisor.log")
                     .read_text()[-500:])
     doc = json.loads((work / "advisor.log").read_text().strip().splitlines()[-1])
-    from advisor.store import load_run
+    from advisor.saved.store import load_run
 
     run = load_run(doc["path"])
     t0 = doc["loadgen"]["t0_perf_counter_ns"] / 1e9

@@ -38,7 +38,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisor.selftest_step import sync  # noqa: E402
+from advisor.selftest.step import sync  # noqa: E402
 from model_cache.create import create_model  # noqa: E402
 from model_cache.paths import is_model_dir, models_root  # noqa: E402
 from own_engine.core.engine_config import EngineConfig  # noqa: E402

@@ -27,7 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisor.selftest_step import (  # noqa: E402  (shared with `advisor selftest`)
+from advisor.selftest.step import (  # noqa: E402  (shared with `advisor selftest`)
     decode_bytes_per_step,
     hf_generate_tok_s,
     measure_bandwidth_gbs,

@@ -49,7 +49,7 @@ def requests(users: int, count: int, length_scale: float | None) -> tuple[list[t
     """(prompt ids, output tokens) of every request of engines.py's schedule in order, and max_model_len."""
     from engines import write_scenario  # this folder: the script's own
 
-    from advisor.bench import BenchConfig, plan
+    from advisor.run.bench import BenchConfig, plan
     from scenarios.overrides import Overrides
     from scenarios.prompts import make_prompt_ids
 

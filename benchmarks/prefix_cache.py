@@ -72,7 +72,7 @@ def _launch(args: argparse.Namespace, model: Path, cache: bool, port: int) -> st
 
 
 def run_one(args: argparse.Namespace, model: Path, cache: bool, scenario: Path, out: Path) -> dict:
-    from advisor.bench import BenchConfig, bench_once
+    from advisor.run.bench import BenchConfig, bench_once
     from scenarios.overrides import Overrides
 
     port = free_port()

@@ -179,7 +179,7 @@ def main() -> None:
                     "(benchmarks/busy_poll.py); not how advisor runs")
     ap.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="own engine option, both sides")
     args = ap.parse_args()
-    from advisor.manifest import cpu_idle
+    from advisor.run.manifest import cpu_idle
 
     # how idle CPUs wait decides what each served step's wake of the client costs on a VM (haltpoll_ab.sh)
     out: dict = {"args": vars(args), "started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),

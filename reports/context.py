@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from advisor.metrics.lag import LAG_FLOOR_MS  # the send-lag rule's floor; the rule itself is in the verdict
-from advisor.run_rates import offered_rps
-from advisor.store import RunResult
+from advisor.run.rates import offered_rps
+from advisor.saved.store import RunResult
 from reports.constraints_text import constraints_text
 from reports.costs import RunPrice
 from reports.executive import executive
@@ -173,7 +173,7 @@ def turn_tables(runs: Sequence[RunResult], labels: dict[str, str]) -> list[dict[
 
 def sweep_row(sweep: dict[str, Any]) -> dict[str, Any]:
     """A saved sweep.json for the report's table: its capacity said in words, with why."""
-    from advisor.capacity import capacity_text
+    from advisor.sweep.capacity import capacity_text
 
     cap = sweep.get("capacity") or {}
     text = capacity_text(cap.get("capacity_rps"), cap.get("capacity_users"))

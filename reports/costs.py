@@ -1,7 +1,7 @@
 """The price of each run's hardware and its cost per 1M tokens, for the report and the dashboard.
 
 Prices come from the hardware catalog (`advisor.catalog`, user overrides win) via
-the run manifest's hardware; the arithmetic is `advisor.cost`'s. Nothing here
+the run manifest's hardware; the arithmetic is `advisor.catalog.cost`'s. Nothing here
 computes a cost of its own. A run whose hardware is not in the catalog has no
 price, and the report says so instead of guessing.
 """
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.cost import HOURS_PER_MONTH, RunCost, monthly_cost_usd, run_cost
-from advisor.store import RunResult
+from advisor.catalog.cost import HOURS_PER_MONTH, RunCost, monthly_cost_usd, run_cost
+from advisor.saved.store import RunResult
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.recommend.rests_on import model_name
-from advisor.store import RunResult
+from advisor.saved.store import RunResult
 from reports.costs import RunPrice
 from reports.labels import is_valid, lag_ms, status
 from reports.selection import RecommendationResult

@@ -22,8 +22,8 @@ from advisor.loadgen.records import RequestRecord
 from advisor.metrics import per_request
 from advisor.metrics.distribution import Distribution, percentile_key
 from advisor.recommend.pareto import non_dominated
-from advisor.run_rates import load_rps
-from advisor.store import RunResult, StoreError
+from advisor.run.rates import load_rps
+from advisor.saved.store import RunResult, StoreError
 from advisor.telemetry.record import TelemetrySummary
 from reports.costs import RunPrice
 from reports.labels import chart_text, group_key, is_valid, run_labels, scenario_name

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from advisor.store import RunResult
+from advisor.saved.store import RunResult
 
 J_PER_KWH = 3.6e6
 
@@ -33,7 +33,7 @@ def energy_usd_per_1m(j_per_output_token: float | None, usd_per_kwh: float) -> f
 
 def _bound(run: RunResult) -> str:
     from advisor.catalog import load_catalog
-    from advisor.hardware_detect import map_machine
+    from advisor.hardware.detect import map_machine
     from advisor.recommend.bound import classify
 
     hw = map_machine((run.manifest or {}).get("hardware") or {}, load_catalog()).hardware

@@ -1,6 +1,6 @@
 """The comparison table's rows: one per option, a repeat group shown as one row with its intervals.
 
-A group of repeats (`advisor.repeats.group_runs`; a run made on its own is a group of one) shows each
+A group of repeats (`advisor.repeats.group.group_runs`; a run made on its own is a group of one) shows each
 figure as its median with the order-statistic interval, its SLOs as met / failed / not established
 over all its requests (`advisor.recommend.options.judge`, the recommender's own rule), and which
 percentiles its requests can support (MLPerf early stopping) with how many more the others need.
@@ -14,8 +14,8 @@ from typing import Any
 from advisor.metrics.intervals import Interval, median_interval
 from advisor.metrics.support import percentile_support
 from advisor.recommend.options import judge
-from advisor.repeats import RepeatGroup, group_runs
-from advisor.slo_evidence import RunSample, load_sample, run_slos
+from advisor.repeats.group import RepeatGroup, group_runs
+from advisor.metrics.slo_evidence import RunSample, load_sample, run_slos
 from reports.costs import RunPrice
 from reports.labels import load_text
 

@@ -20,9 +20,9 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from advisor import __version__
-from advisor.atomic import write_atomic
-from advisor.redact import redact_text
-from advisor.store import RunResult
+from advisor.saved.atomic import write_atomic
+from advisor.saved.redact import redact_text
+from advisor.saved.store import RunResult
 from reports.context import build_context, left_out_rows
 from reports.costs import RunPrice, price_runs
 from reports.figures import report_figures

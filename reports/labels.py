@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.metrics.distribution import Distribution
-from advisor.run_rates import load_rps
-from advisor.store import RunResult
+from advisor.run.rates import load_rps
+from advisor.saved.store import RunResult
 
 VALID = "VALID"
 

@@ -1,6 +1,6 @@
 """The report's Environment section: saved runs grouped by the machine they ran on, one group per fingerprint.
 
-A machine is its manifest's fingerprint (`advisor.manifest.fingerprint`: machine-id hash, GPU UUIDs,
+A machine is its manifest's fingerprint (`advisor.run.manifest.fingerprint`: machine-id hash, GPU UUIDs,
 CPU, cores, memory, GPUs) with its hostname; runs saved before fingerprints existed are grouped by the
 same fields read from their hardware. What a run sets for itself on one machine (its CPU affinity, the
 CPU idle driver it saw, the Python packages it ran with) does not split a machine: it is listed under
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from advisor.hardware_detect import FINGERPRINT_KEYS
-from advisor.store import RunResult
+from advisor.hardware.detect import FINGERPRINT_KEYS
+from advisor.saved.store import RunResult
 
 
 def machine_key(manifest: dict[str, Any]) -> tuple[Any, ...]:

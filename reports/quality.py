@@ -31,7 +31,7 @@ def load_verify(path: Path) -> dict[str, Any]:
 
 def quality_context(doc: dict[str, Any]) -> dict[str, Any]:
     """What the template shows: rows per variant that ran, and what the figures were measured on."""
-    from advisor.quality import TEXT_SOURCE
+    from advisor.quality.text_drift import TEXT_SOURCE
 
     rows = []
     for v in doc["variants"]:

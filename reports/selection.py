@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.store import (
+from advisor.saved.store import (
     RECORDS_FILE,
     RESULT_FILE,
     RunResult,
@@ -113,7 +113,7 @@ def with_records_noted(runs: Iterable[RunResult], warn: Callable[[str], None] | 
 
 
 def _load_sweep(folder: Path) -> dict[str, Any]:
-    from advisor.sweep import SweepError, load_sweep
+    from advisor.sweep.run import SweepError, load_sweep
 
     try:
         return load_sweep(folder).to_dict()
@@ -135,7 +135,7 @@ def make_recommendation(runs: Sequence[RunResult], constraints: Any | None = Non
     """Rank the given runs with `advisor.recommend` under `constraints` (a Constraints, a dict, or None)."""
     try:
         from advisor.catalog import load_catalog
-        from advisor.hardware_detect import detect
+        from advisor.hardware.detect import detect
         from advisor.recommend import Constraints, ConstraintsError, recommend
         from advisor.recommend.constraints import build
     except ImportError as e:  # the recommender is part of the package; a broken install says so
@@ -146,7 +146,7 @@ def make_recommendation(runs: Sequence[RunResult], constraints: Any | None = Non
         elif isinstance(constraints, dict):
             constraints = build(constraints, "constraints")
         catalog = catalog if catalog is not None else load_catalog()
-        from advisor.slo_evidence import load_samples
+        from advisor.metrics.slo_evidence import load_samples
 
         rec = recommend(list(runs), constraints, catalog, detected=detect(catalog, measure=False),
                         samples=load_samples(runs))

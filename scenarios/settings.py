@@ -2,7 +2,7 @@
 
 `scenarios.schedule.resolve` makes a `Settings` (the scenario, then its `fit` block unless
 `--full-scale`, then the command line's overrides); the `Schedule` carries that object, and
-`advisor.bench` saves that same object as result.json's `schedule.effective`. Nothing between
+`advisor.run.bench` saves that same object as result.json's `schedule.effective`. Nothing between
 turns it into a dict and reads it back by key: `to_dict`/`from_dict` exist only at the file.
 
 `target_rps` is the arrival process's mean rate (the load the settings aim at). It is not the

@@ -18,7 +18,7 @@ PACKAGES = ("advisor", "advisor_cli", "reports", "scenarios", "own_engine")
 PACKAGE_CALLS = {"find_spec", "import_module", "version", "distribution", "import_optional"}
 # Where a registered name is a word of another vocabulary (file: what it is there). Keep this short.
 ALLOWED = {
-    "advisor/manifest.py": "distribution names whose versions a run records (`_PACKAGES`)",
+    "advisor/run/manifest.py": "distribution names whose versions a run records (`_PACKAGES`)",
     "advisor/sizing/reserve.py": "the sizing profiles' names: keys of advisor/sizing/data/engines.yaml, declared once",
 }
 

@@ -22,7 +22,8 @@ from typing import Any
 from adapters import embedders
 from adapters.base import AdapterError, EngineInfo, EngineUnavailable
 from adapters.embed_base import EmbedAdapter, EmbedRequest
-from advisor import __version__, interrupts
+from advisor import __version__
+from advisor.run import interrupts
 from advisor.embed.drive import EmbedRecord, drive
 from advisor.embed.metrics import EmbedSummary, summarise
 from advisor.loadgen import eventloop

@@ -77,7 +77,7 @@ async def drive(adapter: EmbedAdapter, schedule: EmbedSchedule, timeout_s: float
 
 async def send_on_schedule(offsets_s: list[float], t0: int, one: Callable[[int, int], Awaitable[R]]) -> list[R]:
     """Start `one(i, t_sched_ns)` as its own task at each offset after t0 (a late one at once), so a slow answer
-    never holds back the next send; the results in schedule order. Cancelled (a signal: `advisor.interrupts`), it
+    never holds back the next send; the results in schedule order. Cancelled (a signal: `advisor.run.interrupts`), it
     cancels the requests still open and returns the results of those that finished."""
     loop = asyncio.get_running_loop()
     tasks: list[asyncio.Task[R]] = []
@@ -89,7 +89,7 @@ async def send_on_schedule(offsets_s: list[float], t0: int, one: Callable[[int, 
                 await asyncio.sleep(wait_s)
             tasks.append(loop.create_task(one(i, t_sched)))
         return list(await asyncio.gather(*tasks))
-    except asyncio.CancelledError:  # a signal stopped the run (advisor.interrupts): keep what finished
+    except asyncio.CancelledError:  # a signal stopped the run (advisor.run.interrupts): keep what finished
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

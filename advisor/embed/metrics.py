@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.cost import usd_per_million_tokens
+from advisor.catalog.cost import usd_per_million_tokens
 from advisor.embed.drive import EmbedRecord
 from advisor.metrics.distribution import Distribution
 from advisor.metrics.lag import LagCheck, check_lag

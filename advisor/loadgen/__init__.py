@@ -7,11 +7,11 @@
 - `records`: one raw `RequestRecord` per request (metrics are computed from these in `advisor.metrics`);
 - `eventloop`: uvloop or asyncio, the loop a run is driven on;
 - `worker_spec`: `--workers` parsed; `workers` + `worker_process`: a schedule sharded over local processes;
-- `ray_workers` + `ray_actor`: the same shards on Ray actors (connection: `advisor.ray_connect`), their clocks
+- `ray_workers` + `ray_actor`: the same shards on Ray actors (connection: `advisor.matrix.ray_connect`), their clocks
   lined up by `clock_sync`;
 - `info`: result.json's `loadgen` object, what the load generator says about its own run;
 - `stall`: a line on stderr while requests are open and nothing arrives (a hung server is not silence).
 
-It computes no metrics and saves nothing: `advisor.bench` does both. Import the modules, not this package: it
+It computes no metrics and saves nothing: `advisor.run.bench` does both. Import the modules, not this package: it
 re-exports nothing, so importing `advisor.loadgen.records` costs no asyncio, workers or Ray.
 """

@@ -1,6 +1,6 @@
 """What the load generator says about its own run: result.json's `loadgen` object, typed.
 
-Written once by `advisor.bench`; its file form follows from the fields (fileform: a run written before
+Written once by `advisor.run.bench`; its file form follows from the fields (fileform: a run written before
 a key existed reads it as None, and a run without `loadgen` at all reads as all None). Each worker's
 row stays a JSON object: local and Ray workers report different facts (`advisor.loadgen.workers`,
 `advisor.loadgen.ray_workers`), and only the console and the report show them.

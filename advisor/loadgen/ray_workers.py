@@ -14,7 +14,7 @@ Records come back in batches while the run goes on (the driver polls every actor
 the task (Ctrl-C, SIGTERM) stops every actor and keeps what they measured. An actor that dies
 (its node or process gone) loses the requests it had not returned: they become `worker` errors,
 as with a local worker that dies. Only served engines: the engine URL must be reachable from
-every node the actors may land on. Joining the cluster is `advisor.ray_connect`'s, as for the matrix.
+every node the actors may land on. Joining the cluster is `advisor.matrix.ray_connect`'s, as for the matrix.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from advisor.loadgen.drive import LoadResult, Progress, cancel_handled
 from advisor.loadgen.records import RequestRecord
 from advisor.loadgen.worker_process import Shard
 from advisor.loadgen.workers import WorkerError, blank_records, gathered, lag_and_cpu, mark_lost, shard
-from advisor.ray_connect import RayConnectError, check_reachable, import_ray
-from advisor.ray_connect import connect as ray_connect
+from advisor.matrix.ray_connect import RayConnectError, check_reachable, import_ray
+from advisor.matrix.ray_connect import connect as ray_connect
 from scenarios.types import Schedule
 
 START_MARGIN_S = 1.0  # from "go" to the common start: every actor has its start time by then

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from fileform import FileForm
 
-# a field's integers fit 32 bits: its requests.parquet column is int32 (every other int is int64; advisor.store)
+# a field's integers fit 32 bits: its requests.parquet column is int32 (every other int is int64; advisor.saved.store)
 INT32 = {"parquet": "int32"}
 
 

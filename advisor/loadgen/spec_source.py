@@ -3,7 +3,7 @@
 The load generator's one way from a `Schedule` (lengths, seed) to `RequestSpec`s: the driver, every local worker
 process and every Ray actor call `spec_source` on their own schedule, so a request's prompt is the same token ids
 wherever it is sent from. A plain schedule gets a function; a session schedule gets `SessionPrompts`, whose turns
-hold the previous answers. It decides nothing about lengths or fit (`advisor.bench.check_fits` does).
+hold the previous answers. It decides nothing about lengths or fit (`advisor.run.bench.check_fits` does).
 """
 
 from __future__ import annotations

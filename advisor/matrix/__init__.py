@@ -5,5 +5,5 @@ needs), run here one after another or on a Ray cluster, every run saved into the
 - `cell`: run one cell (the only caller of the benchmark library); `bundle`: run folders in transit;
 - `store`: the matrix's own file; `progress`: cell events into that file and onto the console;
 - `local`, `ray_runner` (+ `ray_task` on the nodes): the two ways to run; `run`: both (Ray connection:
-  `advisor.ray_connect`, shared with the load generator's Ray workers).
+  `advisor.matrix.ray_connect`, shared with the load generator's Ray workers).
 """

@@ -13,8 +13,8 @@ import shutil
 import tarfile
 from pathlib import Path
 
-from advisor.store import RESULT_FILE
-from advisor.sweep import SWEEP_FILE
+from advisor.saved.store import RESULT_FILE
+from advisor.sweep.run import SWEEP_FILE
 
 
 class BundleError(RuntimeError):

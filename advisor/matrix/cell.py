@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.capacity import SweepPoint
+from advisor.sweep.capacity import SweepPoint
 from advisor.matrix.plan import Cell
 
 
@@ -42,14 +42,14 @@ def run_cell(cell: Cell, out_dir: Path, on_progress: Callable[[str], None] | Non
     `cpus_held`: the CPUs a scheduler gave the cell (Ray); its `workers: auto` then uses no more than those,
     and still one worker for a light open loop, by the same rule as here (advisor.loadgen.workers.count).
     """
-    from advisor.bench import BenchConfig, bench_once, open_engine, plan, run_bench
+    from advisor.run.bench import BenchConfig, bench_once, open_engine, plan, run_bench
 
     check_here(cell)
     bench = BenchConfig(scenario=cell.scenario, engine=cell.engine, model=cell.model, overrides=cell.overrides(),
                         engine_options=dict(cell.options), out_dir=Path(out_dir), timeout_s=cell.timeout_s,
                         workers=cell.workers, auto_workers_cap=_auto_cap(cell, cpus_held))
     if cell.is_sweep:
-        from advisor.sweep import SweepConfig, run_sweep
+        from advisor.sweep.run import SweepConfig, run_sweep
 
         assert cell.rates is not None
         cfg = SweepConfig(bench, rates=tuple(cell.rates), repeats=cell.repeats, restart_engine=cell.restart_engine)
@@ -67,7 +67,7 @@ def run_cell(cell: Cell, out_dir: Path, on_progress: Callable[[str], None] | Non
     if cell.repeats == 1 and not cell.restart_engine:
         with open_engine(bench, planned.options) as adapter:
             return CellRuns((run_bench(bench, adapter, planned=planned).run_id,))
-    from advisor.repeats import run_repeats
+    from advisor.repeats.group import run_repeats
 
     if cell.restart_engine:
         group = run_repeats(lambda i: bench_once(bench), cell.repeats, label=cell.name, restart_engine=True)

@@ -42,7 +42,7 @@ def check_local(log: CellLog) -> None:
 def _check_ray_workers(cell: Cell) -> None:
     """A `workers: ray:N` cell run here needs Ray installed: say so now, not after the cells before it ran."""
     from advisor.loadgen import worker_spec
-    from advisor.ray_connect import RayConnectError, import_ray
+    from advisor.matrix.ray_connect import RayConnectError, import_ray
 
     if worker_spec.on_ray(worker_spec.parse(cell.workers)) is None:
         return

@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from advisor.run_config import MAX_STEPS
+from advisor.run.config import MAX_STEPS
 from scenarios.overrides import FLAGS, MAX_RATE_RPS, Overrides, flag
 from scenarios.spec import Scenario
 from scenarios.yaml_file import YamlFileError, read_yaml
@@ -78,7 +78,7 @@ class Cell(BaseModel):
     full_scale: bool = False
     timeout_s: float = 600.0  # per request
     workers: int | str = "auto"  # load generators (advisor.loadgen.worker_spec): auto, N, or ray:N actors; on Ray, auto: at most the CPUs held
-    repeats: int = Field(1, ge=1, le=100)  # runs of the cell (per step for a sweep), grouped (advisor.repeats)
+    repeats: int = Field(1, ge=1, le=100)  # runs of the cell (per step for a sweep), grouped (advisor.repeats.group)
     restart_engine: bool = False  # a fresh engine for every repeat
     resources: dict[str, float] = Field(default_factory=dict)
     accelerator: str | None = None

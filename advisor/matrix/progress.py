@@ -74,7 +74,7 @@ class CellLog:
 
     def _split(self, ids: list[str]) -> tuple[list[str], str | None]:
         """Partial ids as (runs, the sweep's id): a cut-off sweep cell keeps its sweep.json too."""
-        from advisor.sweep import SWEEP_FILE
+        from advisor.sweep.run import SWEEP_FILE
 
         sweeps = [i for i in ids if (self.matrix.root / i / SWEEP_FILE).is_file()]
         return [i for i in ids if i not in sweeps], (sweeps[0] if sweeps else None)

@@ -13,7 +13,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 
-from advisor import interrupts
+from advisor.run import interrupts
 from advisor.matrix.local import check_local, run_local
 from advisor.matrix.progress import CellLog
 from advisor.matrix.store import MatrixFile
@@ -31,7 +31,7 @@ def run_matrix(matrix: MatrixFile, say: Callable[[str], None], *, ray_address: s
         _run(matrix, lambda: run_local(log))
         return matrix
     from advisor.matrix.ray_runner import RayRunner
-    from advisor.ray_connect import connect
+    from advisor.matrix.ray_connect import connect
 
     ray = connect(ray_address, say, ship_code=ship_code)
     try:

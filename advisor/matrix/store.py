@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from advisor.atomic import write_atomic
+from advisor.saved.atomic import write_atomic
 from advisor.matrix.plan import Cell, Plan, PlanError, plan_from_dict
-from advisor.redact import redact_text
+from advisor.saved.redact import redact_text
 from fileform import FileForm, FormError
 
 SCHEMA = "advisor.matrix/1"

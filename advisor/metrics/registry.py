@@ -2,7 +2,7 @@
 its values, and which percentiles the headline figures quote.
 
 The summary computes a distribution per entry (`summary._distributions`), the console's latency table shows
-them in this order, and `advisor.repeats.FIGURES` (what `compare` and the repeat table read) takes its
+them in this order, and `advisor.repeats.group.FIGURES` (what `compare` and the repeat table read) takes its
 per-request figures from the `percentiles` here. A new metric is a function in `per_request.py`, an entry
 here, and its distribution field on `RunSummary` (a test holds the two equal); docs/metrics.md defines it.
 """
@@ -29,7 +29,7 @@ class Metric:
     pooled: bool = False  # `of` gives a list per request (one value per token), pooled over requests
     over_sent: bool = False  # every sent measured request (the load generator's own lag), not only the ok ones
     console: bool = True  # a row of `bench`'s latency table
-    percentiles: tuple[float, ...] = ()  # headline figures (`advisor.repeats.FIGURES`): compare, repeat tables
+    percentiles: tuple[float, ...] = ()  # headline figures (`advisor.repeats.group.FIGURES`): compare, repeat tables
 
     def values(self, rec: RequestRecord) -> Iterable[float]:
         if self.pooled:

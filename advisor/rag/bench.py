@@ -25,7 +25,8 @@ import adapters
 from adapters import embedders
 from adapters.base import Adapter, AdapterError, EngineInfo, EngineUnavailable
 from adapters.embed_base import EmbedAdapter, EmbedRequest
-from advisor import __version__, interrupts
+from advisor import __version__
+from advisor.run import interrupts
 from advisor.loadgen import eventloop
 from advisor.rag.drive import Pipeline, RagRecord, drive, word_ids
 from advisor.rag.index import BUILD_BATCH, VectorIndex

@@ -18,15 +18,15 @@ from typing import Any, Literal
 
 from adapters.base import EngineInfo
 from advisor.catalog import Hardware
-from advisor.cost import tokens_per_request
+from advisor.catalog.cost import tokens_per_request
 from advisor.metrics.intervals import Interval
 from advisor.recommend.bound import classify
 from advisor.recommend.constraints import Constraints
 from advisor.recommend.options import MeasuredOption, best_and_closest, options
-from advisor.roofline import ModelShape
-from advisor.run_rates import offered_rps
-from advisor.slo_evidence import RunSample
-from advisor.store import RunResult
+from advisor.sizing.roofline import ModelShape
+from advisor.run.rates import offered_rps
+from advisor.metrics.slo_evidence import RunSample
+from advisor.saved.store import RunResult
 from fileform import FileForm
 
 UNKNOWN_SERVER = "unknown hardware"  # a served run whose server hardware was not declared

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from advisor.catalog import Catalog
-from advisor.cost import DEFAULT_HEADROOM, HOURS_PER_MONTH
+from advisor.catalog.cost import DEFAULT_HEADROOM, HOURS_PER_MONTH
 from scenarios.types import SLOs, check_percentile
 from scenarios.yaml_file import YamlFileError, read_yaml
 

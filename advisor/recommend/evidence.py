@@ -18,8 +18,8 @@ from typing import Any
 from advisor.metrics.support import requests_needed
 from advisor.recommend.machines import is_served
 from advisor.recommend.ranking import Row
-from advisor.run_rates import load_rps
-from advisor.store import RunResult
+from advisor.run.rates import load_rps
+from advisor.saved.store import RunResult
 from fileform import FileForm
 
 MIN_VALID_REQUESTS = 100  # the verdict's min_n_p95 (advisor.metrics.verdict)

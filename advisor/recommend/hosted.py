@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.catalog import HostedOffer
-from advisor.cost import HOURS_PER_MONTH
+from advisor.catalog.cost import HOURS_PER_MONTH
 from advisor.recommend.ranking import Row
 from fileform import FileForm
 

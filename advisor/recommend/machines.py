@@ -16,10 +16,10 @@ from typing import Any
 
 import adapters
 from advisor.catalog import Catalog
-from advisor.hardware_detect import Detected, MachineMap, map_machine, same_machine
+from advisor.hardware.detect import Detected, MachineMap, map_machine, same_machine
 from advisor.recommend.candidates import UNKNOWN_SERVER as UNKNOWN_HARDWARE
 from advisor.recommend.candidates import MeasuredRun
-from advisor.store import RunResult
+from advisor.saved.store import RunResult
 
 SERVER_HARDWARE_FIX = ("re-run with --server-hardware ID (and --server-hardware-count N) naming the server's hardware "
                        "(`advisor hardware` lists the ids)")

@@ -30,7 +30,7 @@ from advisor.sizing.estimate import ENGINES, Gpu, resolve_gpu
 from advisor.sizing.memory import tp_degrees
 from advisor.sizing.reserve import OWN_PROFILE
 from advisor.sizing.transfer import nearest_measured
-from advisor.store import RunResult
+from advisor.saved.store import RunResult
 from scenarios.spec import Scenario
 
 _SHAPE = (("hidden_size", "hidden_size"), ("num_hidden_layers", "n_layers"), ("num_attention_heads", "n_heads"),

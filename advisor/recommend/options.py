@@ -1,6 +1,6 @@
 """Measured options: saved runs as repeat groups, each judged against the effective SLOs.
 
-A repeat group (runs tagged by `advisor.repeats`; an untagged run is a group of one) is one option:
+A repeat group (runs tagged by `advisor.repeats.group`; an untagged run is a group of one) is one option:
 VALID only when every repeat is, its latencies and rate are medians over the repeats with their
 order-statistic intervals, and each SLO is judged by the early-stopping rule over all the group's
 requests pooled (n and the count over the limit add up; the observed percentile is the repeats'
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from advisor.metrics.intervals import Interval, median_interval
 from advisor.metrics.support import SloCheck, check_slo
-from advisor.repeats import repeat_tag
-from advisor.slo_evidence import RunSample, observed, sample_for, slo_checks
-from advisor.store import RunResult
+from advisor.repeats.group import repeat_tag
+from advisor.metrics.slo_evidence import RunSample, observed, sample_for, slo_checks
+from advisor.saved.store import RunResult
 
 
 def _achieved_rps(run: RunResult) -> float:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.catalog import COMPLEXITY_ORDER, Catalog
-from advisor.cost import cost_per_million, monthly_cost_usd, replicas_needed
+from advisor.catalog.cost import cost_per_million, monthly_cost_usd, replicas_needed
 from advisor.metrics.decided import decided
 from advisor.metrics.intervals import Interval
 from advisor.recommend.candidates import Candidate

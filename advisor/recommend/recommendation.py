@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from advisor.catalog import Catalog
-from advisor.cost import BLEND_INPUT_PER_OUTPUT, HOURS_PER_MONTH, OUTPUT_TOKEN_WEIGHT
-from advisor.hardware_detect import Detected
+from advisor.catalog.cost import BLEND_INPUT_PER_OUTPUT, HOURS_PER_MONTH, OUTPUT_TOKEN_WEIGHT
+from advisor.hardware.detect import Detected
 from advisor.recommend.candidates import (
     UNLISTED_CPU,
     Candidate,
@@ -36,8 +36,8 @@ from advisor.recommend.ranking import Row, evaluate
 from advisor.recommend.rests_on import headline_warnings, rests_on
 from advisor.recommend.run_selection import LeftOut, is_test_engine, select_runs
 from advisor.recommend.settle import settle
-from advisor.slo_evidence import RunSample
-from advisor.store import RunResult
+from advisor.metrics.slo_evidence import RunSample
+from advisor.saved.store import RunResult
 
 
 class NoRunsError(ValueError):
@@ -177,7 +177,7 @@ def recommend(runs: list[RunResult], constraints: Constraints, catalog: Catalog,
               samples: dict[str, RunSample] | None = None, model: ModelConfigAsk | None = None) -> Recommendation:
     """Rank every measured and estimated deployment of `runs` against `constraints`.
 
-    `samples` (by run id, `advisor.slo_evidence.load_samples`) makes the SLO checks exact; without them
+    `samples` (by run id, `advisor.metrics.slo_evidence.load_samples`) makes the SLO checks exact; without them
     the count of requests over a limit is bounded from the summary's percentiles. With `model` (a model config,
     `--model-config`), the measured rows are the runs of that model's shape and the estimated rows are sized
     from the operator tables (`model_config.py`) instead of extrapolated from runs; no run is needed.

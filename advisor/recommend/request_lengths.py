@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import statistics
 
-from advisor.cost import tokens_per_request
-from advisor.store import RunResult
+from advisor.catalog.cost import tokens_per_request
+from advisor.saved.store import RunResult
 from scenarios import spec as S
 from scenarios.overrides import Overrides
 from scenarios.schedule import build_schedule

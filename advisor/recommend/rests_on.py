@@ -13,8 +13,8 @@ from pathlib import PurePath
 
 import adapters
 from advisor.recommend.ranking import Row
-from advisor.store import RunResult
-from advisor.systems import param_count
+from advisor.saved.store import RunResult
+from advisor.hardware.systems import param_count
 from model_cache.presets import PRESETS
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import adapters
 from adapters import TEST_ENGINE
 from advisor.recommend.workloads import pick_workload
-from advisor.store import RunResult
+from advisor.saved.store import RunResult
 from fileform import FileForm
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from pathlib import PurePath
 from advisor.catalog import Catalog
 from advisor.recommend.evidence import workload_flags
 from advisor.recommend.ranking import Row
-from advisor.store import RunResult
+from advisor.saved.store import RunResult
 
 MAX_LINES = 3
 

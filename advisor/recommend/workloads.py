@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.store import RunResult
+from advisor.saved.store import RunResult
 
 LENGTH_KEYS = ("length_scale", "max_input_tokens", "max_output_tokens")
 REALISED_TOLERANCE = 0.25  # relative difference of mean tokens per request that makes another workload

@@ -1,7 +1,7 @@
 """What the Streamlit dashboard (`app.py`) shows, without Streamlit: tables, filters, constraints, runs.
 
 `app.py` only lays out widgets and calls these; each function here is plain Python
-over saved runs, the recommender and `advisor.bench`, so it is tested without a
+over saved runs, the recommender and `advisor.run.bench`, so it is tested without a
 browser. The runs folder is `ADVISOR_RUNS` (default `runs`).
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 import adapters
 from advisor.metrics.distribution import Distribution
 from advisor.recommend.rests_on import model_name as headline_model
-from advisor.store import RunResult, readable_runs
+from advisor.saved.store import RunResult, readable_runs
 from reports.costs import price_runs
 from reports.html import render_report
 from reports.labels import engine_name, is_valid, load_text, model_name, run_labels, scenario_name, status
@@ -229,8 +229,8 @@ class RunRequest:
 
 
 def start_run(req: RunRequest, root: Path, progress: Callable[[int, int], None] | None = None) -> RunResult:
-    """Run one benchmark with `advisor.bench` and save it under `root`."""
-    from advisor.bench import BenchConfig, bench_once
+    """Run one benchmark with `advisor.run.bench` and save it under `root`."""
+    from advisor.run.bench import BenchConfig, bench_once
     from scenarios.overrides import Overrides
 
     takes = adapters.adapter_class(req.engine).Options.model_fields

@@ -25,7 +25,7 @@ def test_every_verify_case_builds_options_the_adapter_takes(name):
 
 
 def test_verify_variants_come_from_the_adapters_reference_first():
-    from advisor.verify import all_variants
+    from advisor.quality.verify import all_variants
 
     variants = all_variants()
     assert variants[0].is_reference and variants[0].strict and variants[0].precision == "fp32"

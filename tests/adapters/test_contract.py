@@ -171,7 +171,7 @@ def test_a_sweep_starts_the_engine_once(tmp_path, monkeypatch):
 
 
 def test_run_bench_never_starts_an_engine(tmp_path):
-    from advisor.bench import BenchConfig, run_bench
+    from advisor.run.bench import BenchConfig, run_bench
 
     adapter = adapters.create("fake", None)
     with pytest.raises(RuntimeError, match="not started"):

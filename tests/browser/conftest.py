@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.store import RunResult, list_runs
+from advisor.saved.store import RunResult, list_runs
 from tests.reports.make_runs import make_runs
 
 CHROMIUM = os.environ.get("ADVISOR_CHROMIUM", "/usr/bin/chromium")

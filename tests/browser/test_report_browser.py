@@ -85,7 +85,7 @@ def test_h200_report_first_screen_names_the_gpu_and_its_measured_cost(page, arti
     import socket
 
     from advisor.recommend import Constraints
-    from advisor.store import list_runs
+    from advisor.saved.store import list_runs
     from tests.advisor.recommend.h200 import H200_DIR
 
     monkeypatch.setattr(socket, "gethostname", lambda: "vm")
@@ -138,7 +138,7 @@ def test_charts_and_tables_read_at_1280_and_1400_px(page, browser_runs, artifact
     import socket
 
     from advisor.recommend import Constraints
-    from advisor.store import list_runs
+    from advisor.saved.store import list_runs
     from reports.labels import run_labels
     from tests.advisor.recommend.h200 import CHAT, copy_runs, write_edited
 

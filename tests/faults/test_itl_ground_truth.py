@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from advisor.metrics.per_request import itl_ms, tpot_ms
-from advisor.store import load_run
+from advisor.saved.store import load_run
 from tests.faults.conftest import advisor, write_scenario
 
 pytestmark = pytest.mark.faults

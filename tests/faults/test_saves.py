@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.store import load_run
+from advisor.saved.store import load_run
 from tests.faults.conftest import advisor, advisor_bg, run_dirs
 
 pytestmark = pytest.mark.faults

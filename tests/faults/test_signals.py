@@ -14,8 +14,8 @@ import time
 import psutil
 import pytest
 
-from advisor.store import load_run
-from advisor.sweep import load_sweep
+from advisor.saved.store import load_run
+from advisor.sweep.run import load_sweep
 from tests.faults.conftest import advisor, advisor_bg, interrupt, run_dirs, server_command, wait_for, write_scenario
 from tests.servers.mock_openai import free_port
 

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from advisor.sweep import check_unlocked
+from advisor.sweep.run import check_unlocked
 from tests.faults.conftest import advisor, advisor_bg, interrupt, wait_for, write_scenario
 
 pytestmark = pytest.mark.faults

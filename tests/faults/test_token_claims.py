@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from advisor.store import load_run
+from advisor.saved.store import load_run
 from tests.faults.conftest import advisor, write_scenario
 
 pytestmark = pytest.mark.faults

@@ -7,7 +7,7 @@ import json
 import psutil
 import pytest
 
-from advisor.store import load_run
+from advisor.saved.store import load_run
 from tests.faults.conftest import advisor_bg, wait_for, write_scenario
 
 pytestmark = pytest.mark.faults

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor.store import load_run
+from advisor.saved.store import load_run
 from tests.faults.conftest import fault_server, write_scenario  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.ray

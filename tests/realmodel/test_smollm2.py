@@ -37,7 +37,7 @@ def test_weights_are_exact_against_llama_cpp_at_fp32(smollm2) -> None:
 
     from adapters.formats import convert, logits_fn, oracle
     from adapters.formats.check import divergence
-    from advisor.quality import text_ids
+    from advisor.quality.text_drift import text_ids
 
     folder, _ = smollm2
     ids = text_ids(folder, 256)
@@ -59,7 +59,7 @@ def test_digits_tokenize_one_by_one_as_llama_cpp_does(smollm2) -> None:
 
 def test_fp32_engines_agree_by_ids(smollm2) -> None:
     """own_engine, ONNX Runtime and OpenVINO at fp32 on the imported folder: the same greedy ids."""
-    from advisor.verify import all_variants, verify
+    from advisor.quality.verify import all_variants, verify
 
     folder, _ = smollm2
     variants = tuple(v for v in all_variants() if v.precision == "fp32" and v.adapter in ("own", "onnxruntime", "openvino"))
@@ -73,7 +73,7 @@ def test_fp32_engines_agree_by_ids(smollm2) -> None:
 def test_int8_and_int4_drift_more_than_fp16_and_text_is_readable(smollm2) -> None:
     """Teacher-forced over the shipped text: llama.cpp fp16 < q8_0 (int8) < q4_0 (int4) in KL, and a sample a
     person can read (a real model shows that order; random weights need not)."""
-    from advisor.verify import Variant, verify
+    from advisor.quality.verify import Variant, verify
 
     folder, _ = smollm2
     variants = (Variant("own", "hf-safetensors", "fp32", strict=True), Variant("llama_cpp", "gguf", "fp16"),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.store import RunResult
+from advisor.saved.store import RunResult
 from tests.reports.make_runs import make_runs
 
 
@@ -19,6 +19,6 @@ def runs_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def saved_runs(runs_root: Path) -> list[RunResult]:
-    from advisor.store import list_runs
+    from advisor.saved.store import list_runs
 
     return list_runs(runs_root)

@@ -13,8 +13,8 @@ import json
 import shutil
 from pathlib import Path
 
-from advisor.bench import BenchConfig, bench_once
-from advisor.store import RESULT_FILE, RunResult, load_run
+from advisor.run.bench import BenchConfig, bench_once
+from advisor.saved.store import RESULT_FILE, RunResult, load_run
 from scenarios.overrides import Overrides
 
 EVIL = "<script>alert(1)</script>"

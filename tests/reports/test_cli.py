@@ -8,8 +8,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from advisor.capacity import SweepPoint, capacity_from_sweep
-from advisor.sweep import SweepResult
+from advisor.sweep.capacity import SweepPoint, capacity_from_sweep
+from advisor.sweep.run import SweepResult
 from advisor_cli.report import report_command
 from tests.reports.make_runs import EVIL_RUN_ID
 

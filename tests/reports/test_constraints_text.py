@@ -45,7 +45,7 @@ def test_no_slo_and_the_settings_that_differ_from_their_defaults():
 
 
 def test_the_report_states_the_constraints_in_words(monkeypatch):
-    from advisor.store import list_runs
+    from advisor.saved.store import list_runs
     from tests.advisor.recommend.h200 import H200_DIR
 
     monkeypatch.setattr(socket, "gethostname", lambda: "vm")

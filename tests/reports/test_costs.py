@@ -1,10 +1,10 @@
-"""Run prices: a given $/hour, or the catalog's price for the run's machine, costed by advisor.cost."""
+"""Run prices: a given $/hour, or the catalog's price for the run's machine, costed by advisor.catalog.cost."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from advisor.cost import run_cost
+from advisor.catalog.cost import run_cost
 from reports.costs import price_runs
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from advisor.recommend import Constraints
-from advisor.store import list_runs
+from advisor.saved.store import list_runs
 from reports.costs import price_runs
 from reports.gpu import energy_usd_per_1m, gpu_table
 from reports.html import render_report

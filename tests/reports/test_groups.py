@@ -6,13 +6,13 @@ import re
 
 import pytest
 
-from advisor.repeats import run_repeats
-from advisor.store import list_runs
+from advisor.repeats.group import run_repeats
+from advisor.saved.store import list_runs
 from reports.costs import price_runs
 from reports.dashboard import data as dash
 from reports.html import _num, render_report
 from reports.selection import make_recommendation
-from tests.advisor.test_repeats import bench_fake
+from tests.advisor.repeats.test_repeats import bench_fake
 
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,7 @@ def test_report_is_one_self_contained_file(html):
 
 
 def test_secrets_in_the_report_content_are_redacted(saved_runs, monkeypatch):
-    from advisor import redact
+    from advisor.saved import redact
     monkeypatch.setattr(redact, "_remembered", {"sk-live-in-a-run-name"})
     run = saved_runs[0]
     page = render_report([run], prices=price_runs([run], usd_per_hour=1.0), title="sk-live-in-a-run-name")
@@ -101,7 +101,7 @@ def test_a_report_needs_runs():
 
 
 def test_a_run_without_its_request_records_still_renders(saved_runs, tmp_path):
-    from advisor.store import RESULT_FILE, load_run
+    from advisor.saved.store import RESULT_FILE, load_run
 
     folder = tmp_path / saved_runs[0].run_id
     folder.mkdir()
@@ -111,7 +111,7 @@ def test_a_run_without_its_request_records_still_renders(saved_runs, tmp_path):
 
 
 def test_a_recommendation_without_any_latency_slo_says_so_first_among_the_risks(saved_runs):
-    from advisor.store import RunResult
+    from advisor.saved.store import RunResult
 
     no_slo = []
     for r in (r for r in saved_runs if r.scenario_name == "copilot"):
@@ -131,7 +131,7 @@ def test_runs_of_several_scenarios_get_no_recommendation_and_say_how_to_get_one(
 
 def test_a_run_without_slos_shows_no_goodput_or_attainment(saved_runs):
     # with no limit every completed request is "good": 100% attainment and goodput = throughput said nothing
-    from advisor.store import RunResult
+    from advisor.saved.store import RunResult
 
     run = next(r for r in saved_runs if r.scenario_name == "copilot")
     d = run.to_dict()

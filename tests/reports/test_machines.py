@@ -6,7 +6,7 @@ import copy
 import re
 from typing import Any
 
-from advisor.store import RunResult
+from advisor.saved.store import RunResult
 from reports.costs import price_runs
 from reports.html import render_report
 from reports.machines import machine_title, machines

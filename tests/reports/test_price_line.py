@@ -6,7 +6,7 @@ import re
 import socket
 
 from advisor.recommend import Constraints
-from advisor.store import list_runs
+from advisor.saved.store import list_runs
 from reports.costs import price_runs
 from reports.html import render_report
 from reports.selection import make_recommendation

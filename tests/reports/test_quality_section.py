@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.verify import VariantResult, VerifyReport
+from advisor.quality.verify import VariantResult, VerifyReport
 from reports.html import render_report
 from reports.quality import QualityFileError, load_verify
 

@@ -43,7 +43,7 @@ import pytest
 
 import adapters
 from adapters.base import Adapter, EngineOptions
-from advisor.bench import BenchConfig, open_engine, plan, run_bench
+from advisor.run.bench import BenchConfig, open_engine, plan, run_bench
 from scenarios.catalog import scenario_names
 
 

@@ -4,7 +4,7 @@ Must pass: byte-level BPE and SentencePiece-style BPE x LLaMA, Qwen2, Mistral x
 GGUF, ONNX and OpenVINO at fp32: the conversion succeeds (its logit and text
 checks inside), `advisor verify` agrees token for token with own_engine and
 the format's own tokenizer agrees with the original on mixed text. HF itself
-(own_engine against transformers' classes) is tests/own_engine/test_families.py.
+(own_engine against transformers' classes) is tests/own_engine/model/test_families.py.
 Mistral beyond its 64-token window: where the engine has no sliding windows,
 the context is capped at the window and says so. Unigram and WordLevel
 either pass the same checks or are refused naming the family and the format.
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from adapters.formats import ConversionError, convert, read_manifest
-from advisor.verify import Variant, verify
+from advisor.quality.verify import Variant, verify
 
 pytestmark = pytest.mark.engines
 

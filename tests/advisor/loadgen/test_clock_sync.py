@@ -84,7 +84,7 @@ def test_bad_workers_say_which_spellings_there_are(given, says):
 def test_bad_ray_workers_fail_before_anything_runs(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from advisor.bench import BenchConfig, BenchError, plan
+    from advisor.run.bench import BenchConfig, BenchError, plan
     from advisor_cli import cli
 
     def bench(*args: str):

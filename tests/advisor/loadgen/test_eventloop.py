@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.bench import BenchConfig, bench_once
+from advisor.run.bench import BenchConfig, bench_once
 from advisor.loadgen import eventloop
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import psutil
 import pytest
 
-from advisor.store import load_run
+from advisor.saved.store import load_run
 
 N_ROWS = 12_000
 

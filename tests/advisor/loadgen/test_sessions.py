@@ -16,7 +16,7 @@ import pytest
 import adapters
 from adapters.base import Chunk, RequestSpec
 from adapters.fake import FakeAdapter, FakeOptions, answer_ids
-from advisor.bench import BenchConfig, BenchError, bench_once, check_fits, plan
+from advisor.run.bench import BenchConfig, BenchError, bench_once, check_fits, plan
 from advisor.loadgen.drive import drive
 from advisor.loadgen.sessions import SessionPrompts
 from advisor.metrics import summarize

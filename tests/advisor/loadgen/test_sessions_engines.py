@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import adapters
-from advisor.bench import BenchConfig, bench_once, check_fits
+from advisor.run.bench import BenchConfig, bench_once, check_fits
 from advisor.loadgen.drive import drive
 from advisor.loadgen.spec_source import spec_source
 from advisor.metrics import summarize

@@ -10,7 +10,7 @@ from typing import Any
 
 import adapters
 from adapters.base import Chunk, RequestSpec
-from advisor.bench import BenchConfig, open_engine, plan, run_bench
+from advisor.run.bench import BenchConfig, open_engine, plan, run_bench
 from advisor.loadgen.drive import drive
 from advisor.loadgen.stall import Stall
 from scenarios.overrides import Overrides

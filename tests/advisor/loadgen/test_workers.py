@@ -7,10 +7,10 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
-from advisor.bench import BenchConfig, BenchError, bench_once, plan
+from advisor.run.bench import BenchConfig, BenchError, bench_once, plan
 from advisor.loadgen import workers
 from advisor.metrics.lag import LagCheck, held
-from advisor.store import load_run
+from advisor.saved.store import load_run
 from advisor_cli import cli
 from scenarios.types import Schedule, ScheduledRequest, SLOs
 from tests.servers.mock_openai import MockOpenAIServer
@@ -200,7 +200,7 @@ def test_sessions_are_dealt_whole_and_send_what_one_process_sends(tmp_path):
 def test_more_local_workers_than_cpus_is_refused_before_anything_starts(tmp_path, monkeypatch):
     """`--workers 1000` on a 2-CPU machine started ~50 processes (2.6 GB); now one usage error, exit 2."""
     import adapters.placement
-    from advisor import bench
+    from advisor.run import bench
 
     monkeypatch.setattr(adapters.placement, "available_cpus", lambda: (0, 1))
     monkeypatch.setattr(bench, "available_cpus", lambda: (0, 1))

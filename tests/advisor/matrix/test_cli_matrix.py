@@ -11,8 +11,8 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from advisor.store import list_runs, load_run
-from advisor.sweep import load_sweep
+from advisor.saved.store import list_runs, load_run
+from advisor.sweep.run import load_sweep
 from advisor_cli import cli
 from tests.advisor.matrix.plans import write_plan
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from advisor.matrix.plan import load_plan
 from advisor.matrix.progress import CellLog
 from advisor.matrix.store import MatrixFile
-from advisor.sweep import SWEEP_FILE
+from advisor.sweep.run import SWEEP_FILE
 from tests.advisor.matrix.plans import write_plan
 
 

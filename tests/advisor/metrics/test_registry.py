@@ -6,7 +6,7 @@ from advisor.loadgen.records import RequestRecord
 from advisor.metrics import per_request as pr
 from advisor.metrics.registry import METRIC_BY_KEY, METRICS
 from advisor.metrics.summary import DISTRIBUTION_KEYS, RunSummary, summarize
-from advisor.repeats import FIGURE_BY_KEY
+from advisor.repeats.group import FIGURE_BY_KEY
 from scenarios.types import SLOs
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor.catalog import load_catalog
-from advisor.hardware_detect import Detected
-from advisor.store import RunResult, list_runs
+from advisor.hardware.detect import Detected
+from advisor.saved.store import RunResult, list_runs
 
 H200_DIR = Path(__file__).resolve().parents[2] / "data" / "gpu_h200_2026_11_26"
 CHAT = "20261126-010437-chat-own-5881"  # VALID, 5.2 req/s

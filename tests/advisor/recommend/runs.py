@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from advisor.store import RunResult
+from advisor.saved.store import RunResult
 
 SMALL_CFG = {"hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8, "num_key_value_heads": 8,
              "head_dim": 64, "intermediate_size": 1536, "vocab_size": 32000}
@@ -55,7 +55,7 @@ def loaded(runs: list[dict[str, Any]]) -> list[RunResult]:
 
 
 def write_runs(root: Path, runs: list[dict[str, Any]]) -> Path:
-    from advisor.store import RECORDS_FILE, write_records
+    from advisor.saved.store import RECORDS_FILE, write_records
 
     for r in runs:
         d = root / r["run_id"]

@@ -145,12 +145,12 @@ def test_recommend_refuses_an_unknown_vendor_in_the_constraints_file(runs_dir, t
 def test_a_bad_quality_file_names_the_file_and_key_before_anything_is_measured(runs_dir, tmp_path, monkeypatch,
                                                                               text, message):
     # a bad value was dropped silently, or a float() error named neither file nor key, after bandwidth was measured
-    import advisor.hardware_detect
+    import advisor.hardware.detect
 
     def no_measuring(*a, **k):
         raise AssertionError("measured before the quality file was read")
 
-    monkeypatch.setattr(advisor.hardware_detect, "detect", no_measuring)
+    monkeypatch.setattr(advisor.hardware.detect, "detect", no_measuring)
     f = tmp_path / "q.json"
     f.write_text(text)
     r = CliRunner().invoke(recommend_command, ["--runs", str(runs_dir), "--remeasure", "--quality", str(f)])

@@ -13,7 +13,7 @@ from advisor.metrics.intervals import Interval
 from advisor.recommend import Constraints, recommend
 from advisor.recommend.candidates import Candidate
 from advisor.recommend.ranking import evaluate
-from advisor.slo_evidence import RunSample
+from advisor.metrics.slo_evidence import RunSample
 from advisor_cli.recommend import recommend_command
 from advisor_cli.sweep import sweep_command
 from tests.advisor.recommend.runs import dist, loaded, make_run, write_runs

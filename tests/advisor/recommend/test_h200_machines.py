@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from advisor.catalog import load_catalog
-from advisor.hardware_detect import map_machine, same_machine
+from advisor.hardware.detect import map_machine, same_machine
 from advisor.recommend import Constraints, recommend
 from advisor.recommend.machines import resolve_runs
 from tests.advisor.recommend.h200 import CHAT, THIS_FINGERPRINT, copy_runs, load, raw, this_cpu_vm, write_edited
@@ -52,7 +52,7 @@ def test_a_run_is_made_here_only_when_its_fingerprint_matches():
 
 
 def test_manifest_records_a_fingerprint_without_the_hostname():
-    from advisor import manifest
+    from advisor.run import manifest
 
     fp = manifest.collect()["fingerprint"]
     assert set(fp) == {"machine_id_sha256", "gpu_uuids", "cpu_model", "cpu_cores", "mem_gb", "gpus"}

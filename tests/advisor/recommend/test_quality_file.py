@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.verify import VariantResult, VerifyReport
+from advisor.quality.verify import VariantResult, VerifyReport
 from advisor_cli.recommend import _quality
 
 

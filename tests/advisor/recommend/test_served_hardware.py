@@ -54,7 +54,7 @@ def test_unknown_server_hardware_id_lists_the_valid_ones():
 
 
 def test_the_declaration_goes_into_the_manifest():
-    from advisor import manifest
+    from advisor.run import manifest
     from advisor_cli.options import bench_config
 
     cfg = bench_config(scenario="chat", engine="openai", model=None, opts=(), threads=None, device=None,

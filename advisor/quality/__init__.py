@@ -1,0 +1,1 @@
+"""Does an engine compute the same function: `advisor verify` and quality drift on a text."""

@@ -1,0 +1,1 @@
+"""One benchmark run: its settings, plan, window and rates, signals, environment and console."""

@@ -1,0 +1,1 @@
+"""Saved runs and the saving itself: the store, atomic writes, redaction."""

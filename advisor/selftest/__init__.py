@@ -1,0 +1,1 @@
+"""`advisor selftest`: does advisor measure right on this machine."""

@@ -1,0 +1,1 @@
+"""Sweeps (rising rates on one engine) and the capacity read from them."""
