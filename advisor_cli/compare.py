@@ -24,11 +24,12 @@ from typing import Any
 import click
 from pydantic import BaseModel
 
+from advisor.hardware.systems import system_differences
 from advisor.metrics.intervals import Interval
+from advisor.metrics.registry import not_recorded
 from advisor.repeats.group import FIGURE_BY_KEY, FIGURES, RepeatGroup, find_group
 from advisor.run.rates import offered_rps
 from advisor.saved.store import RESULT_FILE, RunResult, StoreError, item_folder, list_runs, load_run
-from advisor.hardware.systems import system_differences
 from advisor_cli.options import RUNS
 
 COST_KEY = "usd_per_1m_output"
@@ -214,6 +215,9 @@ def compare_command(a: str, b: str, root: Path, max_regression_pct: float | None
         notes.append("a single run has no interval: any difference counts as a difference; compare repeat groups "
                      "to tell a change from run-to-run noise")
     for side, g in (("A", ga), ("B", gb)):
+        missing = [f.label for f in FIGURES if (not keys or f.key in keys) and not_recorded((r.summary for r in g.runs), f.metric)]
+        if missing:  # a run saved before advisor measured these: no figure, not a zero
+            notes.append(f"{side} was saved before advisor measured {', '.join(missing)}: not recorded, not compared")
         if g.status != "VALID":
             notes.append(f"{side} is {g.status}: its figures are not steady-state results")
     regressions = [d.key for d in diffs if d.regression]

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from advisor.metrics.lag import LAG_FLOOR_MS  # the send-lag rule's floor; the rule itself is in the verdict
+from advisor.metrics.registry import METRIC_BY_KEY, METRICS, not_recorded
+from advisor.repeats.group import FIGURES, figure_value
 from advisor.run.rates import offered_rps
 from advisor.saved.store import RunResult
 from reports.constraints_text import constraints_text
@@ -35,19 +37,18 @@ from reports.selection import RecommendationResult
 if TYPE_CHECKING:
     from advisor.recommend.run_selection import RunSelection
 
+# every registered per-request metric's definition (`advisor/metrics/defs/`), then the run-level figures
 METRIC_DEFINITIONS = (
-    ("TTFT", "t_first - t_send: time to the first output token, from when the request was sent"),
-    ("TTFT_sched", "t_first - t_sched: includes client queueing (open loop, no coordinated omission)"),
-    ("TPOT", "(t_last - t_first) / (n_out - 1): time per output token after the first; undefined for n_out < 2"),
-    ("NTPOT", "E2E / n_out (what some tools call TPOT)"),
-    ("ITL", "per token: a chunk's gap to the previous chunk, divided over the tokens it carried; pooled"),
-    ("E2E", "t_last - t_send: the whole request"),
-    ("client queue (lag)", "t_send - t_sched: how late the load generator sent the request"),
-    ("interactivity", "1000 / TPOT: decode tokens/s one user sees"),
+    *((f"{m.header} ({m.unit})", m.definition + ("; higher is better: its worst tail is p10, p5, p1"
+                                                 if m.better == "higher" else "")) for m in METRICS),
     ("goodput", "requests/s over the window that met every SLO; SLO attainment = good / attempted"),
     ("throughput", "over the measurement window only (warm-up and cool-down excluded); peak over 1 s buckets"),
     ("cost per 1M tokens", "($/hour x instances) / (tokens/s x 3600) x 1e6, at measured throughput and at goodput"),
 )
+
+
+# the per-run table's per-request columns: the metric registry's headline figures
+PER_REQUEST_COLUMNS = tuple(f for f in FIGURES if f.metric in METRIC_BY_KEY)
 
 
 def run_row(run: RunResult, label: str, price: RunPrice | None) -> dict[str, Any]:
@@ -59,14 +60,12 @@ def run_row(run: RunResult, label: str, price: RunPrice | None) -> dict[str, Any
         "scenario": scenario_name(run), "engine": engine_name(run), "model": model_name(run),
         "version": run.engine.version, "device": run.engine.device, "load": load_text(run),
         "n_requests": s.n_requests, "n_ok": s.n_ok, "error_rate": s.error_rate,
-        "ttft_p50": s.ttft_ms.at(50), "ttft_p95": s.ttft_ms.at(95),
-        "ttft_p99": s.ttft_ms.at(99), "tpot_p50": s.tpot_ms.at(50),
-        "tpot_p95": s.tpot_ms.at(95), "e2e_p95": s.e2e_ms.at(95),
+        "figures": {f.key: figure_value(run, f.key) for f in PER_REQUEST_COLUMNS},
+        "not_recorded": [f.key for f in PER_REQUEST_COLUMNS if not_recorded((s,), f.metric)],
         "rps": s.requests_per_s, "out_tps": s.output_tokens_per_s,
         "goodput": s.goodput_rps, "attainment": s.slo_attainment,
         "slo_set": run.slos.any_limit,
         "slo_met": s.slo_met, "slo_margin": s.slo_margin,
-        "interactivity_p50": s.interactivity_tps.at(50),
         "rss_peak_mb": run.telemetry.rss_peak_mb, "ready_s": run.engine.ready_s,
         "usd_1m_out": cost.measured.output_usd if cost else None,
         "usd_1m_out_slo": cost.at_slo.output_usd if cost and cost.at_slo else None,
@@ -185,7 +184,8 @@ def build_context(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: R
     """Everything the report template renders except the figures."""
     labels = run_labels(runs)
     rows = [run_row(r, labels[r.run_id], prices.get(r.run_id)) for r in runs]
-    return {"rows": rows, "options": option_rows(runs, labels, prices), "executive": executive(runs, prices, rec),
+    return {"rows": rows, "options": option_rows(runs, labels, prices), "figure_columns": FIGURES,
+            "per_request_columns": PER_REQUEST_COLUMNS, "executive": executive(runs, prices, rec),
             "risks": risks(runs, labels, prices, rec), "estimated": estimated_items(prices, rec),
             "methodology": methodology(runs, labels), "environment": environments(runs, labels),
             "recommendation": rec.recommendation, "rec_reason": rec.reason, "constraints": rec.constraints,

@@ -2,7 +2,7 @@
 
 Every figure takes saved `RunResult`s (and, for cost, `reports.costs.RunPrice`s)
 and only draws numbers the runs already hold; per-request values for CDFs come
-from `advisor.metrics.per_request`, so a CDF and the summary agree by
+from the metric registry (`advisor.metrics.registry`), as the summary's do, so a CDF and the summary agree by
 construction. All untrusted text goes through `labels.chart_text`. Runs that are
 not VALID are drawn with an open "x" marker or hatched bars and "[STATUS]" in their
 label, wherever they appear.
@@ -18,9 +18,9 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative, sample_colorscale
 from plotly.subplots import make_subplots
 
-from advisor.loadgen.records import RequestRecord
-from advisor.metrics import per_request
 from advisor.metrics.distribution import Distribution, percentile_key
+from advisor.metrics.registry import HEADLINE, METRIC_BY_KEY, Metric
+from advisor.metrics.summary import SLO_METRICS
 from advisor.recommend.pareto import non_dominated
 from advisor.run.rates import load_rps
 from advisor.saved.store import RunResult, StoreError
@@ -29,9 +29,9 @@ from reports.costs import RunPrice
 from reports.labels import chart_text, group_key, is_valid, run_labels, scenario_name
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
-LATENCY_METRICS = (("ttft_ms", "TTFT (ms)"), ("tpot_ms", "TPOT (ms)"), ("e2e_ms", "E2E latency (ms)"))
-_CDF_FUNCS: dict[str, Callable[[RequestRecord], float | None]] = {
-    "ttft_ms": per_request.ttft_ms, "tpot_ms": per_request.tpot_ms, "e2e_ms": per_request.e2e_ms}
+# the percentile bars: the metrics an SLO can limit (each with its limit drawn); the CDF and load charts: the
+# registry's headline metrics (`Metric.headline`)
+SLO_CHARTED: tuple[Metric, ...] = tuple(METRIC_BY_KEY[key] for _, key in SLO_METRICS)
 _HEIGHT = 400
 _COST_SCALE = "Viridis_r"
 
@@ -102,6 +102,10 @@ def _slo_lines(fig: go.Figure, limits: dict[float, list[str]], col: int, vertica
                                yanchor="bottom", **style)
 
 
+def _title(m: Metric) -> str:
+    return f"{m.header} ({m.unit})"
+
+
 def _at_slo_percentile(run: RunResult, key: str) -> float | None:
     """The run's `key` distribution at its own SLO percentile."""
     dist: Distribution = getattr(run.summary, key)
@@ -112,8 +116,8 @@ def percentiles_figure(runs: Sequence[RunResult]) -> go.Figure:
     """TTFT, TPOT and E2E percentiles (p50..p99) per run, as grouped bars with n in the hover."""
     labels = run_labels(runs)
     color = colors([r.run_id for r in runs])
-    fig = make_subplots(rows=1, cols=3, subplot_titles=[t for _, t in LATENCY_METRICS])
-    for col, (key, _) in enumerate(LATENCY_METRICS, start=1):
+    fig = make_subplots(rows=1, cols=len(SLO_CHARTED), subplot_titles=[_title(m) for m in SLO_CHARTED])
+    for col, key in enumerate((m.key for m in SLO_CHARTED), start=1):
         for run in runs:
             d: Distribution = getattr(run.summary, key)
             qs = [q for q in PERCENTILES if d.at(q) is not None]
@@ -127,17 +131,17 @@ def percentiles_figure(runs: Sequence[RunResult]) -> go.Figure:
 
 def measured_values(run: RunResult, key: str) -> list[float]:
     """Per-request values of one metric over the run's successful measured requests (what its summary used)."""
-    fn = _CDF_FUNCS[key]
-    return sorted(v for r in run.records() if not r.warmup and r.ok and (v := fn(r)) is not None)
+    m = METRIC_BY_KEY[key]
+    return sorted(v for r in run.records() if not r.warmup and r.ok for v in m.values(r))
 
 
 def cdf_figure(runs: Sequence[RunResult]) -> go.Figure:
-    """Empirical CDFs of TTFT and TPOT per run, with each run's SLO limit as a dashed line."""
+    """Empirical CDFs of the headline metrics (TTFT, TPOT) per run, with each run's SLO limit as a dashed line."""
     labels = run_labels(runs)
     color = colors([r.run_id for r in runs])
-    metrics = LATENCY_METRICS[:2]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[t for _, t in metrics])
-    for col, (key, _) in enumerate(metrics, start=1):
+    fig = make_subplots(rows=1, cols=len(HEADLINE), subplot_titles=[_title(m) for m in HEADLINE])
+    for col, m in enumerate(HEADLINE, start=1):
+        key = m.key
         for run in runs:
             try:
                 values = measured_values(run, key)
@@ -147,24 +151,24 @@ def cdf_figure(runs: Sequence[RunResult]) -> go.Figure:
             fig.add_scatter(x=values, y=[(i + 1) / n for i in range(n)], mode="lines", line_shape="hv", row=1, col=col,
                             name=chart_text(labels[run.run_id]), legendgroup=chart_text(run.run_id), showlegend=col == 1,
                             line={"dash": "solid" if is_valid(run) else "dot", "color": color[run.run_id]},
-                            hovertemplate="%{x:.4g} ms: %{y:.1%} of requests<extra>%{fullData.name}</extra>")
+                            hovertemplate=f"%{{x:.4g}} {m.unit}: %{{y:.1%}} of requests<extra>%{{fullData.name}}</extra>")
         _slo_lines(fig, _slo_limits(runs, key), col, vertical=True)
-        fig.update_xaxes(title_text="ms", row=1, col=col)
+        fig.update_xaxes(title_text=m.unit, row=1, col=col)
     fig.update_yaxes(tickformat=".0%")
     fig.update_yaxes(title_text="fraction of requests", row=1, col=1)
     return _layout(fig, "Latency CDF per run (successful measured requests)", legend_title="run:")
 
 
 def load_figure(runs: Sequence[RunResult]) -> go.Figure:
-    """TTFT and TPOT at the SLO percentile against load, one line per engine x model x scenario, SLOs dashed."""
-    metrics = LATENCY_METRICS[:2]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[t for _, t in metrics])
+    """The headline metrics (TTFT, TPOT) at the SLO percentile against load, one line per engine x model x scenario,
+    SLOs dashed."""
+    fig = make_subplots(rows=1, cols=len(HEADLINE), subplot_titles=[_title(m) for m in HEADLINE])
     groups: dict[tuple[str, str, str], list[RunResult]] = {}
     for run in runs:
         if load_rps(run) is not None:
             groups.setdefault(group_key(run), []).append(run)
     color = colors([" · ".join(k) for k in groups])
-    for col, (key, _) in enumerate(metrics, start=1):
+    for col, key in enumerate((m.key for m in HEADLINE), start=1):
         for gkey, members in groups.items():
             members = sorted(members, key=lambda r: load_rps(r) or 0.0)
             ys = [_at_slo_percentile(run, key) for run in members]
@@ -177,7 +181,7 @@ def load_figure(runs: Sequence[RunResult]) -> go.Figure:
         _slo_lines(fig, _slo_limits([r for m in groups.values() for r in m], key), col, vertical=False)
         fig.update_xaxes(title_text="load (req/s offered)", row=1, col=col)
         fig.update_yaxes(title_text="ms at the SLO percentile", row=1, col=col)
-    return _layout(fig, "TTFT and TPOT against load (x: run not VALID)")
+    return _layout(fig, f"{' and '.join(m.header for m in HEADLINE)} against load (x: run not VALID)")
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:

@@ -12,23 +12,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.metrics.intervals import Interval, median_interval
+from advisor.metrics.registry import not_recorded
+from advisor.metrics.slo_evidence import RunSample, load_sample, run_slos
 from advisor.metrics.support import percentile_support
 from advisor.recommend.options import judge
-from advisor.repeats.group import RepeatGroup, group_runs
-from advisor.metrics.slo_evidence import RunSample, load_sample, run_slos
+from advisor.repeats.group import FIGURES, RepeatGroup, group_runs
 from reports.costs import RunPrice
 from reports.labels import load_text
 
-FIGURE_COLUMNS = ("ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p95_ms", "itl_p95_ms",
-                  "e2e_p95_ms", "requests_per_s", "output_tokens_per_s", "goodput_rps")
 
-
-def _text(iv: Interval | None) -> dict[str, Any]:
+def _text(iv: Interval | None, unrecorded: bool = False) -> dict[str, Any]:
     if iv is None:
-        return {"value": None, "range": None}
+        return {"value": None, "range": None, "not_recorded": unrecorded}
     if iv.is_point:
-        return {"value": iv.value, "range": None}
-    return {"value": iv.value, "range": (iv.low, iv.high)}
+        return {"value": iv.value, "range": None, "not_recorded": False}
+    return {"value": iv.value, "range": (iv.low, iv.high), "not_recorded": False}
 
 
 def _support(n: int) -> str:
@@ -58,7 +56,7 @@ def option_row(group: RepeatGroup, label: str, prices: dict[str, RunPrice],
         "label": label + (f" ×{group.n} repeats" if group.is_repeated else ""), "group_id": group.group_id,
         "run_ids": [r.run_id for r in group.runs], "n": group.n, "status": status, "valid": status == "VALID",
         "load": load_text(first), "n_ok": n_ok, "n_requests": sum(r.summary.n_requests for r in group.runs),
-        "figures": {k: _text(group.interval(k)) for k in FIGURE_COLUMNS},
+        "figures": {f.key: _text(group.interval(f.key), not_recorded((r.summary for r in group.runs), f.metric)) for f in FIGURES},  # the registry's, then rates,
         "slos": [{"name": f"p{c.percentile:g} {c.metric.removesuffix('_ms').upper()}", "status": c.status,
                   "text": c.text()} for c in opt.checks.values()],
         "slo_set": any(v is not None for v in slos.values()),  # without one, goodput is every ok request: not shown

@@ -3,7 +3,8 @@
 Percentiles use numpy's default (linear interpolation between order statistics).
 A percentile is reported only when the sample is large enough for it to mean
 something, n >= 1 / (1 - q): p90 needs 10 values, p95 20, p99 100, p99.9 1000;
-below that it is None ("n too small"). Everything is a plain float or None; the JSON form
+below that it is None ("n too small"). The low tail (p10, p5, p1) is the worst tail of a metric where higher
+is better (a rate per user, `Metric.tail`), with the mirror rule n >= 1 / q. Everything is a plain float or None; the JSON form
 (`to_dict`/`from_dict`) follows from the fields (fileform).
 """
 
@@ -25,13 +26,19 @@ PERCENTILES: tuple[tuple[str, float, int], ...] = (
     ("p99", 99.0, 100),
     ("p99_9", 99.9, 1000),
 )
-KEYS: tuple[str, ...] = ("n", "mean", "stdev", "min", "max", *(k for k, _, _ in PERCENTILES))
-TRACKED: tuple[float, ...] = tuple(q for _, q, _ in PERCENTILES)
+# the low tail, reported alike (a distribution saved before it existed reads these as None)
+LOW_PERCENTILES: tuple[tuple[str, float, int], ...] = (
+    ("p10", 10.0, 10),
+    ("p5", 5.0, 20),
+    ("p1", 1.0, 100),
+)
+KEYS: tuple[str, ...] = ("n", "mean", "stdev", "min", "max", *(k for k, _, _ in PERCENTILES + LOW_PERCENTILES))
+TRACKED: tuple[float, ...] = tuple(q for _, q, _ in PERCENTILES + LOW_PERCENTILES)
 
 
 def percentile_key(percentile: float) -> str:
     """The one map from a percentile to its key ("p95"); raises ValueError on one that is not tracked."""
-    for key, q, _ in PERCENTILES:
+    for key, q, _ in PERCENTILES + LOW_PERCENTILES:
         if float(percentile) == q:
             return key
     raise ValueError(f"p{float(percentile):g} is not a percentile advisor reports; "
@@ -58,6 +65,9 @@ class Distribution(FileForm):
     p95: float | None = None
     p99: float | None = None
     p99_9: float | None = None
+    p10: float | None = None
+    p5: float | None = None
+    p1: float | None = None
 
     @classmethod
     def from_values(cls, values: Iterable[float]) -> Distribution:
@@ -67,7 +77,7 @@ class Distribution(FileForm):
         n = int(arr.size)
         if n == 0:
             return cls(n=0)
-        pct = {key: (float(np.percentile(arr, q)) if n >= min_n else None) for key, q, min_n in PERCENTILES}
+        pct = {key: (float(np.percentile(arr, q)) if n >= min_n else None) for key, q, min_n in PERCENTILES + LOW_PERCENTILES}
         return cls(n=n, mean=float(arr.mean()), stdev=float(arr.std()), min=float(arr.min()),
                    max=float(arr.max()), **pct)
 

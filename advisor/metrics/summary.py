@@ -9,14 +9,19 @@ Throughput counts work that happened inside the measurement window (see
 
 from __future__ import annotations
 
-import dataclasses
-import typing
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import (
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from advisor.loadgen.records import RequestRecord
 from advisor.metrics import per_request as pr
@@ -43,8 +48,9 @@ EMPTY = Distribution(n=0)
 @dataclass(frozen=True, kw_only=True)
 class RunSummary(FileForm):
     """result.json's `summary`. A key a saved summary lacks (hand-made runs, other tools' exports) reads as its
-    default: an empty distribution (every percentile "n too small"), a missing rate or figure None, a missing
-    count 0 and a missing map empty, as every reader assumed of a missing key before summaries were typed."""
+    default: a missing rate or figure None, a missing count 0 and a missing map empty, as every reader assumed
+    of a missing key before summaries were typed. A metric's distribution the file lacks is not recorded
+    (`recorded` gives None: the tables say "not recorded"); read by name (`summary.ttft_ms`) it is empty."""
 
     n_requests: int = 0  # measured (non-warm-up) requests attempted
     n_ok: int = 0
@@ -54,16 +60,8 @@ class RunSummary(FileForm):
     window_s: float | None = None
     mode: Mode
     offered_rps: float | None = None
-    ttft_ms: Distribution = EMPTY
-    ttft_sched_ms: Distribution = EMPTY
-    e2e_ms: Distribution = EMPTY
-    e2e_sched_ms: Distribution = EMPTY
-    tpot_ms: Distribution = EMPTY
-    ntpot_ms: Distribution = EMPTY
-    itl_ms: Distribution = EMPTY
-    client_queue_ms: Distribution = EMPTY
-    interactivity_tps: Distribution = EMPTY
-    ttst_ms: Distribution = EMPTY  # time to second token (a summary saved before it existed reads it empty)
+    # one per registered metric (`registry.METRICS`) that the run recorded; the file holds each under its own key
+    distributions: dict[str, Distribution] = field(default_factory=dict)
     requests_per_s: float | None = None
     input_tokens_per_s: float | None = None
     output_tokens_per_s: float | None = None
@@ -84,13 +82,45 @@ class RunSummary(FileForm):
     sessions: SessionStats | None = None  # multi-turn runs: TTFT and prompt length by turn, context drops
     # (t_last - t_first) / (n_out - 1): other tools' TPOT, beside ours; a summary from before it existed reads
     # it from its own `tpot_ms` (then computed this way), and its `tpot_definition` says so
-    tpot_n_minus_1_ms: Distribution = EMPTY
     tpot_definition: TpotDefinition = "after_first_chunk"
+
+    def __getattr__(self, name: str) -> Distribution:
+        """`summary.ttft_ms`: a registered metric's distribution (empty when the run did not record it)."""
+        if name not in METRIC_BY_KEY:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return self.__dict__.get("distributions", {}).get(name, EMPTY)
+
+    def recorded(self, key: str) -> Distribution | None:
+        """A registered metric's distribution, or None when the run was saved before the metric existed."""
+        return self.distributions.get(key)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _errors_at_file_keys(cls, d: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """An error in a distribution names it where the file holds it (`summary.ttft_ms.p95`)."""
+        try:
+            return handler(d)
+        except ValidationError as e:
+            errors = [{"type": x["type"], "loc": tuple(p for p in x["loc"] if p != "distributions"),
+                       "input": x["input"], **({"ctx": x["ctx"]} if "ctx" in x else {})} for x in e.errors()]
+            raise ValidationError.from_exception_data(e.title, errors) from None  # type: ignore[arg-type]
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Each distribution under its metric's key, where `distributions` is declared (result.json's shape)."""
+        out: dict[str, Any] = {}
+        for k, v in handler(self).items():
+            if k == "distributions":
+                out.update((m.key, v[m.key]) for m in METRICS if m.key in v)
+            else:
+                out[k] = v
+        return out
 
     @classmethod
     def upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
         """A summary saved by an older version, read in the current form.
 
+        - Each distribution is under its metric's key in the file and in `distributions` here.
         - Without `tpot_n_minus_1_ms`, a summary's `tpot_ms` is the (n_out - 1) form: both names read it, and
           `tpot_definition` says so (its records give the current one).
         - A goodput above `requests_per_s` counted good requests that finished after the window, which
@@ -101,14 +131,13 @@ class RunSummary(FileForm):
         good, done = d.get("goodput_rps"), d.get("requests_per_s")
         if isinstance(good, int | float) and isinstance(done, int | float) and good > done:
             d = {**d, "goodput_rps": done}
-        if "tpot_n_minus_1_ms" in d or "tpot_ms" not in d:
+        if "tpot_n_minus_1_ms" not in d and "tpot_ms" in d:
+            d = {**d, "tpot_n_minus_1_ms": d["tpot_ms"], "tpot_definition": "n_out_minus_1"}
+        if "distributions" in d:
             return d
-        return {**d, "tpot_n_minus_1_ms": d["tpot_ms"], "tpot_definition": "n_out_minus_1"}
-
-
-# the summary's distributions: RunSummary's fields of type Distribution (computed together in `_distributions`)
-DISTRIBUTION_KEYS = tuple(f.name for f in dataclasses.fields(RunSummary)
-                          if typing.get_type_hints(RunSummary)[f.name] is Distribution)
+        # the file's shape: each distribution under its metric's key; a metric the file lacks is not recorded
+        return {**{k: v for k, v in d.items() if k not in METRIC_BY_KEY},
+                "distributions": {k: v for k, v in d.items() if k in METRIC_BY_KEY}}
 
 
 def _rate(count: float, window_s: float | None) -> float | None:
@@ -183,7 +212,7 @@ def summarize(records: Sequence[RequestRecord], *, mode: Mode, slos: SLOs, windo
         window_s=window_s,
         mode=mode,
         offered_rps=offered_rps if mode == "open" else None,
-        **dists,
+        distributions=dists,
         requests_per_s=_rate(tp.completed_in(measured, window), window_s) if window else None,
         input_tokens_per_s=_rate(in_tok, window_s),
         output_tokens_per_s=_rate(out_tok, window_s),

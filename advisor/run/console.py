@@ -13,7 +13,7 @@ from rich.table import Table
 
 from advisor.metrics.distribution import Distribution
 from advisor.metrics.lag import not_held_why
-from advisor.metrics.registry import METRICS
+from advisor.metrics.registry import METRICS, Metric
 from advisor.metrics.turns import SessionStats
 from advisor.run.rates import offered_rps
 from scenarios.overrides import FLAGS, flag
@@ -47,12 +47,32 @@ def _fmt(v: Any, digits: int = 1) -> str:
     return str(v)
 
 
-def _dist_row(table: Table, label: str, d: Distribution) -> None:
-    if not d.n:
-        table.add_row(label, "0", "n/a", "n/a", "n/a", "n/a", "n/a")
+TAILS = (90.0, 95.0, 99.0)  # the latency table's tail columns: p90..p99 of a time, p10..p1 of a rate (`Metric.tail`)
+
+
+def _dist_row(table: Table, m: Metric, d: Distribution | None) -> None:
+    label = f"{m.header} ({m.unit}{', higher is better' if m.better == 'higher' else ''})"
+    if d is None:  # saved before the metric existed
+        table.add_row(label, "not recorded", *[""] * (2 + len(TAILS)))
         return
-    table.add_row(label, str(d.n), _fmt(d.mean), _fmt(d.at(50)), _fmt(d.at(90)),
-                  _fmt(d.at(95)), _fmt(d.at(99)) if d.at(99) is not None else "n too small")
+    if not d.n:
+        table.add_row(label, "0", *["n/a"] * (2 + len(TAILS)))
+        return
+    tails = [d.at(m.tail(p)) for p in TAILS]
+    table.add_row(label, str(d.n), _fmt(d.mean), _fmt(d.at(50)), *map(_fmt, tails[:-1]),
+                  _fmt(tails[-1]) if tails[-1] is not None else "n too small")
+
+
+def latency_table(s: Any) -> Table:
+    """`bench`'s per-request table: one row per registered metric shown on the console, in the registry's order."""
+    t = Table(title="per request (worst tail: p90, p95, p99 of a time; p10, p5, p1 of a rate, where higher is "
+                    "better)", title_justify="left")
+    for col in ("metric", "n", "mean", "p50", *(f"p{p:g} / p{100 - p:g}" for p in TAILS)):
+        t.add_column(col, justify="right" if col != "metric" else "left")
+    for m in METRICS:
+        if m.console:
+            _dist_row(t, m, s.recorded(m.key))
+    return t
 
 
 def goodput_text(s: Any, slo_set: bool) -> str:
@@ -80,13 +100,7 @@ def print_run(result: Any, view: bool = False) -> None:
     out.print(f"verdict: [{_STATUS_STYLE.get(status, 'bold')}]{status}[/]")
     for r in v.reasons:
         out.print(f"  - {escape(r)}")
-    t = Table(title="latency (ms; interactivity in tokens/s per user)", title_justify="left")
-    for col in ("metric", "n", "mean", "p50", "p90", "p95", "p99"):
-        t.add_column(col, justify="right" if col != "metric" else "left")
-    for m in METRICS:
-        if m.console:
-            _dist_row(t, m.header, getattr(s, m.key))
-    out.print(t)
+    out.print(latency_table(s))
     if s.sessions:
         print_turns(s.sessions)
     t2 = Table(show_header=False, title="throughput and SLOs", title_justify="left")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import adapters
-from advisor.metrics.distribution import Distribution
+from advisor.metrics.registry import HEADLINE, Metric
 from advisor.recommend.rests_on import model_name as headline_model
 from advisor.saved.store import RunResult, readable_runs
 from reports.costs import price_runs
@@ -57,9 +57,19 @@ def filter_runs(runs: Sequence[RunResult], scenarios: Sequence[str] = (), engine
             and (not engines or engine_name(r) in engines) and (not verdicts or status(r) in verdicts)]
 
 
-def _p(run: RunResult, key: str, percentile: float = 95.0) -> float | None:
-    dist: Distribution = getattr(run.summary, key)
-    return dist.at(percentile)
+def _column(m: Metric) -> str:
+    """A headline metric's column: 'TTFT p95 ms' (for a rate per user the percentile is its low tail)."""
+    assert m.headline is not None
+    return f"{m.header} p{m.headline:g} {m.unit}"
+
+
+def _headline(run: RunResult) -> dict[str, str]:
+    """The run's headline metrics (`Metric.headline`), each at its headline percentile."""
+    out = {}
+    for m in HEADLINE:
+        d = run.summary.recorded(m.key)
+        out[_column(m)] = "not recorded" if d is None else _r(d.at(m.headline or 50.0))
+    return out
 
 
 def _r(value: Any, digits: int = 3) -> str:
@@ -74,8 +84,7 @@ def runs_table(runs: Sequence[RunResult]) -> list[dict[str, Any]]:
     """One display row per run: what it ran, its verdict and headline numbers."""
     labels = run_labels(runs)
     return [{"run": labels[r.run_id], "verdict": status(r), "scenario": scenario_name(r), "engine": engine_name(r),
-             "model": model_name(r), "load": load_text(r), "TTFT p95 ms": _r(_p(r, "ttft_ms")),
-             "TPOT p95 ms": _r(_p(r, "tpot_ms")), "output tok/s": _r(r.summary.output_tokens_per_s),
+             "model": model_name(r), "load": load_text(r), **_headline(r), "output tok/s": _r(r.summary.output_tokens_per_s),
              "errors": str(r.summary.n_errors), "created (UTC)": r.created_utc, "id": r.run_id} for r in runs]
 
 
@@ -165,11 +174,13 @@ def options_table(runs: Sequence[RunResult]) -> list[dict[str, Any]]:
 
         def cell(key: str, figs: dict[str, Any] = f) -> str:
             v = figs[key]
+            if v["not_recorded"]:
+                return "not recorded"
             rng = {"low": v["range"][0], "high": v["range"][1]} if v["range"] else None
             return _interval(v["value"], rng)
 
         out.append({"option": o["label"], "verdict": o["status"], "runs": str(o["n"]), "load": o["load"],
-                    "TTFT p95 ms": cell("ttft_p95_ms"), "TPOT p95 ms": cell("tpot_p95_ms"),
+                    **{_column(m): cell(m.figure_key(m.headline or 50.0)) for m in HEADLINE},
                     "output tok/s": cell("output_tokens_per_s"),
                     "SLOs": "; ".join(f"{c['name']}: {c['status']}" for c in o["slos"]),
                     "percentiles supported": o["support"],

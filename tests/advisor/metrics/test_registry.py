@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import pkgutil
+
+import pytest
+
 from advisor.loadgen.records import RequestRecord
+from advisor.metrics import defs
 from advisor.metrics import per_request as pr
-from advisor.metrics.registry import METRIC_BY_KEY, METRICS
-from advisor.metrics.summary import DISTRIBUTION_KEYS, RunSummary, summarize
+from advisor.metrics.registry import HEADLINE, METRIC_BY_KEY, METRICS
+from advisor.metrics.summary import RunSummary, summarize
 from advisor.repeats.group import FIGURE_BY_KEY
 from scenarios.types import SLOs
 
@@ -16,9 +21,30 @@ def _rec(i: int, chunks: list[tuple[int, int]], send: int = 1_000_000) -> Reques
                          n_out=sum(n for _, n in chunks), n_in=10, n_in_client=10, max_tokens=8)
 
 
-def test_the_registry_and_the_summary_fields_are_one_list():
-    assert sorted(m.key for m in METRICS) == sorted(DISTRIBUTION_KEYS)
-    assert len({m.key for m in METRICS}) == len(METRICS)
+def test_the_registry_is_the_defs_modules_one_metric_each_in_order():
+    modules = sorted(m.name for m in pkgutil.iter_modules(defs.__path__))
+    assert sorted(m.key for m in METRICS) == modules  # each module's METRIC is keyed by its file name
+    assert [m.order for m in METRICS] == sorted({m.order for m in METRICS})  # distinct, and the registry's order
+    assert [m.key for m in HEADLINE] == ["ttft_ms", "tpot_ms"]  # the short views' TTFT and TPOT, said by the registry
+
+
+def test_the_summary_holds_one_distribution_per_metric_under_its_key():
+    ms = 1_000_000
+    recs = [_rec(i, [(3 * ms, 1), ((5 + i) * ms, 1)]) for i in range(5)]
+    s = summarize(recs, mode="open", slos=SLOs(), window_ns=(0, 1_000_000_000))
+    assert list(s.distributions) == [m.key for m in METRICS]
+    d = s.to_dict()
+    assert "distributions" not in d and all(d[m.key] == s.distributions[m.key].to_dict() for m in METRICS)
+    assert RunSummary.from_dict(d) == s
+    assert s.ttft_ms is s.distributions["ttft_ms"]  # read by name
+    with pytest.raises(AttributeError):
+        _ = s.ttft_p95
+
+
+def test_which_tail_is_worst_follows_better():
+    lower, higher = METRIC_BY_KEY["ttft_ms"], METRIC_BY_KEY["e2e_output_tps"]
+    assert [lower.tail(p) for p in (90, 95, 99)] == [90, 95, 99]
+    assert [higher.tail(p) for p in (90, 95, 99)] == [10, 5, 1]
 
 
 def test_compare_figures_come_from_the_registry_percentiles():
@@ -26,7 +52,7 @@ def test_compare_figures_come_from_the_registry_percentiles():
         for p in m.percentiles:
             f = FIGURE_BY_KEY[m.figure_key(p)]
             assert (f.metric, f.percentile, f.better, f.unit) == (m.key, p, m.better, m.unit)
-    assert "ttft_p95_ms" in FIGURE_BY_KEY and "ttst_p50_ms" in FIGURE_BY_KEY
+    assert {"ttft_p95_ms", "ttst_p50_ms", "e2e_output_p10_tps"} <= set(FIGURE_BY_KEY)
 
 
 def test_time_to_second_token():
@@ -45,4 +71,6 @@ def test_a_registered_metric_reaches_the_summary_and_old_summaries_read_it_empty
     assert METRIC_BY_KEY["ttst_ms"].values(recs[0]) == (4.0,)
     d = s.to_dict()
     d.pop("ttst_ms")
-    assert RunSummary.from_dict(d).ttst_ms.n == 0
+    old = RunSummary.from_dict(d)
+    assert old.recorded("ttst_ms") is None and old.ttst_ms.n == 0  # not recorded (read by name: empty)
+    assert "ttst_ms" not in old.to_dict()

@@ -154,7 +154,7 @@ def test_bad_arguments_name_the_fix():
 def test_round_trip_through_json(summary):
     d = summary.to_dict()
     assert set(d) == SCHEMA_KEYS | {"saturation_signals", "lag_check", "token_sources", "sessions",
-                                    "tpot_n_minus_1_ms", "tpot_definition", "ttst_ms"}
+                                    "tpot_n_minus_1_ms", "tpot_definition", "ttst_ms", "e2e_output_tps"}
     text = json.dumps(d, allow_nan=False)
     back = RunSummary.from_dict(json.loads(text))
     assert back == summary
