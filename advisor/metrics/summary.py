@@ -80,8 +80,8 @@ class RunSummary(FileForm):
     lag_check: LagCheck | None = None  # open loop: did the load generator keep up (advisor.metrics.lag)
     token_sources: dict[str, int] | None = None  # successful measured requests per token-count source
     sessions: SessionStats | None = None  # multi-turn runs: TTFT and prompt length by turn, context drops
-    # (t_last - t_first) / (n_out - 1): other tools' TPOT, beside ours; a summary from before it existed reads
-    # it from its own `tpot_ms` (then computed this way), and its `tpot_definition` says so
+    # how `tpot_ms` was computed: a summary from before `tpot_n_minus_1_ms` ((t_last - t_first) / (n_out - 1),
+    # other tools' TPOT) existed reads that from its own `tpot_ms` (then computed this way), and says so here
     tpot_definition: TpotDefinition = "after_first_chunk"
 
     def __getattr__(self, name: str) -> Distribution:
@@ -135,9 +135,10 @@ class RunSummary(FileForm):
             d = {**d, "tpot_n_minus_1_ms": d["tpot_ms"], "tpot_definition": "n_out_minus_1"}
         if "distributions" in d:
             return d
-        # the file's shape: each distribution under its metric's key; a metric the file lacks is not recorded
+        # the file's shape: each distribution under its metric's key; a metric the file lacks (or holds as null)
+        # is not recorded
         return {**{k: v for k, v in d.items() if k not in METRIC_BY_KEY},
-                "distributions": {k: v for k, v in d.items() if k in METRIC_BY_KEY}}
+                "distributions": {k: v for k, v in d.items() if k in METRIC_BY_KEY and v is not None}}
 
 
 def _rate(count: float, window_s: float | None) -> float | None:

@@ -74,3 +74,4 @@ def test_a_registered_metric_reaches_the_summary_and_old_summaries_read_it_empty
     old = RunSummary.from_dict(d)
     assert old.recorded("ttst_ms") is None and old.ttst_ms.n == 0  # not recorded (read by name: empty)
     assert "ttst_ms" not in old.to_dict()
+    assert RunSummary.from_dict({**d, "ttst_ms": None}).recorded("ttst_ms") is None  # null: not recorded either
