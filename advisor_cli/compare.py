@@ -215,7 +215,8 @@ def compare_command(a: str, b: str, root: Path, max_regression_pct: float | None
         notes.append("a single run has no interval: any difference counts as a difference; compare repeat groups "
                      "to tell a change from run-to-run noise")
     for side, g in (("A", ga), ("B", gb)):
-        missing = [f.label for f in FIGURES if (not keys or f.key in keys) and not_recorded((r.summary for r in g.runs), f.metric)]
+        missing = [f.label for f in FIGURES
+                   if (not keys or f.key in keys) and not_recorded((r.summary for r in g.runs), f.metric)]
         if missing:  # a run saved before advisor measured these: no figure, not a zero
             notes.append(f"{side} was saved before advisor measured {', '.join(missing)}: not recorded, not compared")
         if g.status != "VALID":
