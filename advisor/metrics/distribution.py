@@ -45,6 +45,12 @@ def percentile_key(percentile: float) -> str:
                      f"use one of {', '.join(f'{q:g}' for q in TRACKED)}")
 
 
+def min_n(percentile: float) -> int:
+    """The smallest sample that reports `percentile` (ValueError on one that is not tracked)."""
+    key = percentile_key(percentile)
+    return next(n for k, _, n in PERCENTILES + LOW_PERCENTILES if k == key)
+
+
 def json_float(x: float | None) -> float | None:
     """A plain float, or None for missing/NaN/inf (JSON has no NaN)."""
     if x is None:

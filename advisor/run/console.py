@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from advisor.metrics.distribution import Distribution
+from advisor.metrics.distribution import Distribution, min_n
 from advisor.metrics.lag import not_held_why
 from advisor.metrics.registry import METRICS, Metric
 from advisor.metrics.turns import SessionStats
@@ -58,9 +58,15 @@ def _dist_row(table: Table, m: Metric, d: Distribution | None) -> None:
     if not d.n:
         table.add_row(label, "0", *["n/a"] * (2 + len(TAILS)))
         return
-    tails = [d.at(m.tail(p)) for p in TAILS]
-    table.add_row(label, str(d.n), _fmt(d.mean), _fmt(d.at(50)), *map(_fmt, tails[:-1]),
-                  _fmt(tails[-1]) if tails[-1] is not None else "n too small")
+    table.add_row(label, str(d.n), _fmt(d.mean), _fmt(d.at(50)), *(_tail(d, m.tail(p)) for p in TAILS))
+
+
+def _tail(d: Distribution, percentile: float) -> str:
+    v = d.at(percentile)
+    if v is not None:
+        return _fmt(v)
+    # a sample large enough for it: the distribution was saved before advisor kept this tail (p10, p5, p1)
+    return "not recorded" if d.n >= min_n(percentile) else "n too small"
 
 
 def latency_table(s: Any) -> Table:

@@ -82,6 +82,9 @@ def test_a_run_saved_before_a_metric_existed_shows_it_not_recorded(tmp_path):
         if m.console:
             assert re.search(rf"{re.escape(m.header)} \([^)]*\)\s*│\s*not recorded", console), m.key
         assert not {m.figure_key(p) for p in m.percentiles} & {f["key"] for f in doc["figures"]}
+    # the low tail of a rate those files held (interactivity, n = 333): not kept then, so not recorded, not "n/a"
+    row = next(line for line in console.splitlines() if line.strip("│ ").startswith("interactivity ("))
+    assert row.count("not recorded") == 3 and "n too small" not in row
     assert any("not recorded" in n and "E2E output tok/s per user p10" in n for n in doc["notes"])
     n_cols = sum(len(m.percentiles) for m in missing)
     assert html.count("<td>not recorded</td>") == 2 * n_cols  # the options table and the per-run table
