@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from advisor.console import latency_table
 from advisor.metrics.registry import METRICS
-from advisor.store import RunResult, load_run
+from advisor.run.console import latency_table
+from advisor.saved.store import RunResult, load_run
 from advisor_cli import cli
 from reports.dashboard.data import options_table, runs_table
 from reports.html import render_report

@@ -8,7 +8,7 @@ from advisor.loadgen.records import RequestRecord
 from advisor.metrics.defs.e2e_output_tps import METRIC, e2e_output_tps
 from advisor.metrics.intervals import median_interval
 from advisor.metrics.summary import summarize
-from advisor.repeats import FIGURE_BY_KEY
+from advisor.repeats.group import FIGURE_BY_KEY
 from advisor_cli.compare import compare
 from scenarios.types import SLOs
 
