@@ -39,8 +39,8 @@ def test_the_shipped_runs_schedule_and_slos_write_back_as_saved(folder):
     ("copilot", {"rate_rps": 20, "duration_s": 0.4, "seed": 3, "full_scale": True}, RepeatTag("g-1", 1, 3, True)),
 ])
 def test_a_run_saved_today_reads_back_into_the_same_bytes(tmp_path, scenario, overrides, tag):
-    from advisor.run.bench import BenchConfig, bench_once
     from advisor.repeats.group import tag_run
+    from advisor.run.bench import BenchConfig, bench_once
 
     ov = Overrides(warmup_s=0.1, max_input_tokens=16, max_output_tokens=4, **overrides)
     run = bench_once(BenchConfig(scenario, engine="fake", overrides=ov, out_dir=tmp_path))
