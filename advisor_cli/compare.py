@@ -101,7 +101,7 @@ class Difference:
             return "no difference established"
         return "B worse" if self.worse else "B better" if self.a.value != self.b.value else "same"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a computed view (JSON built from properties, never read back)
         return {"key": self.key, "label": self.label, "unit": self.unit, "better": self.better,
                 "a": self.a.to_dict(), "b": self.b.to_dict(), "change_pct": self.change_pct,
                 "differs": self.differs, "worse": self.worse, "regression": self.regression, "verdict": self.verdict()}

@@ -84,7 +84,7 @@ class ModelConfig:
         return self.num_key_value_heads * self.head_dim
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
+    def from_dict(cls, d: dict[str, Any]) -> ModelConfig:  # hand-written: a shape no field states (HF config.json)
         model_type = str(d.get("model_type", "llama"))
         archs = d.get("architectures") or [FAMILIES.get(model_type, "?")]
         if model_type not in FAMILIES or archs[0] != FAMILIES[model_type]:

@@ -33,7 +33,7 @@ class RunPrice:
             return None
         return monthly_cost_usd(self.usd_per_hour, 1.0, 1)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a computed view (JSON built from properties, never read back)
         return {"run_id": self.run_id, "hardware_id": self.hardware_id, "usd_per_hour": self.usd_per_hour,
                 "source": self.source, "monthly_usd": self.monthly_usd,
                 "cost": self.cost.to_dict() if self.cost else None, "hours_per_month": HOURS_PER_MONTH}

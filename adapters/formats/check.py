@@ -11,12 +11,13 @@ their drift.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from adapters.formats import oracle
+from fileform import FileForm
 
 LogitsFn = Callable[[list[int]], np.ndarray]  # prompt ids -> logits [T, vocab]
 
@@ -33,7 +34,7 @@ class ConversionError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Divergence:
+class Divergence(FileForm):
     """How far one model's logits are from the reference's over the same positions."""
 
     max_abs_diff: float
@@ -42,9 +43,6 @@ class Divergence:
     kl_uniform: float  # mean KL(reference || uniform): the scale a broken model's KL is compared to
     argmax_agreement: float  # fraction of positions with the same top token
     positions: int
-
-    def to_dict(self) -> dict[str, float | int]:
-        return asdict(self)
 
 
 def divergence(ref: np.ndarray, got: np.ndarray) -> Divergence:

@@ -37,6 +37,7 @@ from adapters.formats.tokenizer_family import (
     hf_tokenizer,
     read_tokenizer_json,
 )
+from fileform import FileForm
 
 # tokenizer.json split regex -> (llama.cpp pre-tokenizer name, the ignore_merges llama.cpp applies for it,
 # normalizers llama.cpp does not apply but which leave NFC text unchanged). From llama.cpp's llama-vocab.cpp
@@ -53,18 +54,14 @@ NFC_ONLY = ("NFC",)  # llama.cpp applies no normalizer: NFC input (the usual cas
 
 
 @dataclass(frozen=True)
-class GgufVocab:
+class GgufVocab(FileForm):
     """What was written, for the manifest."""
 
     family: str
-    tokenizer_model: str  # llama.cpp's tokenizer.ggml.model: "llama" or "gpt2"
+    gguf_model: str  # llama.cpp's tokenizer.ggml.model: "llama" or "gpt2"
     pre: str | None
     source: str  # which gguf.vocab class read it
     caveats: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, object]:
-        return {"family": self.family, "gguf_model": self.tokenizer_model, "pre": self.pre, "source": self.source,
-                "caveats": list(self.caveats)}
 
 
 def refuse(family: TokenizerFamily, why: str) -> ConversionError:

@@ -17,10 +17,11 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fileform import FileForm
 from model_cache.tokenizer import load_tokenizer
 
 TEXTS = (
@@ -40,7 +41,7 @@ Decode = Callable[[list[int]], str]
 
 
 @dataclass(frozen=True)
-class TextCheck:
+class TextCheck(FileForm):
     texts: int
     ids_agree: int  # texts whose ids equal the original's
     decode_agree: int  # texts whose ids the format decodes to the original's decoding of them
@@ -57,7 +58,7 @@ class TextCheck:
         return min(self.ids_agree, self.decode_agree) / self.texts if self.texts else 1.0
 
     def to_dict(self) -> dict[str, object]:
-        return {**asdict(self), "ok": self.ok}
+        return {**FileForm.to_dict(self), "ok": self.ok}
 
 
 def special_tokens(model_path: Path) -> list[str]:
@@ -147,8 +148,7 @@ def check(model_path: Path, fmt: str, out_dir: Path) -> TextCheck:
             out = json.loads(lines[-1][len(_RESULT):])
             if "error" in out:
                 raise ConversionError(out["error"])
-            out.pop("ok", None)
-            return TextCheck(**{**out, "crashes": len(crashed)})
+            return TextCheck.from_dict({**out, "crashes": len(crashed)})  # `ok` follows from the counts: not read
         how = (signal.Signals(-proc.returncode).name if proc.returncode < 0 and -proc.returncode in
                signal.valid_signals() else f"exit {proc.returncode}")
         crashed.append(how)

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.catalog.models import Hardware, OwnedCostAssumptions, Price, Quote, owned_usd_per_hour
+from fileform import FileForm
 
 MIN_PROVIDERS = 2  # the policy's "at least two named providers"
 
 
 @dataclass(frozen=True)
-class ResolvedPrice:
+class ResolvedPrice(FileForm):
     hardware_id: str
     tier: str
     usd_per_hour: float
@@ -33,9 +34,6 @@ class ResolvedPrice:
     from_memory: bool = False  # no citable quote: recommend does not headline it (pass --price)
     policy_met: bool = True  # False: fewer citable providers than the policy asks for
     quotes: tuple[dict[str, Any], ...] = ()  # the quotes the median was taken over, as listed
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "quotes": [dict(q) for q in self.quotes]}
 
 
 def _date_span(quotes: list[Quote]) -> str:

@@ -46,7 +46,7 @@ class EmbedRun:
     path: Path | None = None
     interrupted_by: int | None = None  # the signal that stopped it (its records are those finished before)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a shape no field states (version, host at save)
         st = self.schedule.settings
         return {"run_id": self.run_id, "task": self.schedule.task, "advisor_version": __version__, "scenario": self.scenario,
                 "engine": self.engine.to_dict(), "event_loop": eventloop.name(), "schedule": {"effective": st.to_dict(), "n_requests":

@@ -18,10 +18,12 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from fileform import FileForm
 
 CHUNK_WORDS = 64
 N_QUERIES = 100
@@ -96,7 +98,7 @@ def queries_from(chunks: Sequence[str], n: int, seed: int) -> list[str]:
 
 
 @dataclass(frozen=True)
-class EmbedDrift:
+class EmbedDrift(FileForm):
     engine: str
     options: dict[str, Any]
     precision: str
@@ -111,9 +113,6 @@ class EmbedDrift:
     error: str | None = None
     engine_version: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class EmbedDriftReport:
@@ -123,7 +122,7 @@ class EmbedDriftReport:
     seed: int
     results: list[EmbedDrift] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a computed view (--json output, never read back)
         return {"task": "embed", "model": self.model, "reference": self.reference, "chunk_words": self.chunk_words,
                 "seed": self.seed, "quality_drift": [r.to_dict() for r in self.results]}
 

@@ -15,6 +15,7 @@ from advisor.embed.drive import EmbedRecord
 from advisor.metrics.distribution import Distribution
 from advisor.metrics.lag import LagCheck, check_lag
 from advisor.metrics.verdict import FAILED_ERROR_RATE, MAX_ERROR_RATE, MIN_COMPLETION_RATIO
+from fileform import FileForm
 from scenarios.embed_schedule import EmbedSchedule
 
 # successful measured requests for VALID: the least that gives a p95 (advisor.metrics.distribution); the
@@ -23,7 +24,7 @@ MIN_N_EMBED = 20
 
 
 @dataclass(frozen=True)
-class EmbedSummary:
+class EmbedSummary(FileForm):
     n_requests: int  # measured requests attempted
     n_ok: int
     errors_by_kind: dict[str, int]
@@ -46,13 +47,6 @@ class EmbedSummary:
     usd_per_million_tokens: float | None = None
     usd_per_million_inputs: float | None = None  # embed: per 1M inputs embedded; rerank: per 1M passages reranked
     task: str = "embed"
-
-    def to_dict(self) -> dict[str, object]:
-        d = dict(self.__dict__)
-        d["latency_ms"] = self.latency_ms.to_dict()
-        d["send_lag_ms"] = self.send_lag_ms.to_dict()
-        d["reasons"] = list(self.reasons)
-        return d
 
 
 def window_ns(schedule: EmbedSchedule, records: list[EmbedRecord]) -> tuple[int, int]:

@@ -15,13 +15,14 @@ from __future__ import annotations
 import re
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from advisor.run import manifest
 from advisor.catalog import Catalog, Hardware
+from fileform import FileForm
 
 CUSTOM_ID = "custom"
 
@@ -131,7 +132,7 @@ def _by_name(name: str, catalog: Catalog, kind: str) -> Hardware | None:
 
 
 @dataclass(frozen=True)
-class Detected:
+class Detected(FileForm):
     catalog_id: str  # a catalog id, or "custom"
     hardware: Hardware  # the catalog entry, or the custom one (bandwidth measured)
     description: str
@@ -145,11 +146,6 @@ class Detected:
         if self.measured_bw_gbps and self.hardware.kind == "cpu":
             return self.hardware.model_copy(update={"memory_bw_gbps": self.measured_bw_gbps, "measured": True})
         return self.hardware
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["hardware"] = self.hardware.model_dump()
-        return d
 
 
 def custom_cpu(hw: dict[str, Any], bw_gbps: float | None) -> Hardware:

@@ -89,7 +89,7 @@ class MatrixFile:
     def path(self) -> Path:
         return self.folder / MATRIX_FILE
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: adds a fresh timestamp (updated_utc) at each save
         return {"schema": SCHEMA, "matrix_id": self.matrix_id, "created_utc": self.created_utc,
                 "updated_utc": utc_now(), "backend": self.backend, "state": self.state,
                 "plan": {"name": self.plan.name, "source": self.plan.source,

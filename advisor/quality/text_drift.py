@@ -19,11 +19,13 @@ figures are computed alike but mean little (a flat distribution agrees by chance
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
+
+from fileform import FileForm
 
 TEXT_NAME = "quality_text.txt"
 TEXT_SOURCE = "Lewis Carroll, Alice's Adventures in Wonderland (1865), ch. I (public domain)"
@@ -53,7 +55,7 @@ def text_ids(model_path: Path, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[int
 
 
 @dataclass(frozen=True)
-class TextQuality:
+class TextQuality(FileForm):
     """One variant against the fp32 reference over the same token ids (every position scored once)."""
 
     positions: int  # predictions scored (tokens - 1)
@@ -70,7 +72,7 @@ class TextQuality:
         return 1.0 - self.top1_agreement
 
     def to_dict(self) -> dict[str, object]:
-        return {**asdict(self), "drift": self.drift}
+        return {**FileForm.to_dict(self), "drift": self.drift}
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -37,6 +37,7 @@ from adapters.base import REFERENCE_FORMAT, RequestSpec, VerifyCase
 from adapters.formats import ConversionError, convert, logits_fn, oracle, text_check
 from adapters.formats.check import divergence
 from advisor.quality import text_drift as tq
+from fileform import FileForm
 
 Status = Literal["agree", "quality drift", "MISMATCH", "unavailable", "error"]
 SAMPLE_PROMPT = "Once upon a time, there was a little cat who"
@@ -67,7 +68,7 @@ def all_variants() -> tuple[Variant, ...]:
 
 
 @dataclass(frozen=True)
-class VariantResult:
+class VariantResult(FileForm):
     """One variant's agreement with own_engine fp32 (what the recommender reads as quality drift)."""
 
     adapter: str
@@ -87,9 +88,6 @@ class VariantResult:
     text_detail: str = ""  # the first text that differed
     quality: dict[str, object] | None = None  # advisor.quality.text_drift.TextQuality.to_dict() over the shipped text
     sample: str | None = None  # greedy completion of SAMPLE_PROMPT through the variant's own serving path
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -118,7 +116,7 @@ class VerifyReport:
                 "perplexity": q.get("perplexity"), "text": q.get("text"), "weights": self.weights}
         return out
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, object]:  # hand-written: a computed view (from properties, never read back)
         return {"model": self.model, "weights": self.weights, "n_tokens": self.n_tokens,
                 "prompts": [list(p) for p in self.prompts], "text_tokens": self.text_tokens,
                 "sample_prompt": SAMPLE_PROMPT, "ok": self.ok, "variants": [r.to_dict() for r in self.results],

@@ -68,7 +68,7 @@ class RagRun:
     path: Path | None = None
     interrupted_by: int | None = None  # the signal that stopped it (its records are those finished before)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a shape no field states (version, host at save)
         st = self.schedule.settings
         return {"run_id": self.run_id, "task": "rag", "advisor_version": __version__, "scenario": self.scenario,
                 "engines": {k: v.to_dict() for k, v in self.engines.items()}, "index": self.index,

@@ -14,11 +14,12 @@ from advisor.embed.metrics import retrieval_verdict
 from advisor.metrics.distribution import Distribution
 from advisor.metrics.lag import check_lag
 from advisor.rag.drive import STAGES, RagRecord
+from fileform import FileForm
 from scenarios.rag_schedule import RagSchedule
 
 
 @dataclass(frozen=True)
-class RagSummary:
+class RagSummary(FileForm):
     n_requests: int  # measured questions sent
     n_ok: int  # answered
     errors_by_kind: dict[str, int]
@@ -45,14 +46,6 @@ class RagSummary:
     usd_per_hour: float | None = None
     usd_per_answer: float | None = None  # the machine's price over answers/s
     usd_per_good_answer: float | None = None  # the machine's price over goodput: an answer within the SLO
-
-    def to_dict(self) -> dict[str, object]:
-        d = dict(self.__dict__)
-        for k in ("ttfa_ms", "e2e_ms", "gen_ttft_ms", "gen_tpot_ms", "send_lag_ms"):
-            d[k] = getattr(self, k).to_dict()
-        d["stage_ms"] = {s: v.to_dict() for s, v in self.stage_ms.items()}
-        d["reasons"] = list(self.reasons)
-        return d
 
 
 def window_ns(schedule: RagSchedule, records: list[RagRecord]) -> tuple[int, int]:

@@ -119,7 +119,7 @@ class EstimatorBacktest:
     def pool(self, engine: str, kind: str, shape: ModelShape) -> list[tuple[RunResult, Hardware]]:
         return self.pools.get((engine, kind, shape), [])
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a computed view (JSON built from properties, never read back)
         return {"groups": [g.to_dict() for g in self.groups], "rows": [r.to_dict() for r in self.rows],
                 "ttft_mape": self.ttft_mape, "tpot_mape": self.tpot_mape, "left_out": list(self.left_out)}
 

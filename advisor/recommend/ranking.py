@@ -71,7 +71,7 @@ class Row:
         model = c.model.rstrip("/").rsplit("/", 1)[-1]
         return f"{c.engine}@{c.hardware_id}:{c.config}:{model}:{c.source}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a computed view (JSON built from properties, never read back)
         c = self.candidate
         return {"rank": self.rank, "key": self.key, "engine": c.engine, "hardware": c.hardware_id,
                 "hardware_name": self.hardware_name, "config": c.config, "model": c.model, "source": c.source,

@@ -81,7 +81,7 @@ class Recommendation:
         best = self.best
         return tuple(r for r in self.rows if r.passes and r.headline_ok and r is not best)[:2]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a computed view (JSON built from properties, never read back)
         return {"schema": "advisor.recommendation/1", "constraints": self.constraints.model_dump(mode="json"),
                 "design_rps": self.design_rps, "load_basis": self.load_basis,
                 "best": self.best.key if self.best else None,

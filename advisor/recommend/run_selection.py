@@ -58,7 +58,7 @@ class RunSelection:
     def lines(self, kind: Kind) -> list[str]:
         return [x.line() for x in self.left_out if x.kind == kind]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a computed view (JSON built from properties, never read back)
         return {"included": list(self.included_ids), "left_out": [x.to_dict() for x in self.left_out]}
 
 

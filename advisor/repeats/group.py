@@ -110,7 +110,7 @@ class RepeatGroup:
         """Every headline figure the repeats have, as median + interval."""
         return {f.key: iv for f in FIGURES if (iv := self.interval(f.key, confidence)) is not None}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a computed view (JSON built from properties, never read back)
         return {"group_id": self.group_id, "run_ids": [r.run_id for r in self.runs], "planned": self.planned,
                 "restart_engine": self.restart_engine, "status": self.status,
                 "figures": {k: iv.to_dict() for k, iv in self.figures().items()}}

@@ -214,7 +214,7 @@ class SweepConfig:
               else dataclasses.replace(self.bench.overrides, rate_rps=load))
         return dataclasses.replace(self.bench, overrides=ov)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a shape no field states (BenchConfig's saved fields, flat)
         """sweep.json's `config`: the settings a resumed sweep needs, flat, as the models serialise them."""
         bench = TypeAdapter(BenchConfig).dump_python(self.bench, mode="json")
         kept = {k: v for k, v in bench.items() if k in SAVED_BENCH_FIELDS
@@ -222,7 +222,7 @@ class SweepConfig:
         return {**kept, **TypeAdapter(SweepConfig).dump_python(self, mode="json", exclude={"bench"})}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], out_dir: Path) -> SweepConfig:
+    def from_dict(cls, d: dict[str, Any], out_dir: Path) -> SweepConfig:  # hand-written: the same flat shape
         """A saved sweep's settings (sweep.json's `config`), checked as when it started; a key an older file lacks
         takes its default, and `out_dir` is where the sweep is found now."""
         saved = (*SAVED_BENCH_FIELDS, *SAVED_BENCH_FIELDS_WHEN_SET)

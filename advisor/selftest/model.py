@@ -39,5 +39,5 @@ class Check:
     figures: dict[str, Any] = field(default_factory=dict)
     seconds: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a shape no field states (figures: any values)
         return asdict(self)

@@ -127,7 +127,7 @@ class Capacity:
         """For a users sweep: the most concurrent users that met every SLO."""
         return self.at.concurrency if self.at is not None else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a computed view (JSON built from properties, never read back)
         return {"capacity_rps": self.capacity_rps, "capacity_users": self.capacity_users,
                 "at": self.at.to_dict() if self.at else None,
                 "first_failure": self.first_failure.to_dict() if self.first_failure else None, "reason": self.reason}

@@ -71,7 +71,7 @@ class SweepResult:
     unit: Literal["rps", "users"] = "rps"
     path: Path | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a shape no field states (steps; read leniently)
         return {"schema": SCHEMA, "sweep_id": self.sweep_id, "scenario": self.scenario, "engine": self.engine,
                 "model": self.model, "created_utc": self.created_utc, "state": self.state, "unit": self.unit,
                 "config": self.config, "interrupted": self.interrupted,

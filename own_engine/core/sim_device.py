@@ -124,7 +124,7 @@ class SimProfile:
         fixed = f",prompt_step={self.prompt_step_ms:g}" if self.prompt_step_ms else ""
         return f"sim:{points},prefill={self.prefill_ms_per_1k:g}{ops}{fixed}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict:  # hand-written: a computed view (JSON built from properties, never read back)
         return {"name": self.name, "device": self.device, "spec": self.spec, "source": self.source,
                 "decode_ms": [[b, ms] for b, ms in self.decode_ms], "prefill_ms_per_1k_tokens": self.prefill_ms_per_1k,
                 "eager_ops": self.eager_ops, "launch_us": self.launch_us, "prompt_step_ms": self.prompt_step_ms,

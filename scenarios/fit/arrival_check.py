@@ -87,7 +87,7 @@ class ArrivalCheck:
     def row(self, stat: str) -> CheckRow:
         return next(r for r in self.rows if r.stat == stat)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a computed view (JSON built from properties, never read back)
         return {"process": self.process, "seeds": len(self.requests), "window_s": self.window_s,
                 "requests_per_seed": list(self.requests), "expected_requests": self.expected,
                 "spread": self.spread, "spread_bound": self.spread_bound, "misses": self.misses(),

@@ -46,7 +46,7 @@ class StatRow:
             return None
         return (self.schedule - self.log) / abs(self.log)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a computed view (JSON built from properties, never read back)
         return {"quantity": self.quantity, "stat": self.stat, "log": self.log, "schedule": self.schedule,
                 "rel_diff": self.rel_diff, "kind": self.kind}
 

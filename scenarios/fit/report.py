@@ -59,7 +59,7 @@ class FitReport:
     arrival_check: dict[str, Any] = field(default_factory=dict)  # the written arrivals drawn over seeds vs the log
     warnings: list[str] = field(default_factory=list)  # where the written scenario misses its log past a tolerance
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # hand-written: a computed view (--json output, never read back)
         d = {k: v for k, v in asdict(self).items() if k not in ("series", "comparison")}
         d["comparison"] = [r.to_dict() for r in self.comparison]
         return d
