@@ -66,9 +66,9 @@ def bench_command(as_json: bool, repeats: int, restart_engine: bool, exit_zero: 
 
 def _bench_repeats(cfg: Any, n: int, restart: bool, as_json: bool) -> list[str]:
     """The same cell n times, one engine for all (or a fresh one each); a repeat group of saved runs."""
-    from advisor.run.bench import bench_once, open_engine, plan, run_bench
-    from advisor.repeats.table import print_group
     from advisor.repeats.group import repeat_tag, run_repeats
+    from advisor.repeats.table import print_group
+    from advisor.run.bench import bench_once, open_engine, plan, run_bench
 
     p = plan(cfg)
     label = f"{p.scenario.name}-{cfg.engine}"

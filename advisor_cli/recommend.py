@@ -128,9 +128,9 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
         _recommend_retrieval(task, embed_root, scenario, as_json)
         return
     from advisor.hardware.detect import detect
+    from advisor.metrics.slo_evidence import load_samples
     from advisor.recommend import Constraints, ConstraintsError, NoRunsError, recommend
     from advisor.recommend.render import print_recommendation
-    from advisor.metrics.slo_evidence import load_samples
     from advisor.saved.store import readable_runs
 
     quality = _quality(quality_file)  # a bad file is refused before anything is measured
@@ -161,8 +161,8 @@ def recommend_command(scenario: str | None, root: Path, constraints_file: Path |
     except ValueError as e:
         raise click.UsageError(str(e)) from None
     if measure and not as_json:
-        from advisor.run import manifest
         from advisor.hardware.bandwidth_cache import lookup
+        from advisor.run import manifest
 
         bw = lookup(manifest.collect()["hardware"])
         if bw is not None:

@@ -34,8 +34,8 @@ def selftest_command(ctx: click.Context, device: str, out_dir: Path | None, quic
     step_model = _step_model(step_model)
     import torch
 
-    from advisor.selftest.run import HTML_NAME, JSON_NAME, run_selftest
     from advisor.selftest.model import SelftestConfig
+    from advisor.selftest.run import HTML_NAME, JSON_NAME, run_selftest
 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -23,10 +23,10 @@ from adapters import embedders
 from adapters.base import AdapterError, EngineInfo, EngineUnavailable
 from adapters.embed_base import EmbedAdapter, EmbedRequest
 from advisor import __version__
-from advisor.run import interrupts
 from advisor.embed.drive import EmbedRecord, drive
 from advisor.embed.metrics import EmbedSummary, summarise
 from advisor.loadgen import eventloop
+from advisor.run import interrupts
 from scenarios.embed_schedule import EmbedSchedule, build_embed_schedule, load_embed_scenario
 from scenarios.overrides import Overrides
 

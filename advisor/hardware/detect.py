@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from advisor.run import manifest
 from advisor.catalog import Catalog, Hardware
+from advisor.run import manifest
 from fileform import FileForm
 
 CUSTOM_ID = "custom"

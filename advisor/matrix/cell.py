@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.sweep.capacity import SweepPoint
 from advisor.matrix.plan import Cell
+from advisor.sweep.capacity import SweepPoint
 
 
 class CellError(RuntimeError):

@@ -13,10 +13,10 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 
-from advisor.run import interrupts
 from advisor.matrix.local import check_local, run_local
 from advisor.matrix.progress import CellLog
 from advisor.matrix.store import MatrixFile
+from advisor.run import interrupts
 
 
 def run_matrix(matrix: MatrixFile, say: Callable[[str], None], *, ray_address: str | None = None,
@@ -30,8 +30,8 @@ def run_matrix(matrix: MatrixFile, say: Callable[[str], None], *, ray_address: s
             return matrix
         _run(matrix, lambda: run_local(log))
         return matrix
-    from advisor.matrix.ray_runner import RayRunner
     from advisor.matrix.ray_connect import connect
+    from advisor.matrix.ray_runner import RayRunner
 
     ray = connect(ray_address, say, ship_code=ship_code)
     try:

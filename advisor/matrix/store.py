@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from advisor.saved.atomic import write_atomic
 from advisor.matrix.plan import Cell, Plan, PlanError, plan_from_dict
+from advisor.saved.atomic import write_atomic
 from advisor.saved.redact import redact_text
 from fileform import FileForm, FormError
 

@@ -26,11 +26,11 @@ from adapters import embedders
 from adapters.base import Adapter, AdapterError, EngineInfo, EngineUnavailable
 from adapters.embed_base import EmbedAdapter, EmbedRequest
 from advisor import __version__
-from advisor.run import interrupts
 from advisor.loadgen import eventloop
 from advisor.rag.drive import Pipeline, RagRecord, drive, word_ids
 from advisor.rag.index import BUILD_BATCH, VectorIndex
 from advisor.rag.metrics import RagSummary, summarise
+from advisor.run import interrupts
 from scenarios.overrides import Overrides
 from scenarios.rag_schedule import RagSchedule, build_rag_schedule, load_rag_scenario, passages
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from advisor.catalog.models import Hardware
-from advisor.sizing.roofline import calibrate
 from advisor.saved.store import RunResult
+from advisor.sizing.roofline import calibrate
 from fileform import FileForm
 
 HOST_CPU_BUSY_PCT = 80.0  # % of ONE core: a single-threaded engine loop at this level is almost never waiting

@@ -20,13 +20,13 @@ from adapters.base import EngineInfo
 from advisor.catalog import Hardware
 from advisor.catalog.cost import tokens_per_request
 from advisor.metrics.intervals import Interval
+from advisor.metrics.slo_evidence import RunSample
 from advisor.recommend.bound import classify
 from advisor.recommend.constraints import Constraints
 from advisor.recommend.options import MeasuredOption, best_and_closest, options
-from advisor.sizing.roofline import ModelShape
 from advisor.run.rates import offered_rps
-from advisor.metrics.slo_evidence import RunSample
 from advisor.saved.store import RunResult
+from advisor.sizing.roofline import ModelShape
 from fileform import FileForm
 
 UNKNOWN_SERVER = "unknown hardware"  # a served run whose server hardware was not declared

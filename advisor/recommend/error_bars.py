@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from advisor.catalog.models import Hardware
 from advisor.metrics.intervals import Interval
 from advisor.recommend.bound import classify
-from advisor.sizing.roofline import BacktestRow, ModelShape, Workload, calibrate, measured_s, predict
 from advisor.saved.store import RunResult
+from advisor.sizing.roofline import BacktestRow, ModelShape, Workload, calibrate, measured_s, predict
 from fileform import FileForm
 
 if TYPE_CHECKING:

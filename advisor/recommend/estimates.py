@@ -26,8 +26,8 @@ from advisor.recommend.candidates import Candidate, Evidence, MeasuredRun, confi
 from advisor.recommend.constraints import Constraints
 from advisor.recommend.error_bars import ErrorBar, EstimatorBacktest, default_bar, ineligible
 from advisor.recommend.no_row import NoRow
-from advisor.sizing.roofline import Efficiency, ModelShape, Workload, calibrate, devices_needed, estimate
 from advisor.saved.store import RunResult
+from advisor.sizing.roofline import Efficiency, ModelShape, Workload, calibrate, devices_needed, estimate
 
 CANNOT = "cannot be estimated"  # the start of every reason an estimate that would rest on no measurement is not made
 

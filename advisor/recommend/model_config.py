@@ -23,6 +23,7 @@ from advisor.recommend.constraints import Constraints
 from advisor.recommend.estimates import CANNOT, can_run
 from advisor.recommend.no_row import NoRow
 from advisor.recommend.request_lengths import request_lengths
+from advisor.saved.store import RunResult
 from advisor.sizing.architecture import Architecture
 from advisor.sizing.backtest import engine_settings
 from advisor.sizing.errors import SizingError
@@ -30,7 +31,6 @@ from advisor.sizing.estimate import ENGINES, Gpu, resolve_gpu
 from advisor.sizing.memory import tp_degrees
 from advisor.sizing.reserve import OWN_PROFILE
 from advisor.sizing.transfer import nearest_measured
-from advisor.saved.store import RunResult
 from scenarios.spec import Scenario
 
 _SHAPE = (("hidden_size", "hidden_size"), ("num_hidden_layers", "n_layers"), ("num_attention_heads", "n_heads"),

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from advisor.metrics.intervals import Interval, median_interval
+from advisor.metrics.slo_evidence import RunSample, observed, sample_for, slo_checks
 from advisor.metrics.support import SloCheck, check_slo
 from advisor.repeats.group import repeat_tag
-from advisor.metrics.slo_evidence import RunSample, observed, sample_for, slo_checks
 from advisor.saved.store import RunResult
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from advisor.catalog import Catalog
 from advisor.catalog.cost import BLEND_INPUT_PER_OUTPUT, HOURS_PER_MONTH, OUTPUT_TOKEN_WEIGHT
 from advisor.hardware.detect import Detected
+from advisor.metrics.slo_evidence import RunSample
 from advisor.recommend.candidates import (
     UNLISTED_CPU,
     Candidate,
@@ -36,7 +37,6 @@ from advisor.recommend.ranking import Row, evaluate
 from advisor.recommend.rests_on import headline_warnings, rests_on
 from advisor.recommend.run_selection import LeftOut, is_test_engine, select_runs
 from advisor.recommend.settle import settle
-from advisor.metrics.slo_evidence import RunSample
 from advisor.saved.store import RunResult
 
 

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import PurePath
 
 import adapters
+from advisor.hardware.systems import param_count
 from advisor.recommend.ranking import Row
 from advisor.saved.store import RunResult
-from advisor.hardware.systems import param_count
 from model_cache.presets import PRESETS
 
 

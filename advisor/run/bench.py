@@ -25,10 +25,6 @@ import adapters
 from adapters import json_codec, launch
 from adapters.base import Adapter, EngineInfo, EngineOptions
 from adapters.placement import available_cpus, client_pinned
-from advisor.run import interrupts
-from advisor.run import manifest
-from advisor.run import memory_budget
-from advisor.saved import redact
 from advisor.loadgen import eventloop, stall, worker_spec, workers
 from advisor.loadgen.drive import LoadResult, drive
 from advisor.loadgen.info import LoadgenInfo
@@ -37,9 +33,11 @@ from advisor.metrics import lag as lag_mod
 from advisor.metrics import summarize, verdict
 from advisor.metrics.summary import cut_by_stop
 from advisor.metrics.verdict import Verdict
+from advisor.run import interrupts, manifest, memory_budget
 from advisor.run.config import DEFAULT_MAX_REQUEST_TOKENS, BenchConfig, BenchError
 from advisor.run.schedule import RunSchedule
 from advisor.run.window import capped, compute_offered_rps, real_window_ns
+from advisor.saved import redact
 from advisor.saved.store import RunNotSaved, RunResult, new_run_id
 from advisor.telemetry import Telemetry
 from scenarios.catalog import load_scenario

@@ -23,13 +23,13 @@ import pyarrow.parquet as pq
 from pydantic import Field
 
 from adapters.base import EngineInfo
-from advisor.saved.atomic import staged_folder, write_atomic
 from advisor.loadgen.info import LoadgenInfo
 from advisor.loadgen.records import RequestRecord
 from advisor.metrics.summary import RunSummary
 from advisor.metrics.verdict import Verdict
-from advisor.saved.redact import redact_text
 from advisor.run.schedule import RunSchedule
+from advisor.saved.atomic import staged_folder, write_atomic
+from advisor.saved.redact import redact_text
 from advisor.telemetry.record import TelemetrySummary
 from fileform import OWN_FORM, FileForm, FormError
 from scenarios.types import SLOs

@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from adapters.base import Adapter
-from advisor.saved.atomic import write_atomic
 from advisor.run.bench import BenchConfig, RunInterrupted, check_fits, plan, run_bench
-from advisor.sweep.capacity import Capacity, SweepPoint, capacity_from_sweep, stop_reason
-from advisor.saved.redact import redact_text
 from advisor.run.config import SweepConfig, SweepError
+from advisor.saved.atomic import write_atomic
+from advisor.saved.redact import redact_text
 from advisor.saved.store import RunNotSaved, RunResult, item_folder
+from advisor.sweep.capacity import Capacity, SweepPoint, capacity_from_sweep, stop_reason
 
 SCHEMA = "advisor.sweep/2"
 READABLE = ("advisor.sweep/1", SCHEMA)

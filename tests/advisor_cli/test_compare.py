@@ -132,8 +132,8 @@ def test_runs_of_different_loads_or_scenarios_are_said_to_be_so(tmp_path):
 
 
 def test_a_sweep_id_says_what_to_compare_instead(root):
-    from advisor.sweep.capacity import SweepPoint, capacity_from_sweep
     from advisor.saved.store import load_run
+    from advisor.sweep.capacity import SweepPoint, capacity_from_sweep
     from advisor.sweep.run import SweepResult
 
     points = (SweepPoint.from_run(2.0, load_run("single-a", root)),)

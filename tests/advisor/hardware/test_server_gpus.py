@@ -10,8 +10,8 @@ import click
 import pytest
 
 from advisor.catalog import load_catalog
-from advisor.recommend import Constraints, recommend
 from advisor.hardware.server_gpus import parse_dcgm
+from advisor.recommend import Constraints, recommend
 from advisor_cli.options import bench_config
 from tests.advisor.recommend.runs import loaded, make_run
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.run.bench import BenchConfig, bench_once
 from advisor.loadgen import eventloop
+from advisor.run.bench import BenchConfig, bench_once
 
 
 @pytest.mark.parametrize("choice", ["asyncio", "uvloop"])

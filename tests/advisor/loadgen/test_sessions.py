@@ -16,10 +16,10 @@ import pytest
 import adapters
 from adapters.base import Chunk, RequestSpec
 from adapters.fake import FakeAdapter, FakeOptions, answer_ids
-from advisor.run.bench import BenchConfig, BenchError, bench_once, check_fits, plan
 from advisor.loadgen.drive import drive
 from advisor.loadgen.sessions import SessionPrompts
 from advisor.metrics import summarize
+from advisor.run.bench import BenchConfig, BenchError, bench_once, check_fits, plan
 from scenarios.catalog import scenario_from_dict
 from scenarios.schedule import Overrides, build_schedule
 

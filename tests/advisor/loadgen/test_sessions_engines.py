@@ -12,10 +12,10 @@ import sys
 import pytest
 
 import adapters
-from advisor.run.bench import BenchConfig, bench_once, check_fits
 from advisor.loadgen.drive import drive
 from advisor.loadgen.spec_source import spec_source
 from advisor.metrics import summarize
+from advisor.run.bench import BenchConfig, bench_once, check_fits
 from scenarios.catalog import scenario_from_dict
 from scenarios.schedule import build_schedule
 from tests.servers.mock_openai import free_port

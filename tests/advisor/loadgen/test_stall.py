@@ -10,9 +10,9 @@ from typing import Any
 
 import adapters
 from adapters.base import Chunk, RequestSpec
-from advisor.run.bench import BenchConfig, open_engine, plan, run_bench
 from advisor.loadgen.drive import drive
 from advisor.loadgen.stall import Stall
+from advisor.run.bench import BenchConfig, open_engine, plan, run_bench
 from scenarios.overrides import Overrides
 from scenarios.types import Schedule, ScheduledRequest, SLOs
 from tests.servers.mock_openai import MockOpenAIServer

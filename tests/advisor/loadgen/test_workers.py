@@ -7,9 +7,9 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 
-from advisor.run.bench import BenchConfig, BenchError, bench_once, plan
 from advisor.loadgen import workers
 from advisor.metrics.lag import LagCheck, held
+from advisor.run.bench import BenchConfig, BenchError, bench_once, plan
 from advisor.saved.store import load_run
 from advisor_cli import cli
 from scenarios.types import Schedule, ScheduledRequest, SLOs

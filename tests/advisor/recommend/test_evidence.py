@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from advisor.catalog import load_catalog
 from advisor.metrics.intervals import Interval
+from advisor.metrics.slo_evidence import RunSample
 from advisor.recommend import Constraints, recommend
 from advisor.recommend.candidates import Candidate
 from advisor.recommend.ranking import evaluate
-from advisor.metrics.slo_evidence import RunSample
 from advisor_cli.recommend import recommend_command
 from advisor_cli.sweep import sweep_command
 from tests.advisor.recommend.runs import dist, loaded, make_run, write_runs

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor.run.bench import BenchConfig, bench_once
 from advisor.repeats.group import group_runs, repeat_tag, run_repeats
+from advisor.run.bench import BenchConfig, bench_once
 from advisor.saved.store import RunResult, list_runs, load_run
 from scenarios.overrides import Overrides
 

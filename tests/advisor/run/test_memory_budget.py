@@ -12,9 +12,7 @@ import tracemalloc
 import pytest
 from click.testing import CliRunner
 
-from advisor.run import bench
-
-from advisor.run import memory_budget
+from advisor.run import bench, memory_budget
 from advisor.run.bench import BenchConfig, BenchError, plan
 from advisor_cli import cli
 from scenarios.catalog import list_scenarios

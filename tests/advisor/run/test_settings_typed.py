@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from advisor.recommend.evidence import cell_command
 from advisor.run import bench as bench_mod
 from advisor.run import rates as run_rates
 from advisor.run.console import print_run
-from advisor.recommend.evidence import cell_command
 from advisor.saved.store import RunResult, load_run
 from advisor_cli import cli
 from reports import labels

@@ -14,7 +14,6 @@ import torch
 from click.testing import CliRunner
 
 from advisor.run import interrupts
-
 from advisor.selftest import run as selftest
 from advisor.selftest.checks import greedy_disagreement, nvml_check
 from advisor.selftest.model import Check, SelftestConfig

@@ -11,6 +11,7 @@ from advisor.catalog import load_catalog
 from advisor.metrics.distribution import Distribution
 from advisor.metrics.summary import RunSummary
 from advisor.metrics.verdict import Verdict
+from advisor.saved.store import RunResult
 from advisor.sizing.roofline import (
     Efficiency,
     ModelShape,
@@ -21,7 +22,6 @@ from advisor.sizing.roofline import (
     predict,
     prefill_ideal_s,
 )
-from advisor.saved.store import RunResult
 from scenarios.types import SLOs
 
 LLAMA3_8B = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from advisor.run.bench import BenchConfig
-from advisor.sweep.capacity import capacity_from_sweep
 from advisor.saved.store import RunResult
+from advisor.sweep.capacity import capacity_from_sweep
 from advisor.sweep.run import SweepConfig, SweepError, load_sweep, new_sweep_id, run_sweep
 from scenarios.overrides import Overrides
 from tests.advisor.recommend.runs import make_run

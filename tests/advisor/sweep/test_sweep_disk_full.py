@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from advisor.sweep import run as sweep_mod
 from advisor.run.bench import BenchConfig
 from advisor.run.config import SweepError
 from advisor.saved.store import RunNotSaved, RunResult
+from advisor.sweep import run as sweep_mod
 from advisor.sweep.run import SweepConfig, load_sweep, resume_config, run_sweep
 from tests.advisor.recommend.runs import make_run
 
