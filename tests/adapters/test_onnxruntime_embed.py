@@ -55,11 +55,30 @@ def test_the_conversion_is_checked_cached_and_matches_sentence_transformers(tiny
         assert cos.min() >= (0.999 if precision == "fp32" else st_onnx.MIN_COSINE["int8"]), (precision, cos)
     import onnx
 
-    def int8_weights(precision: str) -> int:
+    def int8_matmuls(precision: str) -> int:
         g = onnx.load(str(tiny_st / "converted" / f"st-onnx-{precision}" / "model.onnx")).graph
-        return sum(t.data_type == onnx.TensorProto.INT8 for t in g.initializer)
+        return sum(n.op_type in ("MatMulInteger", "DynamicQuantizeMatMul") for n in g.node)
 
-    assert int8_weights("fp32") == 0 and int8_weights("int8") >= 12  # 2 layers x 6 linear layers quantised
+    # 2 layers x 6 linear layers, less each layer's feed-forward down-projection (fed by a GELU: kept in fp32)
+    assert int8_matmuls("fp32") == 0 and int8_matmuls("int8") == 2 * 5
+    fp32_graph = onnx.load(str(tiny_st / "converted" / "st-onnx-fp32" / "model.onnx")).graph
+    down = st_onnx.gelu_fed_matmuls(fp32_graph)
+    assert len(down) == 2 and all("output/dense" in n and "attention" not in n for n in down), down
+    int8_graph = onnx.load(str(tiny_st / "converted" / "st-onnx-int8" / "model.onnx")).graph
+    assert {n.name for n in int8_graph.node if n.op_type == "MatMul"} >= set(down)  # still float MatMuls
+
+
+def test_a_changed_int8_recipe_converts_again(tiny_st: Path, tmp_path: Path, monkeypatch) -> None:  # noqa: F811
+    import shutil
+
+    from adapters.formats import st_onnx
+
+    copy = tmp_path / "st"
+    shutil.copytree(tiny_st, copy, ignore=shutil.ignore_patterns("converted"))
+    assert st_onnx.ensure(copy, "int8").fresh and not st_onnx.ensure(copy, "int8").fresh
+    monkeypatch.setattr(st_onnx, "INT8_RECIPE", st_onnx.INT8_RECIPE + ", changed")
+    assert st_onnx.ensure(copy, "int8").fresh  # a cache made another way is not reused
+    assert not st_onnx.ensure(copy, "fp32").fresh  # the fp32 graph does not depend on the int8 recipe
 
 
 def test_a_conversion_below_the_floor_is_refused_and_not_cached(tiny_st: Path, tmp_path: Path,  # noqa: F811
