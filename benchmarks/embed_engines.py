@@ -1,5 +1,6 @@
 """Embedding engines on all-MiniLM-L6-v2, one thread each: sentence-transformers fp32 against ONNX Runtime and OpenVINO
-fp32 and int8 (advisor's conversion), at batch 1 and 32 of shipped-corpus chunks, with their quality drift.
+fp32 and int8 (advisor's conversion) and own_engine's encoder (own-embed, fp32), at batch 1 and 32 of
+shipped-corpus chunks, with their quality drift.
 
 Every engine is started once; then, per case, the engines take turns call by call (engine A, B, C, A, B, C, ...)
 so a change in the shared machine's load falls on all of them alike. Times each adapter's own path
@@ -34,7 +35,8 @@ ENGINES = (("sentence-transformers fp32", "sentence-transformers", {}),
            ("onnxruntime fp32", "onnxruntime-embed", {"precision": "fp32"}),
            ("onnxruntime int8", "onnxruntime-embed", {"precision": "int8"}),
            ("openvino fp32", "openvino-embed", {"precision": "fp32"}),
-           ("openvino int8", "openvino-embed", {"precision": "int8"}))
+           ("openvino int8", "openvino-embed", {"precision": "int8"}),
+           ("own-embed fp32", "own-embed", {}))
 # embed-query's inputs (12 words) one at a time and in a batch, embed-ingest's (128 words) in its batch of 32
 CASES = (("query: batch 1 x 12 words", 1, 12), ("batch 32 x 12 words", 32, 12), ("ingest: batch 32 x 128 words", 32, 128))
 
@@ -68,6 +70,7 @@ def main() -> None:
         ms = {label: statistics.median(t[3:]) * 1e3 for label, t in times.items()}
         for label, _, info in started:
             print(json.dumps({"case": case, "engine": label, "version": info.version, "threads": a.threads,
+                              **({"linears": info.extra["linear_kernels"]} if "linear_kernels" in info.extra else {}),
                               "batch": batch, "ms_per_call": round(ms[label], 2),
                               "inputs_per_s": round(batch / ms[label] * 1e3, 1),
                               "speedup_vs_st_fp32": round(ms[ENGINES[0][0]] / ms[label], 2),

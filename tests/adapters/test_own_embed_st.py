@@ -79,3 +79,19 @@ def test_advisor_embed_runs_own_embed_on_minilm(minilm: Path, tmp_path: Path) ->
     doc = json.loads(p.stdout[p.stdout.index("{"):])
     assert doc["engine"]["adapter"] == "own-embed" and doc["engine"]["max_model_len"] == 256
     assert doc["summary"]["n_ok"] == doc["summary"]["n_requests"] > 0
+
+
+def test_verify_prints_own_embeds_drift(tiny_st: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    from click.testing import CliRunner
+
+    from advisor.embed import drift
+    from advisor_cli.verify import verify_command
+
+    monkeypatch.setattr(drift, "CHUNK_WORDS", 4)  # the tiny model holds 16 tokens
+    monkeypatch.setattr(drift.run_drift, "__defaults__", (drift.VARIANTS, None, 0, 12, 4))
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(verify_command, ["--model", str(tiny_st), "--engine", "own-embed", "--json"])
+    assert r.exit_code == 0, r.output
+    [row] = json.loads(r.output[r.output.index("{"):])["quality_drift"]
+    assert row["engine"] == "own-embed" and row["precision"] == "fp32" and row["status"] == "ok"
+    assert row["cosine_min"] >= MIN_COSINE and row["n_queries"] == 12
