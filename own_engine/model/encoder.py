@@ -7,8 +7,8 @@ mean-sqrt-len) and, when `modules.json` lists a Normalize module, unit length. A
 input; the attention mask hides the padding from every key and from the pooling.
 
 Kernels: the linears (q/k/v fused into one, as in the decoder) go through the linear backend own_engine picks
-for the decoder (`pick_linears`: own_engine's AVX-512 panel kernel where it builds and passes its checks,
-oneDNN packed weights next, plain `F.linear` last; `own_engine.kernels.cpu_linear.pack_linears`). Attention is
+for the decoder (`pick_linears`: own_engine's AVX-512 panel kernel where it builds and passes its checks, fed
+`PANEL_ROWS` rows a call; oneDNN packed weights next, plain `F.linear` last; `own_engine.kernels.cpu_linear.pack_linears`). Attention is
 PyTorch SDPA, not causal, with a key-padding mask only when the batch has padding (a masked CPU SDPA loses its
 fast kernel). own_engine's other native kernels do not fit an encoder: the paged decode and chunk attention are
 causal over a KV cache, and the fused native layer ops are the decoder's RMSNorm/RoPE/SwiGLU, not LayerNorm
@@ -250,14 +250,39 @@ def load_encoder(folder: str | Path, dtype: torch.dtype = torch.float32) -> Bert
     return model.eval()
 
 
+class RowChunks(nn.Module):
+    """A panel linear called on at most `rows` rows at a time. The panel kernel was tuned for decode and prefill
+    steps of up to a few hundred rows; one call over a whole padded batch is slow: MiniLM on 32 inputs of 128
+    words (5,920 rows a linear) ran at 0.77-0.87x sentence-transformers with whole-batch calls and at 1.02x in
+    256-row calls, one thread (`benchmarks/embed_engines.py --own-linears onednn`; benchmarks/history/embed.md)."""
+
+    def __init__(self, linear: nn.Module, rows: int) -> None:
+        super().__init__()
+        self.linear = linear
+        self.rows = rows
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[0] <= self.rows:
+            return self.linear(x)
+        return torch.cat([self.linear(x[s:s + self.rows]) for s in range(0, x.shape[0], self.rows)])
+
+
+PANEL_ROWS = 256  # rows per panel-kernel call: the decoder's CPU prefill budget, where the kernel was tuned
+
+
 def pick_linears(model: BertEncoder, linear_kernels: str = "auto") -> tuple[str, int, str | None]:
     """Swap the encoder's linears for the backend the decoder would get here (own_engine.kernels.backends'
-    order): (the kernel, how many linears, why a faster one is not used or None)."""
+    order; the panel kernel fed `PANEL_ROWS` rows a call): (the kernel, how many linears, why a faster one is
+    not used or None)."""
     native: NativeKernels | str = "not asked for"
     if linear_kernels in ("auto", "panel") and model.embed_tokens.device.type == "cpu" and model.dtype == torch.float32:
         cap_primitive_caches()  # before the checks: they may run the process's first oneDNN op
         native = native_kernels()
     n, kernel, note = pack_linears(model, linear_kernels, native)  # type: ignore[arg-type]  (reads modules, dtype, device)
+    if kernel == "panel-avx512":
+        for layer in model.layers:
+            for name in ("qkv_proj", "o_proj", "up_proj", "down_proj"):
+                setattr(layer, name, RowChunks(getattr(layer, name), PANEL_ROWS))
     return kernel, n, note
 
 

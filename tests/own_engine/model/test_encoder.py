@@ -60,6 +60,29 @@ def test_a_padded_batch_matches_plain_bert_per_input_on_each_linear_kernel(tmp_p
     assert torch.allclose(alone[0], got[2], atol=1e-6)
 
 
+def test_the_panel_kernel_fed_in_row_chunks_gives_the_same_vectors(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from own_engine.model import encoder
+
+    folder = make_tiny_bert(tmp_path / "bert")
+    try:
+        pick_linears(load_encoder(folder), "panel")
+    except ValueError as e:
+        pytest.skip(str(e))
+    monkeypatch.setattr(encoder, "PANEL_ROWS", 5)  # 4 inputs x 13 tokens: 11 calls a linear, the last one short
+    model = load_encoder(folder)
+    pick_linears(model, "panel")
+    assert isinstance(model.layers[0].qkv_proj, encoder.RowChunks) and model.layers[0].qkv_proj.rows == 5
+    got, ids = _encode(folder, TEXTS, "panel")
+    _assert_matches(folder, got, ids, "mean", True)
+    calls: list[int] = []
+    model.layers[0].up_proj.linear.register_forward_pre_hook(lambda m, args: calls.append(args[0].shape[0]))
+    _, padded, mask = _batch(folder, TEXTS)
+    with torch.inference_mode():
+        model(padded, mask)
+    assert calls == [5] * (padded.numel() // 5) + [padded.numel() % 5] * bool(padded.numel() % 5)
+
+
 @pytest.mark.parametrize("pooling", sorted(POOLINGS))
 def test_every_pooling_mode_with_and_without_normalize(tmp_path: Path, pooling: str) -> None:
     for normalize in (True, False):
