@@ -86,3 +86,6 @@ register(Entry("openvino-embed", "adapters.openvino_embed:OpenVinoEmbedAdapter",
                ("openvino", "onnxruntime", "onnx", "sentence_transformers", "torch"), "openvino",
                "OpenVINO on the ONNX graphs advisor converts (fp32, int8), one request at a time; the conversion "
                "needs sentence-transformers and ONNX Runtime", hint="pip install -e '.[openvino,onnx,embed]'"))
+register(Entry("own-embed", "adapters.own_embed:OwnEmbedAdapter", (), None,
+               "own_engine's BERT encoder (advisor's own PyTorch engine, its linear kernels, SDPA) on a "
+               "sentence-transformers folder's safetensors, one request at a time; no conversion"))

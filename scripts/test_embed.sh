@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the embedding tests of the engines group (MiniLM in process and served by infinity-emb, the ONNX Runtime
-# embedding conversion on a tiny model).
+# embedding conversion on a tiny model, own-embed against sentence-transformers).
 #
 # infinity-emb goes into its own venv (.venv-infinity): it pins older transformers and
 # sentence-transformers than the main venv. That venv reads the main venv's site-packages
@@ -25,5 +25,5 @@ fi
 export ADVISOR_INFINITY="$PWD/$VENV/bin/infinity_emb"
 # the real-model tests (engines-marked) and the ones that need sentence-transformers (the rag pipeline too)
 exec "$MAIN/bin/python" -m pytest -m "engines or not engines" tests/realmodel/test_minilm.py \
-    tests/adapters/test_sentence_transformers_embed.py tests/adapters/test_onnxruntime_embed.py tests/advisor/embed \
-    tests/advisor/rag -q -p no:cacheprovider "$@"
+    tests/adapters/test_sentence_transformers_embed.py tests/adapters/test_onnxruntime_embed.py tests/adapters/test_own_embed_st.py \
+    tests/advisor/embed tests/advisor/rag -q -p no:cacheprovider "$@"

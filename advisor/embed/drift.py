@@ -30,13 +30,15 @@ N_QUERIES = 100
 K = 10
 BATCH = 32
 REFERENCE = ("sentence-transformers", {})
-# what each variant is run with: the in-process engines advisor converts, at every precision they offer
+# what each variant is run with: the in-process engines advisor converts, at every precision they offer, and
+# own_engine's encoder (fp32, on the folder's own weights)
 VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("sentence-transformers", {}),
     ("onnxruntime-embed", {"precision": "fp32"}),
     ("onnxruntime-embed", {"precision": "int8"}),
     ("openvino-embed", {"precision": "fp32"}),
     ("openvino-embed", {"precision": "int8"}),
+    ("own-embed", {}),
 )
 
 
