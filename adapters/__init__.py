@@ -59,7 +59,11 @@ def register(entry: Entry) -> None:
 
 def why_unavailable(name: str) -> str | None:
     """None when the adapter can be created here, else the reason and the fix."""
-    entry = _entry(name)
+    return entry_unavailable(_entry(name))
+
+
+def entry_unavailable(entry: Entry) -> str | None:
+    """None when a registry entry (of either registry: this one or `adapters.embedders`) can run here, else why."""
     if importlib.util.find_spec(entry.target.split(":")[0]) is None:
         return f"adapter module {entry.target.split(':')[0]} is not part of this install"
     missing = _missing(entry.requires)
@@ -102,30 +106,40 @@ def _spelled(key: str) -> str:
 
 def parse_options(name: str, options: Mapping[str, Any] | EngineOptions | None) -> EngineOptions:
     """The adapter's typed options from a mapping (`--opt KEY=VALUE` flags); a bad key or value is an OptionsError."""
-    cls = adapter_class(name)
-    if isinstance(options, cls.Options):
+    return typed_options(adapter_class(name).Options, f"engine '{name}'", options)
+
+
+def typed_options(model: type[EngineOptions], what: str, options: Mapping[str, Any] | EngineOptions | None,
+                  ) -> EngineOptions:
+    """`options` as `model` (an adapter's `Options`, of either registry); an unknown key or a bad value is an
+    OptionsError naming `what` (e.g. "engine 'own'") and the valid keys."""
+    if isinstance(options, model):
         return options
     given = dict(options or {})
-    valid = sorted(cls.Options.model_fields)
+    valid = sorted(model.model_fields)
     unknown = sorted(set(given) - set(valid))
     if unknown:
         raise OptionsError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(_spelled, unknown))} "
-                           f"for engine '{name}'; valid options: {', '.join(valid)} (`advisor engines --json` lists "
+                           f"for {what}; valid options: {', '.join(valid)} (`advisor engines --json` lists "
                            "types and defaults)")
     try:
-        return cls.Options.model_validate(given)
+        return model.model_validate(given)
     except ValidationError as e:
         errs = "; ".join(f"{_spelled('.'.join(str(p) for p in err['loc']))}: {err['msg']} "
                          f"(got {err.get('input')!r})" for err in e.errors())
-        raise OptionsError(f"bad option for engine '{name}': {errs}") from None
+        raise OptionsError(f"bad option for {what}: {errs}") from None
 
 
 def options_schema(name: str) -> list[dict[str, Any]]:
     """Each option of an adapter: name, type, default and what it does (for `advisor engines --json`)."""
-    cls = adapter_class(name)
-    schema = cls.Options.model_json_schema()["properties"]
+    return schema_of(adapter_class(name).Options)
+
+
+def schema_of(model: type[EngineOptions]) -> list[dict[str, Any]]:
+    """Each field of an adapter's `Options` (of either registry): name, type, default, help."""
+    schema = model.model_json_schema()["properties"]
     out = []
-    for key, field in cls.Options.model_fields.items():
+    for key, field in model.model_fields.items():
         prop = schema.get(key, {})
         types = [p.get("type") for p in prop.get("anyOf", [prop]) if p.get("type")] or \
             [str(v) for v in prop.get("enum", [])]

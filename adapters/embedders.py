@@ -1,19 +1,19 @@
 """The registry of embedding engines, lazy factories as in `adapters` (importing it imports no engine).
 
-Apart from the generation registry so that every command, matrix and contract test that walks the
-generation engines is unchanged; the entries and the unavailability reasons are the same `Entry` type.
+Apart from the generation registry because the contract differs (`adapters.embed_base.EmbedAdapter`: one
+answer per request, no stream), so every command, matrix and contract test that walks the generation engines
+walks only engines that stream. What the two registries share is written once in `adapters`: the `Entry` type,
+why an entry cannot run here (`entry_unavailable`), typed options and their errors (`typed_options`) and the
+options' schema (`schema_of`); `advisor engines` lists both, each engine with the tasks it serves.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
-from adapters import Entry, OptionsError
+from adapters import Entry, entry_unavailable, typed_options
 from adapters.base import EngineUnavailable
 from adapters.embed_base import EmbedAdapter
 
@@ -27,12 +27,7 @@ def register(entry: Entry) -> None:
 
 def why_unavailable(name: str) -> str | None:
     """None when the embedding engine can be created here, else the reason and the fix."""
-    entry = _entry(name)
-    missing = [m for m in entry.requires if importlib.util.find_spec(m) is None]
-    if missing:
-        hint = entry.hint or (f"pip install -e '.[{entry.extra}]'" if entry.extra else "see README")
-        return f"missing package(s) {', '.join(missing)}: {hint}"
-    return None
+    return entry_unavailable(_entry(name))
 
 
 def adapter_class(name: str) -> type[EmbedAdapter]:
@@ -48,18 +43,7 @@ def create(name: str, model: str | None = None, options: Mapping[str, Any] | Non
     if why:
         raise EngineUnavailable(f"embedding engine '{name}' is not available here: {why}")
     cls = adapter_class(name)
-    given = dict(options or {})
-    unknown = sorted(set(given) - set(cls.Options.model_fields))
-    if unknown:
-        raise OptionsError(f"unknown option(s) {', '.join(unknown)} for embedding engine '{name}'; valid options: "
-                           f"{', '.join(sorted(cls.Options.model_fields))}")
-    try:
-        opts = cls.Options.model_validate(given)
-    except ValidationError as e:
-        errs = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']} (got {err.get('input')!r})"
-                         for err in e.errors())
-        raise OptionsError(f"bad option for embedding engine '{name}': {errs}") from None
-    return cls(model, opts)
+    return cls(model, typed_options(cls.Options, f"embedding engine '{name}'", options))
 
 
 def _entry(name: str) -> Entry:

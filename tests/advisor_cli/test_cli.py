@@ -56,6 +56,9 @@ def test_scenarios_and_engines_list():
     rows = {r["name"]: r for r in json.loads(res.output)}
     assert rows["fake"]["available"]
     assert rows["tensorrt_llm"]["available"] is False and rows["tensorrt_llm"]["why"]
+    assert rows["fake"]["tasks"] == ["generate"]  # every engine, the tasks it serves, and its options
+    assert rows["openai-embed"]["tasks"] == ["embed"] and rows["openai-rerank"]["tasks"] == ["rerank"]
+    assert "url" in {o["name"] for o in rows["openai-embed"]["options"]}
 
 
 @pytest.mark.parametrize("args, message", [

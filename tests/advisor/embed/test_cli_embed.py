@@ -82,7 +82,7 @@ def test_engines_and_scenarios_list_the_embedding_ones_apart() -> None:
     from advisor_cli import cli
 
     engines = CliRunner().invoke(cli, ["engines"], terminal_width=200)
-    assert engines.exit_code == 0 and "embedding engines" in engines.output and "openai-embed" in engines.output
+    assert engines.exit_code == 0 and "embedding and rerank engines" in engines.output and "openai-embed" in engines.output
     listed = CliRunner().invoke(cli, ["scenarios"], terminal_width=200)
     assert listed.exit_code == 0 and "advisor embed --scenario NAME" in listed.output
     assert "embed-query" in listed.output and "embed-ingest" in listed.output
