@@ -4,7 +4,14 @@ The `embed` and `rerank` tasks' counterpart of `adapters.base.Adapter`: such a r
 so an adapter answers once per request and the client stamps the answer's arrival (`perf_counter_ns`).
 A rerank request is an embed request with a `query`: its texts are passages and the answer one score
 per passage. It reports raw facts only (arrival, tokens as the engine or the server's `usage` counted them, vector
-width); metrics are computed later, in `advisor.embed.metrics`. Errors, engine info and options are
+width, the padded batch's tokens); metrics are computed later, in `advisor.embed.metrics`.
+
+Padding: an engine that runs a request's texts as one batch padded to its longest input computes
+rows x padded length tokens, not the real ones. Every adapter that knows the shape it ran fills
+`EmbedResult.n_tokens_padded` with that product (special tokens and padding included, counted as
+`n_tokens` is), so `advisor.embed.metrics` can report the padding waste, (padded - real) / padded. An
+engine that does not pad (it packs inputs, or runs them one by one) or does not say (a server) leaves it
+None: the waste is then not known, never 0 by guess. Errors, engine info and options are
 the generation contract's own types (`AdapterError`, `EngineInfo`, `EngineOptions`).
 """
 
@@ -46,6 +53,9 @@ class EmbedResult:
     vectors: tuple[tuple[float, ...], ...] | None = None  # when the request asked for them
     n_tokens_server: int | None = None  # a server's own usage count as it said it, beside the count used
     scores: tuple[float, ...] | None = None  # rerank: one relevance score per passage, in the passages' order
+    # the tokens of the padded batch the engine ran (rows x padded length); None: it did not pad, or does not say.
+    # Fill it in every engine that pads (see the module docstring): padding waste is computed from it
+    n_tokens_padded: int | None = None
 
 
 class EmbedAdapter(ABC):

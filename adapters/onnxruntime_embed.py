@@ -6,7 +6,8 @@ Requests are served one at a time, each request's texts as one padded batch, on 
 sentence-transformers baseline: no batching across requests). The model's own tokenizer (`transformers`,
 the one sentence-transformers uses) makes the inputs; the attention mask gives the exact token count. An
 input longer than the model's `max_seq_length` is refused, never silently truncated. ONNX Runtime releases
-the GIL while it computes; tokenisation runs on the engine thread, on the client's interpreter.
+the GIL while it computes; tokenisation runs on the engine thread, on the client's interpreter. Each answer
+carries the padded batch's tokens (rows x padded length of the attention mask fed to the graph).
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ class OnnxRuntimeEmbedAdapter(EmbedAdapter):
                                  "conversion_check": conv.manifest.get("check")},
                           notes=("each request's texts run as one padded batch; requests one at a time",))
 
-    def _encode(self, texts: list[str], return_vectors: bool) -> tuple[int, int, Any]:
+    def _encode(self, texts: list[str], return_vectors: bool) -> tuple[int, int, Any, int]:
+        """(tokens, width, vectors or None, tokens of the padded batch) of one request's texts."""
         import numpy as np
 
         enc = self._tok(texts, padding=True, truncation=False, return_tensors="np")
@@ -100,7 +102,8 @@ class OnnxRuntimeEmbedAdapter(EmbedAdapter):
             out = self._infer(feed)
         except Exception as e:  # noqa: BLE001 (an engine failure: an errored request, the run goes on)
             raise AdapterError("engine", f"{self.name} failed: {type(e).__name__}: {str(e)[:200]}") from None
-        return int(mask.sum()), int(out.shape[1]), out.astype(float).tolist() if return_vectors else None
+        return (int(mask.sum()), int(out.shape[1]), out.astype(float).tolist() if return_vectors else None,
+                int(mask.size))
 
     async def embed(self, req: EmbedRequest) -> EmbedResult:
         import time
@@ -110,9 +113,11 @@ class OnnxRuntimeEmbedAdapter(EmbedAdapter):
         if req.query is not None:
             raise AdapterError("refused", f"the {self.name} engine embeds; it does not rerank")
         loop = asyncio.get_running_loop()
-        n_tokens, dim, out = await loop.run_in_executor(self._pool, self._encode, list(req.texts), req.return_vectors)
+        n_tokens, dim, out, padded = await loop.run_in_executor(self._pool, self._encode, list(req.texts),
+                                                                req.return_vectors)
         t = time.perf_counter_ns()
-        return EmbedResult(t, len(req.texts), n_tokens, dim, tuple(tuple(v) for v in out) if out is not None else None)
+        return EmbedResult(t, len(req.texts), n_tokens, dim, tuple(tuple(v) for v in out) if out is not None else None,
+                           n_tokens_padded=padded)
 
     def _close(self) -> None:
         if self._pool is not None:

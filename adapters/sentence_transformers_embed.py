@@ -9,7 +9,9 @@ client's interpreter: on one interpreter its tokenization and Python layers held
 a fifth of `embed-query`'s sends late. A reader thread stamps each answer as it arrives
 (`perf_counter_ns`, the client side). An input longer than the model's `max_seq_length` is refused,
 never silently truncated. A rerank request's tokens are its (query, passage) pairs as the cross-encoder's
-tokenizer makes them (counted by a tokenizer call of their own beside `predict`'s).
+tokenizer makes them (counted by a tokenizer call of their own beside `predict`'s). Each answer carries the
+padded batch's tokens (`EmbedResult.n_tokens_padded`): the shape of the token ids the model ran (embed: the
+batch `tokenize` made; rerank: the batches `predict` fed the model, seen by a forward pre-hook).
 """
 
 from __future__ import annotations
@@ -28,8 +30,17 @@ from adapters.embed_base import EmbedAdapter, EmbedRequest, EmbedResult
 LOAD_TIMEOUT_S = 600.0
 
 
-def _encode(m: Any, texts: list[str], return_vectors: bool) -> tuple[int, int, Any]:
-    """(tokens, width, vectors or None) for one batch; AdapterError("refused") for an input past the limit."""
+def _padded(shapes: list[tuple[int, ...]], rows: int) -> int | None:
+    """Rows x padded length summed over the batches the model ran; None unless they are padded (rows, length)
+    batches that hold the request's rows (a packed, unpadded batch is not)."""
+    if not shapes or any(len(sh) != 2 for sh in shapes) or sum(sh[0] for sh in shapes) != rows:
+        return None
+    return sum(sh[0] * sh[1] for sh in shapes)
+
+
+def _encode(m: Any, texts: list[str], return_vectors: bool) -> tuple[int, int, Any, int | None]:
+    """(tokens, width, vectors or None, padded tokens) for one batch; AdapterError("refused") for an input past
+    the limit."""
     import torch
     from sentence_transformers.util import batch_to_device
 
@@ -42,11 +53,14 @@ def _encode(m: Any, texts: list[str], return_vectors: bool) -> tuple[int, int, A
                                           f"{m.max_seq_length}; give shorter inputs (chunk_words)")
     with torch.inference_mode():
         emb = m(batch_to_device(features, m.device))["sentence_embedding"]
-    return int(lengths.sum()), int(emb.shape[1]), emb.float().cpu().tolist() if return_vectors else None
+    return (int(lengths.sum()), int(emb.shape[1]), emb.float().cpu().tolist() if return_vectors else None,
+            _padded([tuple(features["input_ids"].shape)], len(texts)))
 
 
-def _score(m: Any, query: str, passages: list[str], return_scores: bool) -> tuple[int, int, Any]:
-    """(tokens of the (query, passage) pairs, 1, scores or None); AdapterError("refused") for a pair past the limit."""
+def _score(m: Any, query: str, passages: list[str], return_scores: bool, shapes: list[tuple[int, ...]]
+           ) -> tuple[int, int, Any, int | None]:
+    """(tokens of the (query, passage) pairs, 1, scores or None, padded tokens); AdapterError("refused") for a pair
+    past the limit. `shapes` is where the model's forward pre-hook puts the shape of each batch it runs."""
     import torch
 
     limit = int(m.max_length or m.tokenizer.model_max_length)
@@ -54,9 +68,10 @@ def _score(m: Any, query: str, passages: list[str], return_scores: bool) -> tupl
     if max(lengths) > limit:
         raise AdapterError("refused", f"a query + passage of {max(lengths)} tokens exceeds the model's max_length "
                                       f"{limit}; give shorter passages (passage_words)")
+    shapes.clear()
     scores = m.predict(list(zip([query] * len(passages), passages)), batch_size=len(passages),
                        activation_fn=torch.nn.Sigmoid(), show_progress_bar=False)
-    return sum(lengths), 1, [float(x) for x in scores] if return_scores else None
+    return sum(lengths), 1, [float(x) for x in scores] if return_scores else None, _padded(shapes, len(passages))
 
 
 def _serve(conn: Connection, folder: str, device: str, threads: int | None, task: str) -> None:
@@ -68,8 +83,10 @@ def _serve(conn: Connection, folder: str, device: str, threads: int | None, task
 
         if threads:
             torch.set_num_threads(threads)
+        shapes: list[tuple[int, ...]] = []  # rerank: the token ids' shape of each batch predict runs
         if task == "rerank":
             m = sentence_transformers.CrossEncoder(folder, device=device)
+            m.register_forward_pre_hook(lambda _module, args: shapes.append(tuple(args[0]["input_ids"].shape)))
             limit = int(m.max_length or m.tokenizer.model_max_length)
         else:
             m = sentence_transformers.SentenceTransformer(folder, device=device)
@@ -90,7 +107,7 @@ def _serve(conn: Connection, folder: str, device: str, threads: int | None, task
         rid, texts, return_vectors, query = msg
         try:
             conn.send(("ok", rid, *(_encode(m, texts, return_vectors) if query is None
-                                    else _score(m, query, texts, return_vectors))))
+                                    else _score(m, query, texts, return_vectors, shapes))))
         except AdapterError as e:
             conn.send(("err", rid, e.kind, str(e)))
         except RuntimeError as e:  # a PyTorch failure inside the model: an errored request, the run goes on
@@ -171,10 +188,12 @@ class SentenceTransformersAdapter(EmbedAdapter):
         self._pending[rid] = (loop, fut)
         with self._send_lock:
             self._conn.send((rid, list(req.texts), req.return_vectors, req.query))
-        t, n_tokens, dim, out = await fut
+        t, n_tokens, dim, out, padded = await fut
         if req.query is not None:
-            return EmbedResult(t, len(req.texts), n_tokens, dim, scores=tuple(out) if out is not None else None)
-        return EmbedResult(t, len(req.texts), n_tokens, dim, tuple(tuple(v) for v in out) if out is not None else None)
+            return EmbedResult(t, len(req.texts), n_tokens, dim, scores=tuple(out) if out is not None else None,
+                               n_tokens_padded=padded)
+        return EmbedResult(t, len(req.texts), n_tokens, dim, tuple(tuple(v) for v in out) if out is not None else None,
+                           n_tokens_padded=padded)
 
     def _close(self) -> None:
         if self._conn is not None:

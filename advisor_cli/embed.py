@@ -1,4 +1,5 @@
-"""`advisor embed`: benchmark an embedding or rerank engine on its scenario (latency, inputs/s, tokens/s, goodput, cost)."""
+"""`advisor embed`: benchmark an embedding or rerank engine on its scenario (latency, inputs/s, tokens/s, padding waste,
+engine memory, goodput, cost)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ def _opts(pairs: tuple[str, ...]) -> dict[str, str]:
 
 def fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.4g}"
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
 
 
 @click.command("embed")
@@ -76,6 +81,15 @@ def embed_command(scenario: str, engine: str, model: str | None, url: str | None
     unit = "passages" if s.task == "rerank" else "inputs"
     click.echo(f"  requests/s {fmt(s.requests_per_s)}  {unit}/s {fmt(s.inputs_per_s)}  tokens/s {fmt(s.tokens_per_s)}"
                f"  goodput req/s {fmt(s.goodput_rps)}  SLO met {s.slo_met}")
+    w = s.padding_waste
+    click.echo(f"  padding waste p50 {pct(w.p50)}  p95 {pct(w.p95)}  run {pct(s.padding_waste_run)}" if w.n else
+               "  padding waste not known (the engine does not say what it padded)")
+    tele = run.telemetry
+    if tele is not None and tele.rss_peak_mb is not None:
+        click.echo(f"  engine memory (pid {tele.pid}) RSS peak {tele.rss_peak_mb:.0f} MiB, median "
+                   f"{fmt(tele.rss_steady_mb and round(tele.rss_steady_mb))} MiB")
+    elif tele is not None:
+        click.echo(f"  engine memory not known ({tele.rss_absent_reason or 'no sample was taken'})")
     done = "reranked" if s.task == "rerank" else "embedded"
     if s.usd_per_million_inputs is not None:
         click.echo(f"  $ per 1M {unit} {done} {s.usd_per_million_inputs:.4g} at ${s.usd_per_hour:g}/h")

@@ -4,13 +4,16 @@ Everything a user got wrong is refused before the measurement: an unknown scenar
 (`scenarios.embed_schedule`), an engine for another task (an embedder given a rerank scenario), an
 engine that cannot start or a model for another task (the adapter's
 start), and an input the model cannot take whole (the preflight embeds the schedule's longest request
-first; an engine that would truncate it refuses it). Saved as `runs-embed/<run-id>/` (result.json and
-requests.jsonl), apart from the generation runs' folder, which every generation command reads.
+first; an engine that would truncate it refuses it). The engine's process is sampled while the schedule runs
+(`advisor.telemetry`, as generation runs are; result.json's `telemetry`) when it is a process of its own on this
+machine. Saved as `runs-embed/<run-id>/` (result.json and requests.jsonl), apart from the generation runs'
+folder, which every generation command reads.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import secrets
 import time
@@ -27,6 +30,8 @@ from advisor.embed.drive import EmbedRecord, drive
 from advisor.embed.metrics import EmbedSummary, summarise
 from advisor.loadgen import eventloop
 from advisor.run import interrupts
+from advisor.telemetry import Telemetry
+from advisor.telemetry.record import TelemetrySummary
 from scenarios.embed_schedule import EmbedSchedule, build_embed_schedule, load_embed_scenario
 from scenarios.overrides import Overrides
 
@@ -45,6 +50,7 @@ class EmbedRun:
     records: list[EmbedRecord]
     path: Path | None = None
     interrupted_by: int | None = None  # the signal that stopped it (its records are those finished before)
+    telemetry: TelemetrySummary | None = None  # the engine process's memory (and a GPU's) while the schedule ran
 
     def to_dict(self) -> dict[str, Any]:  # hand-written: a shape no field states (version, host at save)
         st = self.schedule.settings
@@ -53,7 +59,18 @@ class EmbedRun:
                 len(self.schedule.requests), "chunk_words": self.schedule.chunk_words,
                 "inputs_per_request": len(self.schedule.requests[0].texts) if self.schedule.requests else None},
                 "slos": self.schedule.slos.to_dict(), "host": {"machine": platform.machine(),
-                "python": platform.python_version()}, "summary": self.summary.to_dict()}
+                "python": platform.python_version()}, "summary": self.summary.to_dict(),
+                "telemetry": self.telemetry.to_dict() if self.telemetry is not None else None}
+
+
+def engine_process(info: EngineInfo) -> tuple[int | None, str | None]:
+    """(the engine's own process to sample, None) or (None, why its memory is not known)."""
+    if info.pid is None:
+        return None, "the engine is a server advisor did not start: its process is not advisor's to read"
+    if info.pid == os.getpid():
+        return None, ("the engine runs inside advisor's own process, beside the load generator: its memory is not "
+                      "told apart")
+    return info.pid, None
 
 
 def preflight(adapter: EmbedAdapter, schedule: EmbedSchedule) -> None:
@@ -77,7 +94,8 @@ def preflight(adapter: EmbedAdapter, schedule: EmbedSchedule) -> None:
 
 def run_embed(scenario: str, engine: str, model: str | None, options: Mapping[str, Any] | None = None,
               overrides: Overrides | None = None, seed: int = 0, usd_per_hour: float | None = None,
-              timeout_s: float = 600.0, out_root: Path | None = Path("runs-embed")) -> EmbedRun:
+              timeout_s: float = 600.0, out_root: Path | None = Path("runs-embed"),
+              telemetry_interval_s: float = 1.0) -> EmbedRun:
     """Run one embedding benchmark; saved under `out_root` unless it is None."""
     sc = load_embed_scenario(scenario)
     schedule = build_embed_schedule(sc, seed, overrides)
@@ -90,17 +108,26 @@ def run_embed(scenario: str, engine: str, model: str | None, options: Mapping[st
     try:
         info = adapter.start()
         preflight(adapter, schedule)
+        pid, no_memory = engine_process(info)
+        sampler = Telemetry(None, pid, telemetry_interval_s)
         with interrupts.guarded("the run") as guard:  # saved exactly once, a signal or not
-            records, signum = eventloop.run(interrupts.measured(drive(adapter, schedule, timeout_s)))  # uvloop where installed
+            sampler.start(time.perf_counter_ns())
+            try:
+                records, signum = eventloop.run(interrupts.measured(drive(adapter, schedule, timeout_s)))  # uvloop where installed
+            finally:
+                sampler.stop()
     finally:
         adapter.close()
+    telemetry = sampler.summary(None, None)
+    if no_memory is not None:
+        telemetry = replace(telemetry, rss_absent_reason=no_memory)
     signum = signum if signum is not None else guard.stop
     summary = summarise(schedule, records, usd_per_hour)
     if signum is not None:  # what was measured up to the signal, saved and said to be partial
         reason = interrupts.interrupted_reason(signum, summary.n_requests, len(schedule.measured))
         summary = replace(summary, verdict="INVALID", reasons=(reason, *summary.reasons))
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}-{engine}-{secrets.token_hex(2)}"
-    run = EmbedRun(run_id, sc.name, info, schedule, summary, records)
+    run = EmbedRun(run_id, sc.name, info, schedule, summary, records, telemetry=telemetry)
     if out_root is not None:
         folder = out_root / run_id
         folder.mkdir(parents=True, exist_ok=False)
@@ -108,7 +135,7 @@ def run_embed(scenario: str, engine: str, model: str | None, options: Mapping[st
         with (folder / "requests.jsonl").open("w", encoding="utf-8") as f:
             for r in records:
                 f.write(json.dumps(asdict(r)) + "\n")
-        run = EmbedRun(run_id, sc.name, info, schedule, summary, records, folder)
+        run = replace(run, path=folder)
     return replace(run, interrupted_by=signum)
 
 

@@ -35,6 +35,7 @@ class EmbedRecord:
     dim: int | None = None
     error_kind: str | None = None
     error: str | None = None
+    n_tokens_padded: int | None = None  # the padded batch's tokens, as the engine said (EmbedResult.n_tokens_padded)
 
     @property
     def ok(self) -> bool:
@@ -43,6 +44,14 @@ class EmbedRecord:
     @property
     def latency_ms(self) -> float | None:
         return (self.t_done_ns - self.t_send_ns) / 1e6 if self.ok and self.t_done_ns is not None else None
+
+    @property
+    def padding_waste(self) -> float | None:
+        """(padded - real tokens) / padded tokens of an answered request; None where either count is not known (or
+        the two disagree: fewer padded tokens than real ones is not a count to compute with)."""
+        if not self.ok or self.n_tokens is None or not self.n_tokens_padded or self.n_tokens_padded < self.n_tokens:
+            return None
+        return (self.n_tokens_padded - self.n_tokens) / self.n_tokens_padded
 
     @property
     def send_lag_ms(self) -> float:
@@ -67,7 +76,7 @@ async def drive(adapter: EmbedAdapter, schedule: EmbedSchedule, timeout_s: float
                                time.perf_counter_ns() - t0, error_kind="timeout",
                                error=f"no answer within {timeout_s:g} s")
         return EmbedRecord(i, plan.warmup, res.n_inputs, t_sched - t0, t_send - t0, res.t_done_ns - t0,
-                           res.n_tokens, res.dim)
+                           res.n_tokens, res.dim, n_tokens_padded=res.n_tokens_padded)
 
     try:
         return await send_on_schedule([plan.t_s for plan in schedule.requests], t0, one)

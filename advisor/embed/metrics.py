@@ -1,4 +1,5 @@
-"""An embed run's records -> its summary: latency distribution, inputs/s, tokens/s, goodput, verdict, cost.
+"""An embed run's records -> its summary: latency distribution, inputs/s, tokens/s, padding waste, goodput, verdict,
+cost.
 
 Pure functions over saved records (docs/metrics.md, "Embedding runs" defines each figure). The window is
 the generation runs' rule: open loop `[warmup_s, warmup_s + duration_s]`, cut to the last measured
@@ -47,6 +48,9 @@ class EmbedSummary(FileForm):
     usd_per_million_tokens: float | None = None
     usd_per_million_inputs: float | None = None  # embed: per 1M inputs embedded; rerank: per 1M passages reranked
     task: str = "embed"
+    # (padded - real) / padded tokens per successful measured request; n=0 unless the engine said it for every one
+    padding_waste: Distribution = Distribution(n=0)
+    padding_waste_run: float | None = None  # the same over the window's requests summed; None: not known
 
 
 def window_ns(schedule: EmbedSchedule, records: list[EmbedRecord]) -> tuple[int, int]:
@@ -82,6 +86,7 @@ def summarise(schedule: EmbedSchedule, records: list[EmbedRecord], usd_per_hour:
     counted = [r.n_tokens for r in inside]
     tokens_known = bool(inside) and all(n is not None for n in counted)
     tokens_per_s = sum(n for n in counted if n is not None) / window_s if tokens_known else None
+    waste, waste_run = padding(ok, inside)
     e2e = schedule.slos.e2e_ms
     good = [r for r in inside if e2e is not None and r.latency_ms is not None and r.latency_ms <= e2e]
     at = latency.at(schedule.slos.percentile) if e2e is not None else None
@@ -103,7 +108,20 @@ def summarise(schedule: EmbedSchedule, records: list[EmbedRecord], usd_per_hour:
         unfinished=unfinished, verdict=verdict, reasons=tuple(reasons), usd_per_hour=usd_per_hour,
         usd_per_million_tokens=cost, task=schedule.task,
         usd_per_million_inputs=(usd_per_million_tokens(usd_per_hour, 1.0, n_in / window_s)
-                                if usd_per_hour is not None else None))
+                                if usd_per_hour is not None else None),
+        padding_waste=waste, padding_waste_run=waste_run)
+
+
+def padding(ok: list[EmbedRecord], inside: list[EmbedRecord]) -> tuple[Distribution, float | None]:
+    """The padding waste per successful request (a distribution) and over the window's requests, (sum of padded -
+    sum of real) / sum of padded tokens; not known (n=0, None) unless the engine said it for every one of them."""
+    per_request = [r.padding_waste for r in ok]
+    waste = Distribution.from_values(w for w in per_request if w is not None) \
+        if per_request and all(w is not None for w in per_request) else Distribution(n=0)
+    if not inside or any(r.padding_waste is None for r in inside):
+        return waste, None
+    padded = sum(r.n_tokens_padded or 0 for r in inside)
+    return waste, (padded - sum(r.n_tokens or 0 for r in inside)) / padded
 
 
 def retrieval_verdict(n: int, n_ok: int, lag: LagCheck | None, unfinished: int, errors: dict[str, int]

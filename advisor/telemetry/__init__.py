@@ -3,7 +3,8 @@
 Composes the samplers that apply here: the engine process (psutil, always),
 the GPU (pynvml, only when a GPU is present: otherwise "n/a", never a guess),
 the server's Prometheus endpoint (when the adapter exposes `metrics_url`) and
-the adapter's own engine gauges (`Adapter.stats()`).
+the adapter's own engine gauges (`Adapter.stats()`). Without a generation adapter (an embedding engine, which
+has neither gauges nor an endpoint) only the process and the GPU are sampled.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ if TYPE_CHECKING:
 
 
 class Telemetry:
-    def __init__(self, adapter: Adapter, pid: int | None, interval_s: float = 1.0) -> None:
+    def __init__(self, adapter: Adapter | None, pid: int | None, interval_s: float = 1.0) -> None:
         self.adapter = adapter
         self.interval_s = interval_s
         # pid None: the engine runs elsewhere (a server at a URL); its memory is not ours to read
         self.process = ProcessSampler(pid) if pid is not None else None
         self.gpu = _gpu_sampler()
-        self.prom = _prom_sampler(adapter.info.extra.get("metrics_url") if adapter.started else None)
+        self.prom = _prom_sampler(adapter.info.extra.get("metrics_url") if adapter is not None and adapter.started
+                                  else None)
         self.samples: list[dict[str, Any]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="advisor-telemetry", daemon=True)
@@ -57,7 +59,8 @@ class Telemetry:
         if self.gpu is not None:
             s.update({f"gpu_{k}": v for k, v in self.gpu.sample().items()})
         try:
-            s.update({f"engine_{k}": float(v) for k, v in (self.adapter.stats() or {}).items()})
+            stats = self.adapter.stats() if self.adapter is not None else {}
+            s.update({f"engine_{k}": float(v) for k, v in (stats or {}).items()})
         except Exception as e:  # a gauge that cannot be read is noted, not fatal
             s["engine_stats_error"] = f"{type(e).__name__}: {e}"
         if self.prom is not None:
