@@ -62,6 +62,10 @@ def test_a_run_prints_its_figures_and_saves_them(tmp_path: Path, scenario: str) 
     [result] = list((tmp_path / "runs-embed").glob("*/result.json"))
     doc = json.loads(result.read_text())
     assert doc["scenario"] == scenario and doc["summary"]["n_ok"] > 0
+    # a server advisor did not start: neither its padding nor its memory is known, and neither is said to be 0
+    assert "padding waste not known" in p.stdout and "engine memory not known (the engine is a server" in p.stdout
+    assert doc["summary"]["padding_waste_run"] is None and doc["summary"]["padding_waste"]["n"] == 0
+    assert doc["telemetry"]["rss_peak_mb"] is None and "did not start" in doc["telemetry"]["rss_absent_reason"]
 
 
 def test_bench_refuses_an_embed_scenario_and_an_embedding_model(tmp_path: Path) -> None:
