@@ -72,8 +72,10 @@ def rag_command(scenario: str, embed_engine: str | None, embed_model: str | None
     s = run.summary
     names = " -> ".join(f"{k} {v.engine}" for k, v in run.engines.items())
     click.echo(f"{run.scenario} ({names}): {s.verdict}")
-    click.echo(f"  index: {run.index['passages']} passages, exact cosine top-{run.schedule.load.top_k}, "
-               f"built in {run.index['build_s']:.3g} s (not measured)")
+    ix = run.index
+    how = (f"loaded from the cache in {ix['load_s']:.3g} s" if ix["source"] == "loaded"
+           else f"built in {ix['build_s']:.3g} s")
+    click.echo(f"  index: {ix['passages']} passages, exact cosine top-{run.schedule.load.top_k}, {how} (not measured)")
     for name, d in (("time to first answer token", s.ttfa_ms), ("end to end", s.e2e_ms)):
         click.echo(f"  {name} ms p50 {fmt(d.p50)}  p95 {fmt(d.p95)}  p99 {fmt(d.p99)}  (n={d.n})")
     click.echo("  stage ms p50: " + "  ".join(f"{k} {fmt(v.p50)} ({s.stage_share_p50.get(k, 0):.0%})"

@@ -5,8 +5,9 @@ Everything a user got wrong is refused before the measurement, in one line: an u
 of another task, an engine in the wrong stage (a generation engine as the embedder, an embedder as the
 reranker), a model folder of another task (a generation model as the embed stage's), an engine that
 cannot start, and a question the pipeline cannot answer (the preflight runs the first question through
-every stage). The index is built once, before the clock starts, by the embed engine (its build time
-is recorded apart). Saved as `runs-embed/<run-id>/` (result.json with `task: rag`, requests.jsonl),
+every stage). The index is built once, before the clock starts, by the embed engine, or loaded from the
+cache of an earlier run with the same settings (`advisor.rag.index_cache`); which of the two and its seconds
+are recorded apart. Saved as `runs-embed/<run-id>/` (result.json with `task: rag`, requests.jsonl),
 beside the embed and rerank runs.
 """
 
@@ -29,6 +30,7 @@ from advisor import __version__
 from advisor.loadgen import eventloop
 from advisor.rag.drive import Pipeline, RagRecord, drive, word_ids
 from advisor.rag.index import BUILD_BATCH, VectorIndex
+from advisor.rag.index_cache import cached_index, index_key
 from advisor.rag.metrics import RagSummary, summarise
 from advisor.run import interrupts
 from scenarios.overrides import Overrides
@@ -185,8 +187,10 @@ def run_rag(scenario: str, stages: Stages | None = None, overrides: Overrides | 
         started.append(generator)
         infos["generate"] = generator.start()
         encode, encoding = _encoder(s.generate_engine, s.generate_model, infos["generate"])
+        key = index_key(s.embed_engine, embedders.adapter_class(s.embed_engine).served, infos["embed"], texts,
+                        load.passage_words)
         try:
-            index = eventloop.run(_build_index(embedder, texts))
+            index, index_source = cached_index(key, len(texts), lambda: eventloop.run(_build_index(embedder, texts)))
         except AdapterError as e:
             raise RagInputError(f"the embed engine could not index the corpus ({e.kind}: {e})") from None
         pipe = Pipeline(embedder, reranker, generator, index, texts, encode, load.top_k, load.context_passages,
@@ -206,7 +210,7 @@ def run_rag(scenario: str, stages: Stages | None = None, overrides: Overrides | 
         summary = replace(summary, verdict="INVALID", reasons=(reason, *summary.reasons))
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{sc.name}-{s.embed_engine}-{s.generate_engine}-{secrets.token_hex(2)}"
     index_info = {"kind": "exact cosine (numpy matrix-vector product over unit vectors, top-k by score)",
-                  "passages": index.n, "dim": index.dim, "build_s": round(index.build_s, 4),
+                  "passages": index.n, "dim": index.dim, **index_source,
                   "passage_words": load.passage_words, "prompt_tokens": encoding}
     run = RagRun(run_id, sc.name, infos, index_info, schedule, summary, records)
     if out_root is not None:

@@ -175,3 +175,30 @@ def test_ctrl_c_mid_run_saves_the_answered_questions_and_exits_130(tiny: dict[st
     s = json.loads(result.read_text())["summary"]
     assert s["verdict"] == "INVALID" and s["reasons"][0].startswith("interrupted by SIGINT after")
     assert 0 < s["n_requests"] < 240 and "interrupted by SIGINT" in err and "Traceback" not in err
+
+
+def test_a_second_run_loads_the_index_and_a_new_chunking_builds_it(tiny: dict[str, Path], tmp_path: Path) -> None:
+    """The index of the same engine, model, corpus and chunking is loaded from the cache, outside the measurement;
+    the answers' passages are those of the built index. Another passage length is another index."""
+    from advisor.rag.bench import Stages, run_rag
+    from advisor.rag.index_cache import entry, index_key
+    from scenarios.corpus import chunks
+    from scenarios.overrides import Overrides
+
+    stages = Stages("sentence-transformers", str(tiny["st"]), "none", None, "fake", None, {"threads": 1}, None,
+                    {"ttft_ms": 5, "tpot_ms": 1})
+    yaml = _yaml(tmp_path, rate=4.0, duration=1.5)
+    runs = [run_rag(str(yaml), stages, Overrides(warmup_s=0.2), out_root=tmp_path / "runs") for _ in range(2)]
+    first, second = (r.index for r in runs)
+    assert first["source"] == "built" and first["build_s"] > 0 and first["load_s"] is None
+    assert second["source"] == "loaded" and second["load_s"] >= 0 and second["build_s"] is None
+    assert second["cache"] == first["cache"] and Path(first["cache"]).is_dir()
+    assert [r.passages for r in runs[0].records] == [r.passages for r in runs[1].records]
+    saved = json.loads((runs[1].path / "result.json").read_text())["index"]
+    assert saved["source"] == "loaded" and saved["cache"] == second["cache"]
+    other = _yaml(tmp_path, rate=4.0, duration=1.5).read_text().replace("passage_words: 96", "passage_words: 64")
+    (tmp_path / "other.yaml").write_text(other)
+    third = run_rag(str(tmp_path / "other.yaml"), stages, Overrides(warmup_s=0.2), out_root=None).index
+    assert third["source"] == "built" and third["cache"] != first["cache"]
+    key = index_key("sentence-transformers", False, runs[0].engines["embed"], tuple(chunks(96)), 96)
+    assert str(entry(key)) == first["cache"]
