@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from adapters import embedders
+from adapters.base import EngineUnavailable
 from advisor.embed.drive import EmbedRecord
 from advisor.embed.metrics import padding, summarise
 from tests.advisor.embed.test_metrics import MS, _schedule
@@ -80,29 +82,37 @@ def _embed(engine: str, folder: Path, texts: tuple[str, ...], query: str | None 
         a.close()
 
 
+# the in-process engines (every one an engine helper adds as well): each runs its texts as one padded batch, so each
+# says rows x its longest; an engine that packs its inputs instead, unpadded, belongs in PACKS (it says None)
+IN_PROCESS = [n for n in embedders.EMBED_REGISTRY if not embedders.adapter_class(n).served]
+PACKS: set[str] = set()
+PAIRS = [2 + n + 3 for n in (4, 5, 1)]  # rerank: [CLS] query [SEP] passage [SEP], "which one" with each passage
+EXACT = {"embed": (REAL, PADDED), "rerank": (sum(PAIRS), 3 * max(PAIRS))}  # 16 of 21; 25 of 30
+
+
 @pytest.mark.skipif(not HAS_ST, reason="needs sentence-transformers (the embed test group)")
-def test_sentence_transformers_says_its_padded_batch(tiny_st: Path) -> None:  # noqa: F811
-    res = _embed("sentence-transformers", tiny_st, TEXTS)
-    assert (res.n_tokens, res.n_tokens_padded) == (REAL, PADDED)
+@pytest.mark.parametrize("engine", [n if n.startswith("sentence-transformers") else pytest.param(n, marks=pytest.mark.engines)
+                                    for n in IN_PROCESS])
+def test_every_in_process_engine_says_its_padded_batch(engine: str, request: pytest.FixtureRequest) -> None:
+    if (why := embedders.why_unavailable(engine)) is not None:
+        pytest.skip(why)
+    task = embedders.adapter_class(engine).tasks[0]
+    folder = request.getfixturevalue("tiny_ce" if task == "rerank" else "tiny_st")
+    try:
+        res = _embed(engine, folder, TEXTS, query="which one" if task == "rerank" else None)
+    except EngineUnavailable as e:
+        pytest.skip(f"{engine} does not run the tiny test model: {e}")
+    if engine in PACKS:
+        assert res.n_tokens_padded is None
+        return
+    assert res.n_tokens_padded is not None and res.n_tokens_padded % len(TEXTS) == 0  # a (rows, length) batch
+    if engine in ("sentence-transformers", "sentence-transformers-rerank", "onnxruntime-embed", "openvino-embed"):
+        assert (res.n_tokens, res.n_tokens_padded) == EXACT[task]  # padded to the longest, computed by hand
+    else:
+        assert res.n_tokens_padded >= res.n_tokens
+
+
+@pytest.mark.skipif(not HAS_ST, reason="needs sentence-transformers (the embed test group)")
+def test_a_batch_of_one_input_is_not_padded(tiny_st: Path) -> None:  # noqa: F811
     one = _embed("sentence-transformers", tiny_st, TEXTS[:1])
     assert one.n_tokens == one.n_tokens_padded == 6
-
-
-@pytest.mark.skipif(not HAS_ST, reason="needs sentence-transformers (the embed test group)")
-def test_the_cross_encoder_says_the_padded_pairs_predict_ran(tiny_ce: Path) -> None:  # noqa: F811
-    # each pair is [CLS] query [SEP] passage [SEP]: 2 + 3 words of query and passage over the passage lengths
-    res = _embed("sentence-transformers-rerank", tiny_ce, TEXTS, query="which one")
-    pairs = [2 + n + 3 for n in (4, 5, 1)]  # 9, 10, 6
-    assert (res.n_tokens, res.n_tokens_padded) == (sum(pairs), 3 * max(pairs))
-
-
-@pytest.mark.engines
-@pytest.mark.skipif(not HAS_ST, reason="needs sentence-transformers (the embed test group)")
-@pytest.mark.parametrize("engine", ["onnxruntime-embed", "openvino-embed"])
-def test_the_converted_graph_engines_say_their_padded_batch(tiny_st: Path, engine: str) -> None:  # noqa: F811
-    pytest.importorskip("onnxruntime")
-    pytest.importorskip("onnx")
-    if engine == "openvino-embed":
-        pytest.importorskip("openvino")
-    res = _embed(engine, tiny_st, TEXTS)
-    assert (res.n_tokens, res.n_tokens_padded) == (REAL, PADDED)
