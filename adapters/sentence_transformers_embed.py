@@ -30,6 +30,12 @@ from adapters.embed_base import EmbedAdapter, EmbedRequest, EmbedResult
 LOAD_TIMEOUT_S = 600.0
 
 
+def _ids_shape(features: Any) -> tuple[int, ...]:
+    """The shape of a batch's token ids; () where the model was fed no `input_ids` (nothing to say about padding)."""
+    ids = features.get("input_ids") if hasattr(features, "get") else None
+    return tuple(ids.shape) if ids is not None else ()
+
+
 def _padded(shapes: list[tuple[int, ...]], rows: int) -> int | None:
     """Rows x padded length summed over the batches the model ran; None unless they are padded (rows, length)
     batches that hold the request's rows (a packed, unpadded batch is not)."""
@@ -54,7 +60,7 @@ def _encode(m: Any, texts: list[str], return_vectors: bool) -> tuple[int, int, A
     with torch.inference_mode():
         emb = m(batch_to_device(features, m.device))["sentence_embedding"]
     return (int(lengths.sum()), int(emb.shape[1]), emb.float().cpu().tolist() if return_vectors else None,
-            _padded([tuple(features["input_ids"].shape)], len(texts)))
+            _padded([_ids_shape(features)], len(texts)))
 
 
 def _score(m: Any, query: str, passages: list[str], return_scores: bool, shapes: list[tuple[int, ...]]
@@ -86,7 +92,7 @@ def _serve(conn: Connection, folder: str, device: str, threads: int | None, task
         shapes: list[tuple[int, ...]] = []  # rerank: the token ids' shape of each batch predict runs
         if task == "rerank":
             m = sentence_transformers.CrossEncoder(folder, device=device)
-            m.register_forward_pre_hook(lambda _module, args: shapes.append(tuple(args[0]["input_ids"].shape)))
+            m.register_forward_pre_hook(lambda _module, args: shapes.append(_ids_shape(args[0] if args else None)))
             limit = int(m.max_length or m.tokenizer.model_max_length)
         else:
             m = sentence_transformers.SentenceTransformer(folder, device=device)
