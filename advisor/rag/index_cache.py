@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from adapters.base import EngineInfo
-from advisor.atomic import write_atomic
 from advisor.rag.index import VectorIndex
+from advisor.saved.atomic import write_atomic
 from model_cache.paths import advisor_home
 
 CACHE_DIR = "rag-index"
