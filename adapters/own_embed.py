@@ -84,7 +84,8 @@ class OwnEmbedAdapter(EmbedAdapter):
                           notes=("each request's texts run as one padded batch; requests one at a time",
                                  *((f"linears on {kernel}: {note}",) if note else ())))
 
-    def _encode(self, texts: list[str], return_vectors: bool) -> tuple[int, int, Any]:
+    def _encode(self, texts: list[str], return_vectors: bool) -> tuple[int, int, Any, int]:
+        """(tokens, width, vectors or None, tokens of the padded batch: rows x the longest) of one request's texts."""
         import torch
 
         enc = self._tok.encode_batch([t.lower() for t in texts] if self._lower else texts)
@@ -105,7 +106,7 @@ class OwnEmbedAdapter(EmbedAdapter):
                 out = self._pooling(self._encoder(ids, mask, types), mask)
         except Exception as e:  # noqa: BLE001 (an engine failure: an errored request, the run goes on)
             raise AdapterError("engine", f"{self.name} failed: {type(e).__name__}: {str(e)[:200]}") from None
-        return sum(lengths), int(out.shape[1]), out.double().tolist() if return_vectors else None
+        return sum(lengths), int(out.shape[1]), out.double().tolist() if return_vectors else None, int(ids.numel())
 
     async def embed(self, req: EmbedRequest) -> EmbedResult:
         if self._encoder is None or self._pool is None:
@@ -113,9 +114,11 @@ class OwnEmbedAdapter(EmbedAdapter):
         if req.query is not None:
             raise AdapterError("refused", f"the {self.name} engine embeds; it does not rerank")
         loop = asyncio.get_running_loop()
-        n_tokens, dim, out = await loop.run_in_executor(self._pool, self._encode, list(req.texts), req.return_vectors)
+        n_tokens, dim, out, padded = await loop.run_in_executor(self._pool, self._encode, list(req.texts),
+                                                                req.return_vectors)
         t = time.perf_counter_ns()
-        return EmbedResult(t, len(req.texts), n_tokens, dim, tuple(tuple(v) for v in out) if out is not None else None)
+        return EmbedResult(t, len(req.texts), n_tokens, dim, tuple(tuple(v) for v in out) if out is not None else None,
+                           n_tokens_padded=padded)
 
     def _close(self) -> None:
         if self._pool is not None:
