@@ -27,6 +27,7 @@ pytest.importorskip("sentence_transformers", reason="the in-process reference ne
                                                     "run scripts/test_vllm.sh")
 
 from adapters import embedders  # noqa: E402
+from adapters.base import AdapterError  # noqa: E402
 from adapters.embed_base import EmbedRequest  # noqa: E402
 from scenarios.corpus import chunks  # noqa: E402
 from tests.realmodel.test_minilm import REQUIREMENT, _cache  # noqa: E402
@@ -97,20 +98,25 @@ def test_vllm_embeds_as_the_in_process_engine_and_counts_tokens_as_the_tokenizer
     texts = chunks(128)[:12] + chunks(12)[:12]
     req = EmbedRequest("t", texts, return_vectors=True)
     _, ref = _embed("sentence-transformers", str(minilm), req, threads=1)
+    too_long = EmbedRequest("long", (chunks(400)[0],))  # ~500 tokens
     with _vllm_pooling(minilm, "minilm", tmp_path / "server.log") as url:
         info, got = _embed("openai-embed", None, req, url=url)  # vLLM's own usage, no client tokenizer
+        with pytest.raises(AdapterError) as refused:  # vLLM refuses an input past 256 tokens; it does not cut it
+            _embed("openai-embed", None, too_long, url=url)
         run = _advisor("--engine", "openai-embed", "--url", url, "--opt", f"tokenizer={minilm}", "--max-requests",
                        "12", "--warmup", "0", "--duration", "10", cwd=tmp_path)
     assert info.model == "minilm" and info.notes == ()  # its usage counts tokens (infinity's counts characters)
     assert got.dim == ref.dim == 384
     assert min(_cos(u, v) for u, v in zip(got.vectors, ref.vectors, strict=True)) >= 0.999
-    # vLLM's usage.prompt_tokens is the tokenizer's count with the special tokens (all inputs under MiniLM's 256)
+    # vLLM's usage.prompt_tokens is the tokenizer's count with the special tokens (all inputs under MiniLM's 256,
+    # which vLLM takes from sentence_bert_config.json as its max_model_len)
     tok = Tokenizer.from_file(str(minilm / "tokenizer.json"))
     tok.no_truncation()
     tok.no_padding()  # the file pads to 128
     lengths = [len(e.ids) for e in tok.encode_batch(list(texts))]
     assert max(lengths) < 256
     assert got.n_tokens_server == got.n_tokens == ref.n_tokens == sum(lengths)
+    assert refused.value.kind == "http_4xx" and "maximum context length is 256 tokens" in str(refused.value)
     s = run["summary"]
     assert run["engine"]["adapter"] == "openai-embed" and s["n_requests"] > 0 and s["errors_by_kind"] == {}
     assert s["n_ok"] == s["n_requests"] and s["tokens_per_s"] > 0 and s["tokens_per_input"] > 2
