@@ -73,3 +73,11 @@ register(Entry("openvino-embed", "adapters.openvino_embed:OpenVinoEmbedAdapter",
 register(Entry("own-embed", "adapters.own_embed:OwnEmbedAdapter", (), None,
                "own_engine's BERT encoder (advisor's own PyTorch engine, its linear kernels, SDPA) on a "
                "sentence-transformers folder's safetensors, one request at a time; no conversion"))
+register(Entry("onnxruntime-rerank", "adapters.onnxruntime_rerank:OnnxRuntimeRerankAdapter",
+               ("onnxruntime", "onnx", "sentence_transformers", "torch"), "onnx",
+               "ONNX Runtime on the cross-encoder converted by advisor (fp32, or int8 by dynamic quantisation), one "
+               "request at a time; the conversion needs sentence-transformers", hint="pip install -e '.[onnx,embed]'"))
+register(Entry("openvino-rerank", "adapters.openvino_rerank:OpenVinoRerankAdapter",
+               ("openvino", "onnxruntime", "onnx", "sentence_transformers", "torch"), "openvino",
+               "OpenVINO on the cross-encoder ONNX graphs advisor converts (fp32, int8), one request at a time; the "
+               "conversion needs sentence-transformers and ONNX Runtime", hint="pip install -e '.[openvino,onnx,embed]'"))

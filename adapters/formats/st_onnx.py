@@ -90,11 +90,11 @@ def ensure(folder: Path, precision: str, force: bool = False) -> StOnnx:
             meta = _export(folder, tmp / FILENAME)
         else:
             base = ensure(folder, "fp32")
-            _quantize(base.path / FILENAME, tmp / FILENAME)
+            quantize_int8(base.path / FILENAME, tmp / FILENAME)
             meta = {k: base.manifest[k] for k in ("inputs", "max_seq_length", "dim")}
         check = _check(folder, tmp / FILENAME, meta["inputs"], precision)
         manifest = {"format": "st-onnx", "precision": precision, "source_fingerprint": fp, **meta, "check": check,
-                    "tools": _versions(), "converted_at_unix": round(time.time(), 3)}
+                    "tools": tool_versions(), "converted_at_unix": round(time.time(), 3)}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
         staging.swap_in(tmp, target)
     except BaseException:
@@ -147,7 +147,7 @@ def _export(folder: Path, out: Path) -> dict[str, Any]:
             "dim": int(getattr(m, "get_embedding_dimension", m.get_sentence_embedding_dimension)() or 0), "modules": st_modules(folder)}
 
 
-def _quantize(src: Path, out: Path) -> None:
+def quantize_int8(src: Path, out: Path) -> None:
     """`INT8_RECIPE` applied to the fp32 graph at `src`."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -213,7 +213,7 @@ def _cosines(a: Any, b: Any) -> Any:
     return (a * b).sum(axis=1) / np.maximum(na * nb, 1e-30)
 
 
-def _versions() -> dict[str, str]:
+def tool_versions() -> dict[str, str]:
     out = {}
     for pkg in ("torch", "sentence-transformers", "onnx", "onnxruntime"):
         try:
