@@ -23,7 +23,8 @@ def verify_command(model: str | None, n_tokens: int, n_prompts: int, threads: in
     """Check that every engine/format variant computes the same function as own_engine fp32.
 
     On an embedding model: each embedding engine's drift from sentence-transformers fp32 on the shipped corpus
-    (cosine per chunk, recall@10 overlap per query; docs/metrics.md)."""
+    (cosine per chunk, recall@10 overlap per query); on a cross-encoder, each rerank engine's top-10 agreement and
+    Kendall's tau-b of the scores against the sentence-transformers CrossEncoder fp32 (docs/metrics.md)."""
     from advisor.quality.verify import all_variants, verify
 
     if model is not None and model.strip().lower().endswith(".gguf"):  # resolve_model would say "no such folder"
@@ -31,12 +32,9 @@ def verify_command(model: str | None, n_tokens: int, n_prompts: int, threads: in
                                "file; import it first with `advisor models import FILE.gguf` and pass the name it "
                                "prints")
     if model is not None and _task(model) in ("embed", "rerank"):
-        if _task(model) == "rerank":
-            raise click.UsageError(f"--model {model} is a cross-encoder: verify measures drift of generation and "
-                                   "embedding models; rerank drift is not measured yet")
-        from advisor_cli.verify_embed import embed_verify
+        from advisor_cli.verify_embed import embed_verify, rerank_verify
 
-        embed_verify(model, threads, engines, as_json)
+        (rerank_verify if _task(model) == "rerank" else embed_verify)(model, threads, engines, as_json)
         return
     every = all_variants()
     variants = tuple(v for v in every if not engines or v.adapter in engines)

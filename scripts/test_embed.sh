@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run the embedding tests of the engines group (MiniLM in process and served by infinity-emb, the ONNX Runtime
-# embedding conversion on a tiny model, own-embed against sentence-transformers).
+# embedding conversion on a tiny model, own-embed against sentence-transformers, the ONNX Runtime and OpenVINO
+# rerank engines on a tiny cross-encoder).
 #
 # infinity-emb goes into its own venv (.venv-infinity): it pins older transformers and
 # sentence-transformers than the main venv. That venv reads the main venv's site-packages
@@ -13,7 +14,7 @@ VENV="${INFINITY_VENV:-.venv-infinity}"
 MAIN="${MAIN_VENV:-.venv}"
 PY="${PYTHON:-python3}"
 
-"$MAIN/bin/pip" install -q --disable-pip-version-check -e ".[dev,embed,onnx]"   # sentence-transformers; ONNX Runtime for onnxruntime-embed
+"$MAIN/bin/pip" install -q --disable-pip-version-check -e ".[dev,embed,onnx,openvino]"   # sentence-transformers; ONNX Runtime and OpenVINO for the *-embed and *-rerank engines
 if [ ! -x "$VENV/bin/infinity_emb" ]; then
     echo "creating $VENV with infinity-emb..."
     "$PY" -m venv "$VENV"
@@ -26,4 +27,4 @@ export ADVISOR_INFINITY="$PWD/$VENV/bin/infinity_emb"
 # the real-model tests (engines-marked) and the ones that need sentence-transformers (the rag pipeline too)
 exec "$MAIN/bin/python" -m pytest -m "engines or not engines" tests/realmodel/test_minilm.py \
     tests/adapters/test_sentence_transformers_embed.py tests/adapters/test_onnxruntime_embed.py tests/adapters/test_own_embed_st.py \
-    tests/advisor/embed tests/advisor/rag -q -p no:cacheprovider "$@"
+    tests/adapters/test_onnxruntime_rerank.py tests/advisor/embed tests/advisor/rag -q -p no:cacheprovider "$@"
