@@ -96,7 +96,8 @@ def report_command(items: tuple[str, ...], output: Path, root: Path, constraints
                                "of that scenario")
     prices = price_runs(chosen.included, usd_per_hour=price_usd_hour)
     path = write_report(output, selection.runs, prices=prices, recommendation=rec, sweeps=selection.sweeps,
-                        title=title, usd_per_kwh=usd_per_kwh, quality=quality, retrieval=_retrieval(embed_root))
+                        title=title, usd_per_kwh=usd_per_kwh, quality=quality, retrieval=_retrieval(embed_root),
+                        retrieval_drift=_retrieval_drift(embed_root))
     flagged = sum(1 for r in chosen.included if r.verdict.status != "VALID")
     note = f"; {flagged} not VALID, flagged in the report" if flagged else ""
     left = f"; {len(chosen.left_out)} left out, listed with why in the report" if chosen.left_out else ""
@@ -114,6 +115,14 @@ def _retrieval(root: Path) -> list[object]:
         except NoRetrievalRuns:
             continue
     return out
+
+
+def _retrieval_drift(root: Path) -> dict[str, object]:
+    """The embedding and rerank drift saved by `advisor verify` under `root`, matched to the embed and rerank runs."""
+    from advisor.recommend.retrieval import load_runs
+    from reports.retrieval_drift import drift_context
+
+    return drift_context(root, load_runs(root, "embed") + load_runs(root, "rerank"))
 
 
 def _warn(line: str) -> None:

@@ -94,9 +94,10 @@ def render_report(runs: Sequence[RunResult], *, prices: dict[str, RunPrice] | No
                   recommendation: RecommendationResult | None = None, sweeps: Sequence[dict[str, Any]] = (),
                   title: str = "Inference engine benchmark report", generated_utc: str | None = None,
                   usd_per_kwh: float | None = None, quality: dict[str, Any] | None = None,
-                  retrieval: Sequence[Any] = ()) -> str:
+                  retrieval: Sequence[Any] = (), retrieval_drift: dict[str, Any] | None = None) -> str:
     """The report as one HTML string, secrets redacted; `quality`: an `advisor verify --json` document;
-    `retrieval`: the embed, rerank and RAG rankings (`advisor.recommend.retrieval.Ranking`), a section of their own.
+    `retrieval`: the embed, rerank and RAG rankings (`advisor.recommend.retrieval.Ranking`), a section of their own;
+    `retrieval_drift`: their engines' embedding and rerank drift (`reports.retrieval_drift.drift_context`).
 
     Redaction runs over the report's own content only: plotly.js is put in afterwards, because minified code
     such as `z.key=function(...)` looks like a secret assignment and redacting it broke every chart."""
@@ -117,7 +118,8 @@ def render_report(runs: Sequence[RunResult], *, prices: dict[str, RunPrice] | No
     html = environment().get_template("report.html.j2").render(
         **ctx, figures=figures, title=title, generated_utc=generated, version=__version__,
         plotly_js=_PLOTLY_SLOT, max_rows=MAX_RECOMMENDATION_ROWS,
-        quality=quality_context(quality) if quality else None, retrieval=list(retrieval))
+        quality=quality_context(quality) if quality else None, retrieval=list(retrieval),
+        retrieval_drift=retrieval_drift or {"tables": [], "by_run": {}})
     head, slot, tail = redact_text(html).partition(_PLOTLY_SLOT)
     assert slot, "the report template lost its plotly.js slot"
     return head + _plotly_js() + tail
