@@ -38,9 +38,9 @@ def embed_verify(model: str, threads: int | None, engines: tuple[str, ...], as_j
     click.echo(f"  {'engine':24s} {'precision':9s} {'status':6s} {'cos min':>10s} {'cos mean':>10s} "
                f"{'recall@10 mean':>15s} {'recall@10 min':>14s}")
     for r in report.results:
-        click.echo(f"  {r.engine:24s} {r.precision:9s} {r.status:6s} {f(r.cosine_min, '.6f'):>10s} "
-                   f"{f(r.cosine_mean, '.6f'):>10s} {f(r.recall_overlap_mean, '.3f'):>15s} "
-                   f"{f(r.recall_overlap_min, '.3f'):>14s}")
+        click.echo(f"  {r.engine:24s} {r.precision:9s} {r.status:6s} {_fig(r.cosine_min, '.6f'):>10s} "
+                   f"{_fig(r.cosine_mean, '.6f'):>10s} {_fig(r.recall_overlap_mean, '.3f'):>15s} "
+                   f"{_fig(r.recall_overlap_min, '.3f'):>14s}")
         if r.error:
             click.echo(f"    {r.error}")
     if saved is not None:
@@ -74,16 +74,16 @@ def rerank_verify(model: str, threads: int | None, engines: tuple[str, ...], as_
     click.echo(f"  {'engine':28s} {'precision':9s} {'status':6s} {f'top{k} mean':>10s} {f'top{k} min':>9s} "
                f"{'tau mean':>9s} {'tau min':>8s} {'max |d score|':>13s}")
     for r in report.results:
-        click.echo(f"  {r.engine:28s} {r.precision:9s} {r.status:6s} {f(r.topk_overlap_mean, '.3f'):>10s} "
-                   f"{f(r.topk_overlap_min, '.3f'):>9s} {f(r.kendall_tau_mean, '.4f'):>9s} "
-                   f"{f(r.kendall_tau_min, '.4f'):>8s} {f(r.score_max_abs_diff, '.2e'):>13s}")
+        click.echo(f"  {r.engine:28s} {r.precision:9s} {r.status:6s} {_fig(r.topk_overlap_mean, '.3f'):>10s} "
+                   f"{_fig(r.topk_overlap_min, '.3f'):>9s} {_fig(r.kendall_tau_mean, '.4f'):>9s} "
+                   f"{_fig(r.kendall_tau_min, '.4f'):>8s} {_fig(r.score_max_abs_diff, '.2e'):>13s}")
         if r.error:
             click.echo(f"    {r.error}")
     if saved is not None:
         click.echo(f"  saved: {saved}")
 
 
-def f(x: float | None, spec: str) -> str:
+def _fig(x: float | None, spec: str) -> str:
     """A figure, or "-" when there is none."""
     return "-" if x is None else format(x, spec)
 
