@@ -5,7 +5,8 @@ and the sigmoid `CrossEncoder.predict` applies, as one ONNX graph; int8 by dynam
 model and checked against sentence-transformers). A request is a query and its passages: the (query, passage)
 pairs run as one padded batch, requests one at a time on one engine thread, as the sentence-transformers
 rerank baseline. The model's own tokenizer makes the pairs; the attention mask gives the exact token count
-(the same count as the baseline's). A pair longer than the model's max length is refused, never truncated.
+(the same count as the baseline's); each answer carries the padded batch's tokens (rows x padded length of
+the attention mask fed to the graph). A pair longer than the model's max length is refused, never truncated.
 Loading, the engine thread and closing are `adapters.onnxruntime_embed`'s.
 """
 
@@ -62,8 +63,9 @@ class OnnxRuntimeRerankAdapter(OnnxRuntimeEmbedAdapter):
                           notes=("each request's (query, passage) pairs run as one padded batch; requests one at a "
                                  "time",))
 
-    def _score(self, query: str, passages: list[str], return_scores: bool) -> tuple[int, list[float] | None]:
-        """(tokens of the pairs, scores or None) for one request; AdapterError("refused") for a pair past the limit."""
+    def _score(self, query: str, passages: list[str], return_scores: bool) -> tuple[int, list[float] | None, int]:
+        """(tokens of the pairs, scores or None, tokens of the padded batch) for one request; AdapterError("refused")
+        for a pair past the limit."""
         import numpy as np
 
         enc = self._tok([query] * len(passages), passages, padding=True, truncation=False, return_tensors="np")
@@ -77,7 +79,8 @@ class OnnxRuntimeRerankAdapter(OnnxRuntimeEmbedAdapter):
             out = self._infer(feed)
         except Exception as e:  # noqa: BLE001 (an engine failure: an errored request, the run goes on)
             raise AdapterError("engine", f"{self.name} failed: {type(e).__name__}: {str(e)[:200]}") from None
-        return int(mask.sum()), [float(x) for x in np.asarray(out).reshape(-1)] if return_scores else None
+        return (int(mask.sum()), [float(x) for x in np.asarray(out).reshape(-1)] if return_scores else None,
+                int(mask.size))
 
     async def embed(self, req: EmbedRequest) -> EmbedResult:
         if self._session is None or self._pool is None:
@@ -85,7 +88,8 @@ class OnnxRuntimeRerankAdapter(OnnxRuntimeEmbedAdapter):
         if req.query is None:
             raise AdapterError("refused", f"the {self.name} engine reranks (a query and passages); it does not embed")
         loop = asyncio.get_running_loop()
-        n_tokens, scores = await loop.run_in_executor(self._pool, self._score, req.query, list(req.texts),
+        n_tokens, scores, padded = await loop.run_in_executor(self._pool, self._score, req.query, list(req.texts),
                                                       req.return_vectors)
         t = time.perf_counter_ns()
-        return EmbedResult(t, len(req.texts), n_tokens, 1, scores=tuple(scores) if scores is not None else None)
+        return EmbedResult(t, len(req.texts), n_tokens, 1, scores=tuple(scores) if scores is not None else None,
+                           n_tokens_padded=padded)

@@ -49,7 +49,9 @@ def test_scores_match_the_cross_encoder_and_the_conversion_is_cached(tiny_ce: Pa
             asyncio.run(a.embed(EmbedRequest("embed", PASSAGES)))
         a.close()
         assert info.adapter == engine and info.precision == precision and info.extra["task"] == "rerank"
+        # each pair: [CLS] query [SEP] passage [SEP]; the batch is padded to the longest pair (4 words + 3)
         assert res.n_tokens == 4 * (4 + 2) + (3 + 4 + 2 + 3) + 4 and res.dim == 1 and res.n_inputs == 4
+        assert res.n_tokens_padded == 4 * (4 + 4 + 3)
         bound = 1e-5 if precision == "fp32" else ce_onnx.MAX_SCORE_DIFF["int8"]
         assert max(abs(g - w) for g, w in zip(res.scores, want)) <= bound, (precision, res.scores, want)
     m = json.loads((ce_onnx.converted_dir(tiny_ce, "fp32") / "manifest.json").read_text())
