@@ -14,15 +14,12 @@ ConversionError and nothing is cached.
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 from typing import Any
 
 from adapters.formats import st_onnx
 from adapters.formats.check import ConversionError
 from adapters.formats.st_onnx import FILENAME, PRECISIONS, StOnnx
-from model_cache import staging
 
 # the conversion check, on sigmoid scores in [0, 1]: fp32 must be the same function (float rounding only); int8 only
 # close enough that `advisor verify`'s rerank drift is about quantisation, not a broken graph (it reports the rest)
@@ -41,38 +38,24 @@ def check_pairs() -> list[tuple[str, str]]:
 
 def ensure(folder: Path, precision: str, force: bool = False) -> StOnnx:
     """The cached, checked ONNX conversion of the cross-encoder `folder` at `precision`; converts when missing or stale."""
-    from adapters.formats import fingerprint, read_manifest
+    from adapters.formats import fingerprint
 
     if precision not in PRECISIONS:
         raise ConversionError(f"the ONNX rerank conversion supports precision {', '.join(PRECISIONS)}, not {precision!r}")
     folder = Path(folder)
-    target = converted_dir(folder, precision)
     fp = _fingerprint(folder, fingerprint(folder) + (st_onnx.INT8_RECIPE if precision == "int8" else ""))
-    old = read_manifest(target)
-    if not force and old is not None and old.get("source_fingerprint") == fp and (target / FILENAME).is_file():
-        return StOnnx(target, False, old, None)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging.sweep(target.parent, lambda p: (p / "manifest.json").is_file())
-    t0 = time.perf_counter()
-    tmp = staging.stage(target)
-    try:
+
+    def build(tmp: Path) -> dict[str, Any]:
         if precision == "fp32":
             meta = _export(folder, tmp / FILENAME)
         else:
             base = ensure(folder, "fp32")
             st_onnx.quantize_int8(base.path / FILENAME, tmp / FILENAME)
             meta = {k: base.manifest[k] for k in ("inputs", "max_seq_length")}
-        check = _check(folder, tmp / FILENAME, meta["inputs"], precision)
-        manifest = {"format": "ce-onnx", "precision": precision, "source_fingerprint": fp, **meta, "check": check,
-                    "tools": st_onnx.tool_versions(), "converted_at_unix": round(time.time(), 3)}
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
-        staging.swap_in(tmp, target)
-    except BaseException:
-        import shutil
+        return {"format": "ce-onnx", "precision": precision, "source_fingerprint": fp, **meta,
+                "check": _check(folder, tmp / FILENAME, meta["inputs"], precision)}
 
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return StOnnx(target, True, manifest, round(time.perf_counter() - t0, 4))
+    return st_onnx.cached(converted_dir(folder, precision), fp, build, force)
 
 
 def _fingerprint(folder: Path, weights: str) -> str:

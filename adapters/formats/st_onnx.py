@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -66,7 +67,7 @@ def converted_dir(folder: Path, precision: str) -> Path:
 
 def ensure(folder: Path, precision: str, force: bool = False) -> StOnnx:
     """The cached, checked ONNX conversion of `folder` at `precision`; converts (and checks) when missing or stale."""
-    from adapters.formats import fingerprint, read_manifest
+    from adapters.formats import fingerprint
 
     if precision not in PRECISIONS:
         raise ConversionError(f"the ONNX embedding conversion supports precision {', '.join(PRECISIONS)}, "
@@ -76,8 +77,27 @@ def ensure(folder: Path, precision: str, force: bool = False) -> StOnnx:
     if unsupported:
         raise ConversionError(f"{folder}: modules.json has {', '.join(unsupported)}; the ONNX embedding conversion "
                               f"handles {', '.join(SUPPORTED_MODULES)}")
-    target = converted_dir(folder, precision)
     fp = _fingerprint(folder, fingerprint(folder) + (INT8_RECIPE if precision == "int8" else ""))
+
+    def build(tmp: Path) -> dict[str, Any]:
+        if precision == "fp32":
+            meta = _export(folder, tmp / FILENAME)
+        else:
+            base = ensure(folder, "fp32")
+            quantize_int8(base.path / FILENAME, tmp / FILENAME)
+            meta = {k: base.manifest[k] for k in ("inputs", "max_seq_length", "dim")}
+        return {"format": "st-onnx", "precision": precision, "source_fingerprint": fp, **meta,
+                "check": _check(folder, tmp / FILENAME, meta["inputs"], precision)}
+
+    return cached(converted_dir(folder, precision), fp, build, force)
+
+
+def cached(target: Path, fp: str, build: Callable[[Path], dict[str, Any]], force: bool = False) -> StOnnx:
+    """The conversion in `target` when its manifest's `source_fingerprint` is `fp` and its graph is there; else
+    `build(staging folder)` (writes the graph, returns the manifest; raises ConversionError when its check fails),
+    then the tool versions and the time are added and the folder swapped in whole. A failed build leaves nothing."""
+    from adapters.formats import read_manifest
+
     old = read_manifest(target)
     if not force and old is not None and old.get("source_fingerprint") == fp and (target / FILENAME).is_file():
         return StOnnx(target, False, old, None)
@@ -86,15 +106,7 @@ def ensure(folder: Path, precision: str, force: bool = False) -> StOnnx:
     t0 = time.perf_counter()
     tmp = staging.stage(target)
     try:
-        if precision == "fp32":
-            meta = _export(folder, tmp / FILENAME)
-        else:
-            base = ensure(folder, "fp32")
-            quantize_int8(base.path / FILENAME, tmp / FILENAME)
-            meta = {k: base.manifest[k] for k in ("inputs", "max_seq_length", "dim")}
-        check = _check(folder, tmp / FILENAME, meta["inputs"], precision)
-        manifest = {"format": "st-onnx", "precision": precision, "source_fingerprint": fp, **meta, "check": check,
-                    "tools": tool_versions(), "converted_at_unix": round(time.time(), 3)}
+        manifest = {**build(tmp), "tools": tool_versions(), "converted_at_unix": round(time.time(), 3)}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
         staging.swap_in(tmp, target)
     except BaseException:
