@@ -179,10 +179,11 @@ class SentenceTransformersAdapter(EmbedAdapter):
             except (EOFError, OSError):
                 break
             t = time.perf_counter_ns()
-            loop, fut = self._pending.pop(msg[1])
-            loop.call_soon_threadsafe(_settle, fut, msg, t)
+            waiting = self._pending.pop(msg[1], None)
+            if waiting is not None:
+                _hand(*waiting, msg, t)
         for loop, fut in list(self._pending.values()):  # the engine process died: every waiting request fails
-            loop.call_soon_threadsafe(_settle, fut, ("err", -1, "engine", "the engine process ended"), 0)
+            _hand(loop, fut, ("err", -1, "engine", "the engine process ended"), 0)
         self._pending.clear()
 
     async def embed(self, req: EmbedRequest) -> EmbedResult:
@@ -220,6 +221,16 @@ class SentenceTransformersAdapter(EmbedAdapter):
         if self._reader is not None:
             self._reader.join(timeout=5)
             self._reader = None
+
+
+def _hand(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any], msg: Any, t: int) -> None:
+    """Settle a waiting request on its own loop, from the reader thread; an answer that arrives after its loop
+    closed (a run stopped by a signal: nobody waits for it any more) is dropped, not a traceback."""
+    try:
+        loop.call_soon_threadsafe(_settle, fut, msg, t)
+    except RuntimeError:
+        if not loop.is_closed():
+            raise
 
 
 def _settle(fut: asyncio.Future[Any], msg: tuple[Any, ...], t_ns: int) -> None:
