@@ -48,7 +48,10 @@ METRIC_DEFINITIONS = (
 
 
 # the per-run table's per-request columns: the metric registry's headline figures
-PER_REQUEST_COLUMNS = tuple(f for f in FIGURES if f.metric in METRIC_BY_KEY)
+# the run tables' figure columns: each metric's report percentiles (the registry says which), then the rates
+REPORT_FIGURES = tuple(f for f in FIGURES if f.metric not in METRIC_BY_KEY
+                       or f.percentile in METRIC_BY_KEY[f.metric].report_percentiles)
+PER_REQUEST_COLUMNS = tuple(f for f in REPORT_FIGURES if f.metric in METRIC_BY_KEY)
 
 
 def run_row(run: RunResult, label: str, price: RunPrice | None) -> dict[str, Any]:
@@ -184,7 +187,7 @@ def build_context(runs: Sequence[RunResult], prices: dict[str, RunPrice], rec: R
     """Everything the report template renders except the figures."""
     labels = run_labels(runs)
     rows = [run_row(r, labels[r.run_id], prices.get(r.run_id)) for r in runs]
-    return {"rows": rows, "options": option_rows(runs, labels, prices), "figure_columns": FIGURES,
+    return {"rows": rows, "options": option_rows(runs, labels, prices), "figure_columns": REPORT_FIGURES,
             "per_request_columns": PER_REQUEST_COLUMNS, "executive": executive(runs, prices, rec),
             "risks": risks(runs, labels, prices, rec), "estimated": estimated_items(prices, rec),
             "methodology": methodology(runs, labels), "environment": environments(runs, labels),

@@ -34,11 +34,21 @@ class Metric:
     console: bool = True  # a row of `bench`'s latency table
     percentiles: tuple[float, ...] = ()  # its headline figures: compare, repeat groups, the report's tables
     headline: float | None = None  # the percentile the short views (dashboard tables, CDF and load charts) show
+    # which of its headline figures are columns of the report's two run tables, None: all of them. The tables
+    # must fit a 1400 px page beside the run's rates, SLOs and costs, so a metric a buyer reads elsewhere
+    # (compare, the console, the dashboard, result.json) may give fewer or none; its definition is there always
+    report: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         assert "_" in self.key, f"a metric key ends in its unit (ttft_ms), got {self.key!r}"
         assert self.better in ("lower", "higher"), self.better
         assert self.headline is None or self.headline in self.percentiles, "a headline percentile is a headline figure"
+        assert set(self.report or ()) <= set(self.percentiles), "a report column is one of its headline figures"
+
+    @property
+    def report_percentiles(self) -> tuple[float, ...]:
+        """The headline figures the report's run tables show as columns."""
+        return self.percentiles if self.report is None else self.report
 
     def values(self, rec: RequestRecord) -> Iterable[float]:
         """This request's values: none, one, or (pooled) one per token."""

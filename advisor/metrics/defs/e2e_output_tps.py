@@ -24,5 +24,5 @@ METRIC = Metric(
     key="e2e_output_tps", header="E2E output tok/s per user", unit="tok/s", better="higher", of=e2e_output_tps,
     order=110, definition="n_out / (t_last - t_send): output tokens/s one user gets over the whole request, "
                           "the wait for the first token included",
-    percentiles=(10,),
+    percentiles=(10,), report=(),
 )

@@ -8,5 +8,5 @@ from advisor.metrics.metric import Metric
 METRIC = Metric(
     key="interactivity_tps", header="interactivity", unit="tok/s", better="higher", of=pr.interactivity_tps, order=100,
     definition="1000 / TPOT: the decode tokens/s one user sees",
-    percentiles=(50,),
+    percentiles=(50,), report=(),
 )

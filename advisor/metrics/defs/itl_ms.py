@@ -8,5 +8,5 @@ from advisor.metrics.metric import Metric
 METRIC = Metric(
     key="itl_ms", header="ITL", unit="ms", better="lower", of=pr.itl_ms, order=70,
     definition="per token: a chunk's gap to the previous token-carrying chunk, divided over the tokens it carried; pooled over requests",
-    pooled=True, percentiles=(50, 95, 99),
+    pooled=True, percentiles=(50, 95, 99), report=(95,),
 )

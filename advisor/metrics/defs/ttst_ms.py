@@ -8,5 +8,5 @@ from advisor.metrics.metric import Metric
 METRIC = Metric(
     key="ttst_ms", header="time to second token", unit="ms", better="lower", of=pr.ttst_ms, order=30,
     definition="t_second - t_send: when the second output token arrived; TTFT plus the first decode step",
-    percentiles=(50,),
+    percentiles=(50,), report=(),
 )
