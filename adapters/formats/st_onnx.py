@@ -8,9 +8,10 @@ tokenizer's (`input_ids`, `attention_mask`, and `token_type_ids` when the tokeni
 configures them. int8 is `onnxruntime.quantization.quantize_dynamic` of the cached fp32 graph (`INT8_RECIPE`):
 int8 weights per output channel, activations quantised per batch at run time, and two kinds of MatMul left in
 fp32: those with no constant weight (attention's Q.K and P.V, `MatMulConstBOnly`) and those fed by a GELU (each
-block's feed-forward down-projection, whose input has the widest range). On MiniLM over the shipped corpus this
-keeps the worst chunk's cosine to fp32 at 0.991 (mean 0.996), where quantising every MatMul gave 0.984 (0.992)
-and per-tensor weights 0.950 (benchmarks/embed_engines.py). A conversion goes to `<model>/converted/st-onnx-<precision>/`
+block's feed-forward down-projection, whose input has the widest range): those two kinds carry most of the
+drift int8 adds, so keeping them in fp32 holds the worst corpus chunk at the cosine the target asks for
+(figures: benchmarks/RESULTS.md, `embed_engines.py`; the recipes tried: benchmarks/history/embed.md). A
+conversion goes to `<model>/converted/st-onnx-<precision>/`
 with a `manifest.json` (source fingerprint, tool versions, the check's result); an unchanged source is not
 converted again. Every fresh conversion is checked: its vectors against the sentence-transformers fp32 ones
 on fixed texts, cosine at least `MIN_COSINE[precision]`, else ConversionError and nothing is cached.
